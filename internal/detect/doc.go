@@ -1,0 +1,33 @@
+// Package detect recognises credentials and code-injection hooks in
+// environment variables. The engine (sieve) uses it to decide which keys are
+// sensitive (DESIGN.md, section 2, step 4); the redactor will use it to find
+// secrets that no policy named.
+//
+// There are three detectors, each a pure function of its arguments:
+//
+//   - [SensitiveName]: the variable's name looks like a credential's, judged
+//     word by word (GITHUB_TOKEN, myApiKey, DATABASE_URL), never by substring
+//     (GIT_AUTHOR_NAME, KEYBOARD_LAYOUT and PASSENGER_COUNT are not sensitive).
+//   - [Value]: the value looks like a credential: a known token format, a
+//     JWT, a PEM private key, a URL carrying a password, or a long random
+//     string. It reports a [Kind], never any part of the value.
+//   - [Injection]: the variable can make a child process run code it did not
+//     ask for (LD_PRELOAD, BASH_ENV, NODE_OPTIONS, a bash exported function).
+//     This is the code-injection floor that even audit mode removes.
+//
+// # Guarantees
+//
+// The detectors do no I/O, read no environment and no clock, keep no state,
+// do not allocate, and are safe for concurrent use. Their cost is linear in
+// the length of their input.
+//
+// # Security
+//
+// The detectors are heuristics. They are tuned to miss few real credentials
+// while leaving ordinary values alone (paths, PATH-like lists, locales,
+// UUIDs, git hashes, URLs without a password), and both kinds of error remain
+// possible. A credential that a detector misses is still withheld unless an
+// allow entry admits it, and no credential the detectors do recognise passes
+// through a wildcard. Callers must not print a value that a detector
+// flagged; a [Kind] and the variable's name are safe to print.
+package detect

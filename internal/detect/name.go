@@ -1,0 +1,161 @@
+package detect
+
+import "strings"
+
+// sensitiveWords mark a name as a credential's when they are one of its
+// words (API_KEY) or end one of its words (APIKEY, OAUTH, ACCESSTOKEN,
+// DBPASS), also in the plural (API_KEYS, AWS_SECRETS). A word that only
+// starts with one is not sensitive: KEYBOARD, PASSENGER, AUTHOR, TOKENIZERS.
+var sensitiveWords = []string{
+	// DESIGN.md, section 2, step 4.
+	"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASS", "PW",
+	"CREDENTIAL", "CREDENTIALS", "CREDS", "PRIVATE", "COOKIE", "DSN", "AUTH",
+	// Added: they name a secret as plainly (GPG_PASSPHRASE, the CGI
+	// variable HTTP_AUTHORIZATION, GH_PAT for a personal access token,
+	// MYSQL_PWD) and end few other words. The shell's own PWD and OLDPWD,
+	// the working directory, are exceptions: see SensitiveName.
+	"PASSPHRASE", "AUTHORIZATION", "PAT", "PWD",
+}
+
+// ordinaryWords end in a sensitive word but are ordinary English: a
+// PROXY_BYPASS list, a terminal's HOTKEY, a CHAOS_MONKEY switch, a
+// COMPAT_MODE. ASKPASS is
+// deliberately not here: SSH_ASKPASS and GIT_ASKPASS name programs that hand
+// out passwords, which is a capability worth an exact allow entry.
+var ordinaryWords = []string{"BYPASS", "COMPASS", "COMPAT", "HOTKEY", "MONKEY"}
+
+// stores are words that, when a later word of the name is URL or URI, make
+// a compound name that by convention holds a connection string, password
+// included: DATABASE_URL, DB_URL, REDIS_URL, MONGODB_URI,
+// SQLALCHEMY_DATABASE_URI, CELERY_BROKER_URL, SLACK_WEBHOOK_URL. Like
+// sensitive words they also count at the end of a longer word (JAWSDB_URL,
+// COUCHDB_URL). The name alone decides, so that a policy that admits
+// DATABASE_URL through a wildcard today does not silently start leaking the
+// day its value gains a password; [Value] catches a password in any URL
+// whatever the variable's name.
+var stores = []string{
+	"DATABASE", "DB", "POSTGRES", "POSTGRESQL", "MYSQL", "MONGO", "REDIS",
+	"AMQP", "RABBITMQ", "BROKER", "WEBHOOK",
+}
+
+// SensitiveName reports whether an environment variable's name looks like it
+// holds a credential, judged by word and not by substring. It returns the
+// word that matched, a part of name.
+//
+// The name is split into words at every byte that is not an ASCII letter or
+// digit ('_' in practice), where a lower-case letter is followed by an upper-case
+// one (myApiKey is my, Api, Key), and between letters and digits (OAUTH2 is
+// OAUTH, 2; so AUTH0_DOMAIN is sensitive, as is all of Auth0's configuration).
+// Words are compared without regard to case. A name is sensitive when
+//
+//   - one of its words is or ends in KEY, SECRET, TOKEN, PASSWORD, PASSWD,
+//     PASS, PW, CREDENTIAL(S), CREDS, PRIVATE, COOKIE, DSN, AUTH, PASSPHRASE,
+//     AUTHORIZATION, PAT or PWD, also followed by a plural S, unless the word
+//     is an ordinary one such as BYPASS or HOTKEY, or the name is PWD or
+//     OLDPWD (the working directory); or
+//   - it is a compound that holds a connection string: a word that is or
+//     ends in DATABASE, DB, POSTGRES(QL), MYSQL, MONGO, REDIS, AMQP,
+//     RABBITMQ, BROKER or WEBHOOK, followed somewhere later by the word URL
+//     or URI (then word is the run of name from one to the other);
+//     CONNECTION followed by STRING(S); or a last word that is or ends in
+//     WEBHOOK (SLACK_WEBHOOK).
+func SensitiveName(name string) (word string, ok bool) {
+	if strings.EqualFold(name, "PWD") || strings.EqualFold(name, "OLDPWD") {
+		return "", false
+	}
+	store := -1 // where the first store word starts
+	conn := -1  // where the previous word starts, if it is CONNECTION
+	last := ""
+	for start, end := nextWord(name, 0); start < end; start, end = nextWord(name, end) {
+		w := name[start:end]
+		switch {
+		case sensitiveWord(w):
+			return w, true
+		case store >= 0 && (strings.EqualFold(w, "URL") || strings.EqualFold(w, "URI")):
+			return name[store:end], true
+		case conn >= 0 && (strings.EqualFold(w, "STRING") || strings.EqualFold(w, "STRINGS")):
+			return name[conn:end], true
+		}
+		conn = -1
+		if strings.EqualFold(w, "CONNECTION") {
+			conn = start
+		}
+		if store < 0 && endsInAny(w, stores) {
+			store = start
+		}
+		last = w
+	}
+	if hasSuffixFold(last, "WEBHOOK") {
+		return last, true
+	}
+	return "", false
+}
+
+// sensitiveWord reports whether w is, or ends in, a sensitive word, also in
+// the plural.
+func sensitiveWord(w string) bool {
+	if equalsAny(w, ordinaryWords) {
+		return false
+	}
+	if endsInAny(w, sensitiveWords) {
+		return true
+	}
+	if n := len(w); n > 1 && (w[n-1] == 'S' || w[n-1] == 's') {
+		w = w[:n-1]
+		return !equalsAny(w, ordinaryWords) && endsInAny(w, sensitiveWords)
+	}
+	return false
+}
+
+// nextWord returns the bounds of the first word of name at or after i; start
+// equals end when there is none.
+func nextWord(name string, i int) (start, end int) {
+	for i < len(name) && !isAlnum(name[i]) {
+		i++
+	}
+	if i == len(name) {
+		return i, i
+	}
+	start = i
+	for i++; i < len(name) && sameWord(name[i-1], name[i]); i++ {
+	}
+	return start, i
+}
+
+// sameWord reports whether c continues the word whose previous byte is p.
+func sameWord(p, c byte) bool {
+	return isAlnum(c) &&
+		!(isLower(p) && isUpper(c)) &&
+		isDigit(p) == isDigit(c)
+}
+
+func endsInAny(w string, list []string) bool {
+	for _, s := range list {
+		if hasSuffixFold(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalsAny(w string, list []string) bool {
+	for _, s := range list {
+		if strings.EqualFold(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isAlnum(c byte) bool { return isUpper(c) || isLower(c) || isDigit(c) }

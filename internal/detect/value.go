@@ -1,0 +1,281 @@
+package detect
+
+import "strings"
+
+// Kind names what a value detector found. Kinds are stable lower-case
+// strings, safe to print and to record:
+//
+//   - "github-token": ghp_, gho_, ghu_, ghs_, ghr_ or github_pat_ and a tail
+//   - "gitlab-token": glpat-
+//   - "openai-api-key": sk- and a long tail mixing upper case, lower case and digits
+//   - "anthropic-api-key": sk-ant-
+//   - "slack-token": xoxa-, xoxb-, xoxp-, xoxr-, xoxs-
+//   - "aws-access-key-id": AKIA or ASIA and 16 upper-case letters or digits
+//   - "google-api-key": AIza and 35 characters
+//   - "npm-token": npm_
+//   - "huggingface-token": hf_
+//   - "stripe-key": sk_live_, sk_test_, rk_live_, rk_test_, whsec_
+//     (not pk_live_: publishable keys are public)
+//   - "sendgrid-key": SG.
+//   - "twilio-key": SK and 32 hex digits
+//   - "pypi-token": pypi-AgEIcHlwaS5vcmc (a macaroon for pypi.org)
+//   - "digitalocean-token": dop_v1_
+//   - "age-secret-key": AGE-SECRET-KEY-1
+//   - "jwt": three base64url parts joined by dots, the first starting eyJ
+//   - "pem-private-key": a PEM block whose label holds PRIVATE KEY
+//   - "url-password": scheme://user:password@host, the user possibly empty
+//   - "url-query-secret": a URL with a query parameter such as password=,
+//     access_token=, api_key= or X-Amz-Credential=
+//   - "webhook-url": a Slack, Discord or Microsoft Teams incoming webhook,
+//     whose path is the secret
+//   - "high-entropy": a long random-looking string, see [Value]
+type Kind string
+
+// A tokenRule recognises a vendor's token format: a fixed prefix, then a tail
+// of at least min bytes, all in the class set tail. When max is not zero the
+// tail is at most max bytes and must not run into another letter or digit.
+// When mixed is set the tail must hold an upper-case letter, a lower-case
+// letter and a digit, for prefixes such as "sk-" that ordinary text may start
+// with.
+type tokenRule struct {
+	prefix   string
+	kind     Kind
+	tail     class
+	min, max int
+	mixed    bool
+}
+
+// tokenRules are tried in order, so a longer prefix comes before a shorter
+// one that it starts with. The minimum tail lengths sit below each vendor's
+// documented length, so that a slightly shorter token is still caught, and
+// far above the length of any word that could follow the prefix by chance.
+var tokenRules = []tokenRule{
+	{prefix: "github_pat_", kind: "github-token", tail: alnum | under, min: 40},
+	{prefix: "ghp_", kind: "github-token", tail: alnum, min: 30},
+	{prefix: "gho_", kind: "github-token", tail: alnum, min: 30},
+	{prefix: "ghu_", kind: "github-token", tail: alnum, min: 30},
+	{prefix: "ghs_", kind: "github-token", tail: alnum, min: 30},
+	{prefix: "ghr_", kind: "github-token", tail: alnum, min: 30},
+	{prefix: "glpat-", kind: "gitlab-token", tail: base64url, min: 20},
+	{prefix: "sk-ant-", kind: "anthropic-api-key", tail: base64url, min: 32},
+	{prefix: "sk-", kind: "openai-api-key", tail: base64url, min: 32, mixed: true},
+	{prefix: "xoxa-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxb-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxp-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxr-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxs-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "AKIA", kind: "aws-access-key-id", tail: upper | digit, min: 16, max: 16},
+	{prefix: "ASIA", kind: "aws-access-key-id", tail: upper | digit, min: 16, max: 16},
+	{prefix: "AIza", kind: "google-api-key", tail: base64url, min: 35, max: 35},
+	{prefix: "npm_", kind: "npm-token", tail: alnum, min: 36},
+	{prefix: "hf_", kind: "huggingface-token", tail: alnum, min: 30},
+	{prefix: "sk_live_", kind: "stripe-key", tail: alnum, min: 24},
+	{prefix: "sk_test_", kind: "stripe-key", tail: alnum, min: 24},
+	{prefix: "rk_live_", kind: "stripe-key", tail: alnum, min: 24},
+	{prefix: "rk_test_", kind: "stripe-key", tail: alnum, min: 24},
+	{prefix: "whsec_", kind: "stripe-key", tail: alnum, min: 24},
+	{prefix: "SG.", kind: "sendgrid-key", tail: base64url | dot, min: 60, mixed: true},
+	{prefix: "SK", kind: "twilio-key", tail: digit | hexLower, min: 32, max: 32},
+	{prefix: "pypi-AgEIcHlwaS5vcmc", kind: "pypi-token", tail: base64url, min: 50},
+	{prefix: "dop_v1_", kind: "digitalocean-token", tail: digit | hexLower, min: 64, max: 64},
+	{prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: upper | digit, min: 50},
+}
+
+// startsToken holds the first bytes of the token prefixes, 'e' of a JWT's
+// "eyJ" among them, so that most bytes of a value are passed over at once.
+var startsToken = func() (t [256]bool) {
+	for _, r := range tokenRules {
+		t[r.prefix[0]] = true
+	}
+	t['e'] = true
+	return t
+}()
+
+// Value reports whether a variable's value looks like a credential and, if
+// so, what kind. The detectors run in this order and the first that matches
+// decides:
+//
+//  1. A known token format (see [Kind]) or a JWT, anywhere in the value at
+//     the start of a word, so that "Bearer eyJ...", "--token=ghp_..." and
+//     "https://oauth2:glpat-...@host" are caught.
+//  2. A PEM private key: "-----BEGIN ", a label holding PRIVATE KEY, "-----".
+//  3. A URL with a password in its userinfo, with a secret query parameter,
+//     or an incoming webhook URL.
+//  4. A long random-looking string: a run of at least 20 characters from the
+//     base64 alphabets (letters, digits, '+', '/', '-', '_') that mixes
+//     upper case, lower case and digits, has a Shannon entropy of at least
+//     3/4 of the most its length and alphabet allow, and is not made of
+//     English-looking syllables. Not judged: values holding any PEM block
+//     (certificates and public keys are public; private keys are caught
+//     above); runs starting with '/' (paths such as macOS's
+//     /var/folders/xx/random/T/); runs of hex digits and dashes, which are
+//     identifiers and not secrets (git and content hashes, UUIDs, trace ids);
+//     subresource-integrity hashes (sha512-...); and SSH public keys.
+//
+// A random 20-character token lacks a digit or a case about 3% of the time
+// and is then missed by the last detector; from 32 characters on, misses are
+// rare. Hex secrets (some vendors issue 32 hex digits) and lower-case-only
+// secrets are missed too: to a detector they look like the identifiers that
+// fill every environment. Their names usually give them away.
+func Value(value string) (Kind, bool) {
+	if k, ok := knownToken(value); ok {
+		return k, true
+	}
+	pem := strings.Index(value, "-----BEGIN ")
+	if pem >= 0 && pemPrivateKey(value[pem:]) {
+		return "pem-private-key", true
+	}
+	if k, ok := urlSecret(value); ok {
+		return k, true
+	}
+	if pem < 0 && highEntropy(value) {
+		return "high-entropy", true
+	}
+	return "", false
+}
+
+// knownToken finds a token of a known format or a JWT at the start of a word
+// of v.
+func knownToken(v string) (Kind, bool) {
+	for i := 0; i < len(v); i++ {
+		if !startsToken[v[i]] || i > 0 && isAlnum(v[i-1]) {
+			continue
+		}
+		s := v[i:]
+		if isJWT(s) {
+			return "jwt", true
+		}
+		for _, r := range tokenRules {
+			if strings.HasPrefix(s, r.prefix) && r.matchTail(s[len(r.prefix):]) {
+				return r.kind, true
+			}
+		}
+	}
+	return "", false
+}
+
+func (r *tokenRule) matchTail(s string) bool {
+	n, seen := span(s, r.tail)
+	if n < r.min {
+		return false
+	}
+	if r.max > 0 && (n > r.max || n < len(s) && isAlnum(s[n])) {
+		return false
+	}
+	return !r.mixed || seen&alnum == alnum
+}
+
+// isJWT reports whether s starts with a JSON Web Token: a header that
+// starts with eyJ (base64url of `{"`), a payload and a signature, joined by
+// dots. The signature may be empty: an unsigned token still authenticates
+// to a server that wrongly accepts "alg":"none".
+func isJWT(s string) bool {
+	if !strings.HasPrefix(s, "eyJ") {
+		return false
+	}
+	n, _ := span(s, base64url)
+	if n < 10 || n == len(s) || s[n] != '.' {
+		return false
+	}
+	s = s[n+1:]
+	n, _ = span(s, base64url)
+	return n > 0 && n < len(s) && s[n] == '.'
+}
+
+// pemPrivateKey reports whether v holds the header of a PEM block whose
+// label holds PRIVATE KEY: RSA, EC, OPENSSH, ENCRYPTED, PGP ... BLOCK.
+func pemPrivateKey(v string) bool {
+	const begin = "-----BEGIN "
+	for {
+		i := strings.Index(v, begin)
+		if i < 0 {
+			return false
+		}
+		v = v[i+len(begin):]
+		end := strings.Index(v, "-----")
+		if end < 0 {
+			return false
+		}
+		if strings.Contains(v[:end], "PRIVATE KEY") {
+			return true
+		}
+		v = v[end:]
+	}
+}
+
+// urlSecret finds a URL in v that carries a secret: a password in its
+// userinfo (scheme://user:password@host, the user possibly empty), a query
+// parameter named like a credential, or a webhook's secret path.
+func urlSecret(v string) (Kind, bool) {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return "", false
+		}
+		scheme := i > 0 && (isUpper(v[i-1]) || isLower(v[i-1]))
+		v = v[i+3:]
+		if !scheme {
+			continue
+		}
+		url := v
+		if end := strings.IndexAny(url, " \t\r\n\"'<>"); end >= 0 {
+			url = url[:end]
+		}
+		hostEnd := len(url)
+		if end := strings.IndexAny(url, "/?#"); end >= 0 {
+			hostEnd = end
+		}
+		host := url[:hostEnd]
+		if at := strings.LastIndexByte(host, '@'); at >= 0 {
+			userinfo := host[:at]
+			if colon := strings.IndexByte(userinfo, ':'); colon >= 0 && colon < len(userinfo)-1 {
+				return "url-password", true
+			}
+			host = host[at+1:]
+		}
+		if secretQuery(url[hostEnd:]) {
+			return "url-query-secret", true
+		}
+		if webhook(host, url[hostEnd:]) {
+			return "webhook-url", true
+		}
+	}
+}
+
+// secretQuery reports whether the path, query and fragment of a URL hold a
+// query parameter with a value whose name is sensitive by [SensitiveName]
+// (password, access_token, api_key, X-Amz-Credential) or is pwd or sig (an
+// Azure shared access signature).
+func secretQuery(rest string) bool {
+	_, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return false
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for query != "" {
+		var param string
+		param, query, _ = strings.Cut(query, "&")
+		name, value, _ := strings.Cut(param, "=")
+		if value == "" {
+			continue
+		}
+		if _, ok := SensitiveName(name); ok || strings.EqualFold(name, "pwd") || strings.EqualFold(name, "sig") {
+			return true
+		}
+	}
+	return false
+}
+
+// webhook reports whether host and path are those of an incoming webhook,
+// whose secret is the path: Slack, Discord, Microsoft Teams.
+func webhook(host, path string) bool {
+	switch {
+	case strings.EqualFold(host, "hooks.slack.com"):
+		return len(path) > len("/services/")
+	case strings.EqualFold(host, "discord.com"), strings.EqualFold(host, "discordapp.com"):
+		return hasPrefixFold(path, "/api/webhooks/") && len(path) > len("/api/webhooks/")
+	case hasSuffixFold(host, ".webhook.office.com"):
+		return len(path) > 1
+	}
+	return false
+}
