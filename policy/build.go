@@ -1,0 +1,461 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/envsieve/envsieve/internal/pattern"
+	"github.com/envsieve/envsieve/profiles"
+)
+
+// ErrUnknownProfile is returned (wrapped) for a profile name the policy does
+// not define and no built-in profile has. Use errors.Is.
+var ErrUnknownProfile = errors.New("unknown profile")
+
+// Load reads, validates and compiles the policy file at path. The error is an
+// [ErrorList] when the file is malformed.
+func Load(path string) (*Policy, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", path, err)
+	}
+	return Parse(path, src)
+}
+
+// Parse validates and compiles a policy from src; name is used in positions.
+// Every bad entry is reported at once, as an [ErrorList].
+func Parse(name string, src []byte) (*Policy, error) {
+	c, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	builtins, err := builtinProfiles()
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: name, src: src}
+	root := d.parseYAML()
+	if root == nil {
+		return nil, d.errs
+	}
+	raw := d.decodeFile(root)
+	b := &builder{d: d, c: c}
+	p := b.build(raw, builtins)
+	if len(d.errs) > 0 {
+		sortErrors(d.errs)
+		return nil, d.errs
+	}
+	p.File, p.raw, p.src = name, raw, src
+	return p, nil
+}
+
+// Default returns the embedded default policy.
+func Default() (*Policy, error) {
+	p, err := Parse("embedded:default.yaml", profiles.Default)
+	if err != nil {
+		return nil, fmt.Errorf("embedded default policy: %w", err)
+	}
+	return p, nil
+}
+
+// builtinProfiles parses the embedded agent profiles once. They are kept raw
+// and compiled into each policy, because a profile's plan includes the
+// global level of the policy that uses it.
+var builtinProfiles = sync.OnceValues(func() ([]rawProfile, error) {
+	d := &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}
+	root := d.parseYAML()
+	if root == nil {
+		return nil, fmt.Errorf("built-in profiles: %w", d.errs)
+	}
+	raw := d.decodeFile(root)
+	for _, p := range raw.Profiles {
+		for k, pos := range p.Keys {
+			if k != "description" && k != "allow" {
+				d.errorAt(pos, "built-in profile %s: only description and allow are used", p.Name.V)
+			}
+		}
+	}
+	if len(raw.Global.Keys) != 2 || len(d.errs) > 0 {
+		d.errorAt(Pos{File: d.file}, "built-in profiles: only version and profiles are used")
+		return nil, fmt.Errorf("built-in profiles: %w", d.errs)
+	}
+	return raw.Profiles, nil
+})
+
+type builder struct {
+	d     *decoder
+	c     *Catalog
+	local *Level // the project-local level, or nil
+}
+
+func (b *builder) build(raw *rawFile, builtins []rawProfile) *Policy {
+	p := &Policy{profiles: map[string]*Profile{}, Tools: map[string]*Tool{}, catalog: b.c, LocalLvl: b.local}
+	p.Global = b.level("global", &raw.Global)
+	if raw.Shell != nil {
+		if !filepath.IsAbs(raw.Shell.V) {
+			b.d.errorAt(raw.Shell.Pos, "shell: want an absolute path, got %q", raw.Shell.V)
+		}
+		p.Shell = raw.Shell.V
+	}
+	for i := range raw.Profiles {
+		rp := &raw.Profiles[i]
+		if !validProfileName(rp.Name.V) {
+			b.d.errorAt(rp.Name.Pos, "profile %q: a profile name is lower-case letters, digits, '-', '_' and '.'", rp.Name.V)
+			continue
+		}
+		p.profiles[rp.Name.V] = b.profile(rp.Name.V, rp)
+		p.order = append(p.order, rp.Name.V)
+	}
+	// Built-ins come from embedded data; their positions name that file.
+	bd := &builder{d: &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}, c: b.c}
+	for i := range builtins {
+		name := builtinPrefix + builtins[i].Name.V
+		p.profiles[name] = bd.profile(name, &builtins[i])
+		p.order = append(p.order, name)
+	}
+	if len(bd.d.errs) > 0 {
+		b.d.errs = append(b.d.errs, bd.d.errs...)
+	}
+	b.resolve(p)
+	for i := range raw.Rules {
+		p.Rules = append(p.Rules, b.rule(i, &raw.Rules[i]))
+	}
+	for _, rt := range raw.Tools {
+		t := &Tool{Name: rt.Name.V, Pos: rt.Name.Pos}
+		if !validProfileName(rt.Name.V) {
+			b.d.errorAt(rt.Name.Pos, "tool %q: a tool name is lower-case letters, digits, '-', '_' and '.'", rt.Name.V)
+		}
+		if rt.Description != nil {
+			t.Description = rt.Description.V
+		}
+		for _, k := range rt.InjectsEnv {
+			if !ValidName(k.V) {
+				b.d.errorAt(k.Pos, "tool %s: injects_env: %q is not a variable name", rt.Name.V, k.V)
+				continue
+			}
+			t.InjectsEnv = append(t.InjectsEnv, &Source{Level: "tool " + rt.Name.V, List: "injects_env", Entry: k.V, Pos: k.Pos})
+		}
+		p.Tools[t.Name] = t
+	}
+	return p
+}
+
+// level compiles the fields every level shares.
+func (b *builder) level(name string, r *rawLevel) *Level {
+	l := &Level{Name: name, Pos: r.Pos, raw: r, limitSources: map[string]*Source{}}
+	if r.Description != nil {
+		l.Description = r.Description.V
+	}
+	if r.Base != nil {
+		base := Base(r.Base.V)
+		if _, ok := baseRank[base]; !ok {
+			b.d.errorAt(r.Base.Pos, "%s: base: want safe, minimal or none, got %q", name, r.Base.V)
+		} else {
+			l.Base = &base
+			l.BaseSource = &Source{Level: name, List: "base", Entry: r.Base.V, Pos: r.Base.Pos}
+		}
+	}
+	if r.Mode != nil {
+		m := Mode(r.Mode.V)
+		if m != Enforce && m != Audit {
+			b.d.errorAt(r.Mode.Pos, "%s: mode: want enforce or audit, got %q", name, r.Mode.V)
+		} else {
+			l.Mode = &m
+		}
+	}
+	for _, g := range r.Groups {
+		if b.c.Groups[g.V] == nil {
+			b.d.errorAt(g.Pos, "%s: groups: unknown group %q (known: %s)", name, g.V, strings.Join(b.c.GroupNames(), ", "))
+			continue
+		}
+		l.Groups = append(l.Groups, &Source{Level: name, List: "group", Entry: g.V, Pos: g.Pos})
+	}
+	l.Allow = b.entries(name, "allow", r.Allow)
+	l.Deny = b.entries(name, "deny", r.Deny)
+	seen := map[string]Pos{}
+	for _, s := range r.Set {
+		if !ValidName(s.Key.V) {
+			b.d.errorAt(s.Key.Pos, "%s: set: %q is not a variable name", name, s.Key.V)
+			continue
+		}
+		if prev, dup := seen[s.Key.V]; dup {
+			b.d.errorAt(s.Key.Pos, "%s: set: %s is set twice (first at %s)", name, s.Key.V, prev)
+			continue
+		}
+		seen[s.Key.V] = s.Key.Pos
+		for _, e := range l.Deny {
+			if e.Glob.Match(s.Key.V) {
+				b.d.errorAt(s.Key.Pos, "%s: %s is both set and denied (deny %q at %s)", name, s.Key.V, e.Source.Entry, e.Source.Pos)
+			}
+		}
+		l.Set = append(l.Set, Setting{Key: s.Key.V, Value: s.Value.V, Env: s.Key.V + "=" + s.Value.V,
+			Source: &Source{Level: name, List: "set", Entry: s.Key.V, Pos: s.Key.Pos}})
+	}
+	limit := func(key string, n *num, dst **int, max int) {
+		if n == nil {
+			return
+		}
+		if n.V < 1 || n.V > max {
+			b.d.errorAt(n.Pos, "%s: limits: %s must be from 1 to %d, got %d", name, key, max, n.V)
+			return
+		}
+		v := n.V
+		*dst = &v
+		l.limitSources[key] = &Source{Level: name, List: "limits", Entry: fmt.Sprintf("%s: %d", key, v), Pos: n.Pos}
+	}
+	limit("max_keys", r.Limits.MaxKeys, &l.MaxKeys, 1<<20)
+	limit("max_bytes", r.Limits.MaxBytes, &l.MaxBytes, 1<<30)
+	limit("max_value_bytes", r.Limits.MaxValueBytes, &l.MaxValueBytes, kernelMaxString-2)
+	return l
+}
+
+// entries compiles allow or deny patterns over variable names.
+func (b *builder) entries(level, list string, in []str) []Entry {
+	out := make([]Entry, 0, len(in))
+	for _, s := range in {
+		if err := namePattern(s.V); err != nil {
+			b.d.errorAt(s.Pos, "%s: %s: %q: %v", level, list, s.V, err)
+			continue
+		}
+		g, err := pattern.Compile(s.V)
+		if err != nil {
+			b.d.errorAt(s.Pos, "%s: %s: %q: %v", level, list, s.V, err)
+			continue
+		}
+		out = append(out, Entry{Glob: g, Source: &Source{Level: level, List: list, Entry: s.V, Pos: s.Pos}})
+	}
+	return out
+}
+
+// namePattern checks that a pattern can match a variable name: name bytes
+// and the wildcards '*' and '?' only.
+func namePattern(s string) error {
+	if s == "" {
+		return errors.New("empty pattern")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isNameByte(c) || c == '*' || c == '?') {
+			return fmt.Errorf("byte %q at offset %d cannot be part of a variable name (names are letters, digits and '_'; wildcards '*' and '?')", c, i)
+		}
+	}
+	if c := s[0]; c >= '0' && c <= '9' {
+		return errors.New("a variable name cannot start with a digit")
+	}
+	return nil
+}
+
+func (b *builder) profile(name string, r *rawProfile) *Profile {
+	pr := &Profile{Name: name, Level: b.level("profile "+name, &r.rawLevel)}
+	pr.Description = pr.Level.Description
+	for _, e := range r.Extends {
+		pr.Extends = append(pr.Extends, e.V)
+	}
+	if r.Parent != nil {
+		pr.Parent = r.Parent.V
+		if len(r.Extends) > 0 {
+			b.d.errorAt(r.Parent.Pos, "profile %s: a profile with a parent may only narrow it, so it cannot also extend", name)
+		}
+	}
+	return pr
+}
+
+// resolve checks every profile reference, finds cycles, builds each plan,
+// and checks that sub-agent profiles only narrow their parents.
+func (b *builder) resolve(p *Policy) {
+	local := p.LocalLvl
+	state := map[string]int{} // 0 new, 1 visiting, 2 done
+	chains := map[string][]*Level{}
+	var visit func(name, from string, via Pos) []*Level
+	visit = func(name, from string, via Pos) []*Level {
+		pr := p.profiles[name]
+		switch state[name] {
+		case 1:
+			b.d.errorAt(via, "profile %s: cycle in extends/parent: %s leads back to %s", from, name, from)
+			return nil
+		case 2:
+			return chains[name]
+		}
+		state[name] = 1
+		var chain []*Level
+		add := func(levels []*Level) {
+			for _, l := range levels {
+				dup := false
+				for _, have := range chain {
+					dup = dup || have == l
+				}
+				if !dup {
+					chain = append(chain, l)
+				}
+			}
+		}
+		refs := pr.Extends
+		var refPos []Pos
+		for _, e := range pr.Level.raw.Extends {
+			refPos = append(refPos, e.Pos)
+		}
+		if pr.Parent != "" {
+			refs = []string{pr.Parent}
+			refPos = []Pos{pr.Level.raw.Parent.Pos}
+		}
+		for i, ref := range refs {
+			target, ok := b.lookup(p, ref, name)
+			if !ok {
+				b.d.errorAt(refPos[i], "profile %s: %q: %v", name, ref, ErrUnknownProfile)
+				continue
+			}
+			add(visit(target, name, refPos[i]))
+		}
+		add([]*Level{pr.Level})
+		state[name] = 2
+		chains[name] = chain
+		return chain
+	}
+	global := []*Level{p.Global}
+	for _, name := range p.order {
+		chain := visit(name, name, p.profiles[name].Level.Pos)
+		p.profiles[name].Plan = newPlan(name, append(global, chain...), local, b.c)
+	}
+	p.noneProf = newPlan("", global, local, b.c)
+	for _, name := range p.order {
+		pr := p.profiles[name]
+		if pr.Parent == "" {
+			continue
+		}
+		if target, ok := b.lookup(p, pr.Parent, name); ok && p.profiles[target].Plan != nil {
+			b.narrows(pr, p.profiles[target].Plan)
+		}
+	}
+}
+
+// lookup resolves a profile reference from profile from: a user profile of
+// that name (other than itself), else the built-in.
+func (b *builder) lookup(p *Policy, ref, from string) (string, bool) {
+	if strings.HasPrefix(ref, builtinPrefix) {
+		_, ok := p.profiles[ref]
+		return ref, ok
+	}
+	if _, ok := p.profiles[ref]; ok && ref != from {
+		return ref, true
+	}
+	if _, ok := p.profiles[builtinPrefix+ref]; ok {
+		return builtinPrefix + ref, true
+	}
+	return ref, false
+}
+
+// narrows reports, as escalation errors, everything in a sub-agent profile
+// that its parent does not already grant.
+func (b *builder) narrows(child *Profile, parent *Plan) {
+	l, r := child.Level, child.Level.raw
+	esc := func(pos Pos, format string, args ...any) {
+		b.d.errorAt(pos, "profile %s: escalation: %s (a profile with a parent may only narrow it)", child.Name, fmt.Sprintf(format, args...))
+	}
+	if l.Base != nil && baseRank[*l.Base] > baseRank[parent.Base] {
+		esc(r.Base.Pos, "base %s is wider than the parent's base %s", *l.Base, parent.Base)
+	}
+	if l.Mode != nil && *l.Mode == Audit && parent.Mode != Audit {
+		esc(r.Mode.Pos, "mode audit widens the parent's enforce")
+	}
+	for _, g := range l.Groups {
+		if !parent.groups[g.Entry] {
+			esc(g.Pos, "group %s is not granted by the parent", g.Entry)
+		}
+	}
+	for _, e := range l.Allow {
+		lit, isLit := e.Glob.Literal()
+		ok := false
+		if isLit {
+			a, found := parent.admit[lit]
+			ok = found && a.Exact
+		} else {
+			for _, pe := range parent.allowGlobs {
+				ok = ok || pe.Glob.String() == e.Glob.String()
+			}
+		}
+		if !ok {
+			esc(e.Source.Pos, "allow %q is not granted by the parent", e.Source.Entry)
+		}
+	}
+	parentSets := map[string]bool{}
+	for _, s := range parent.Set {
+		parentSets[s.Key] = true
+	}
+	for _, s := range l.Set {
+		if !parentSets[s.Key] {
+			esc(s.Source.Pos, "set %s adds a variable the parent does not set", s.Key)
+		}
+	}
+	check := func(key string, v *int, max int) {
+		if v != nil && *v > max {
+			esc(l.limitSources[key].Pos, "limits: %s %d is above the parent's %d", key, *v, max)
+		}
+	}
+	check("max_keys", l.MaxKeys, parent.Limits.MaxKeys)
+	check("max_bytes", l.MaxBytes, parent.Limits.MaxBytes)
+	check("max_value_bytes", l.MaxValueBytes, parent.Limits.MaxValueBytes)
+}
+
+func (b *builder) rule(i int, r *rawRule) *Rule {
+	name := fmt.Sprintf("rule %d", i+1)
+	if r.Name != nil {
+		name = "rule " + r.Name.V
+	}
+	rule := &Rule{Name: strings.TrimPrefix(name, "rule "), Pos: r.Pos}
+	rule.Level = b.level(name, &r.rawLevel)
+	rule.Tables = newTables()
+	rule.Tables.addLevel(rule.Level, b.c)
+	if r.Command != nil {
+		g, err := pattern.Compile(r.Command.V)
+		if err != nil {
+			b.d.errorAt(r.Command.Pos, "%s: match: command: %v", name, err)
+		} else {
+			rule.Command = g
+			rule.ByPath = strings.Contains(r.Command.V, "/")
+		}
+	}
+	for _, a := range r.Args {
+		g, err := pattern.Compile(a.V)
+		if err != nil {
+			b.d.errorAt(a.Pos, "%s: match: args: %v", name, err)
+			continue
+		}
+		rule.Args = append(rule.Args, g)
+	}
+	return rule
+}
+
+// ValidName reports whether s is a valid environment variable name:
+// [A-Za-z_][A-Za-z0-9_]*.
+func ValidName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+}
+
+func validProfileName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,132 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/envsieve/envsieve/profiles"
+)
+
+// Catalog is the built-in, curated data: the base sets and the groups. Their
+// names pass the sensitive-name test (SSH_AUTH_SOCK is a capability, not a
+// secret); their values still face the value test.
+type Catalog struct {
+	Bases  map[Base]*Group
+	Groups map[string]*Group
+}
+
+// Group is a named, curated list of exact variable names.
+type Group struct {
+	Name        string
+	Description string
+	Keys        []string // exact names, as written
+	Groups      []string // bases only: the groups a base includes
+}
+
+// AllKeys returns the group's keys and those of the groups it includes,
+// without duplicates, in order.
+func (c *Catalog) AllKeys(g *Group) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(keys []string) {
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	add(g.Keys)
+	for _, name := range g.Groups {
+		add(c.Groups[name].Keys)
+	}
+	return out
+}
+
+// GroupNames returns the group names in sorted order.
+func (c *Catalog) GroupNames() []string {
+	names := make([]string, 0, len(c.Groups))
+	for n := range c.Groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// baseRank orders bases from the narrowest up; every base holds the keys of
+// those below it.
+var baseRank = map[Base]int{"none": 0, "minimal": 1, "safe": 2}
+
+var catalog = sync.OnceValues(func() (*Catalog, error) {
+	return parseCatalog("embedded:groups.yaml", profiles.Groups)
+})
+
+func parseCatalog(name string, src []byte) (*Catalog, error) {
+	d := &decoder{file: name, src: src}
+	c := &Catalog{Bases: map[Base]*Group{}, Groups: map[string]*Group{}}
+	root := d.parseYAML()
+	group := func(kind string, key str, v ast.Node, withGroups bool) *Group {
+		g := &Group{Name: key.V}
+		what := kind + " " + key.V
+		h := map[string]func(str, ast.Node){
+			"description": func(_ str, v ast.Node) {
+				if s, ok := d.str(what+": description", v); ok {
+					g.Description = s.V
+				}
+			},
+			"keys": func(_ str, v ast.Node) {
+				for _, k := range d.strList(what+": keys", v) {
+					if !ValidName(k.V) {
+						d.errorAt(k.Pos, "%s: %q is not a variable name", what, k.V)
+					}
+					g.Keys = append(g.Keys, k.V)
+				}
+			},
+		}
+		if withGroups {
+			h["groups"] = func(_ str, v ast.Node) {
+				for _, s := range d.strList(what+": groups", v) {
+					g.Groups = append(g.Groups, s.V)
+				}
+			}
+		}
+		d.fields(v, what, h)
+		return g
+	}
+	if root != nil {
+		d.fields(root, "catalog", map[string]func(str, ast.Node){
+			"bases": func(_ str, v ast.Node) {
+				d.eachPair(v, "bases", func(k str, v ast.Node) {
+					if _, ok := baseRank[Base(k.V)]; !ok {
+						d.errorAt(k.Pos, "bases: unknown base %q", k.V)
+					}
+					c.Bases[Base(k.V)] = group("base", k, v, true)
+				})
+			},
+			"groups": func(_ str, v ast.Node) {
+				d.eachPair(v, "groups", func(k str, v ast.Node) {
+					c.Groups[k.V] = group("group", k, v, false)
+				})
+			},
+		})
+	}
+	for b := range baseRank {
+		if c.Bases[b] == nil {
+			d.errorAt(Pos{File: name}, "bases: missing base %q", b)
+		}
+	}
+	for _, b := range c.Bases {
+		for _, g := range b.Groups {
+			if c.Groups[g] == nil {
+				d.errorAt(Pos{File: name}, "base %s: unknown group %q", b.Name, g)
+			}
+		}
+	}
+	if len(d.errs) > 0 {
+		return nil, fmt.Errorf("built-in catalog: %w", d.errs)
+	}
+	return c, nil
+}

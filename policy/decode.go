@@ -1,0 +1,506 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// The decoder walks goccy/go-yaml's syntax tree itself instead of decoding into
+// structs, so that every entry keeps its own position and every unknown key,
+// wrong type, anchor or tag is an error at the place it was written.
+
+// str is a scalar with the place it was written.
+type str struct {
+	V   string
+	Pos Pos
+}
+
+type num struct {
+	V   int
+	Pos Pos
+}
+
+type rawSet struct {
+	Key   str
+	Value str
+}
+
+type rawLimits struct {
+	MaxKeys, MaxBytes, MaxValueBytes *num
+}
+
+// rawLevel is the part shared by the global policy, profiles and rules.
+type rawLevel struct {
+	Pos         Pos
+	Keys        map[string]Pos // every key written, for the narrowing checks
+	Description *str
+	Base        *str
+	Mode        *str
+	Groups      []str
+	Allow       []str
+	Deny        []str
+	Set         []rawSet
+	Limits      rawLimits
+	Extends     []str // profiles only
+	Parent      *str  // profiles only
+}
+
+type rawProfile struct {
+	Name str
+	rawLevel
+}
+
+type rawRule struct {
+	Pos     Pos
+	Name    *str
+	Command *str
+	Args    []str
+	rawLevel
+}
+
+type rawTool struct {
+	Name        str
+	Description *str
+	InjectsEnv  []str
+}
+
+type rawFile struct {
+	Version  *num
+	Shell    *str
+	Global   rawLevel
+	Profiles []rawProfile
+	Rules    []rawRule
+	Tools    []rawTool
+}
+
+type decoder struct {
+	file string
+	src  []byte
+	errs ErrorList
+}
+
+func (d *decoder) pos(tk *token.Token) Pos {
+	if tk == nil || tk.Position == nil {
+		return Pos{File: d.file}
+	}
+	return Pos{File: d.file, Line: tk.Position.Line, Col: tk.Position.Column}
+}
+
+func (d *decoder) errorAt(p Pos, format string, args ...any) {
+	d.errs = append(d.errs, &Error{Pos: p, Msg: fmt.Sprintf(format, args...), Excerpt: excerpt(d.src, p)})
+}
+
+func (d *decoder) errorf(n ast.Node, format string, args ...any) {
+	d.errorAt(d.nodePos(n), format, args...)
+}
+
+// nodePos returns where a node starts. A mapping starts at its first key,
+// not at the ':' token the parser hands back for it.
+func (d *decoder) nodePos(n ast.Node) Pos {
+	switch m := n.(type) {
+	case nil:
+		return Pos{File: d.file}
+	case *ast.MappingValueNode:
+		return d.nodePos(m.Key)
+	case *ast.MappingNode:
+		if !m.IsFlowStyle && len(m.Values) > 0 {
+			return d.nodePos(m.Values[0].Key)
+		}
+	}
+	return d.pos(n.GetToken())
+}
+
+// parseYAML parses src into its single document body.
+func (d *decoder) parseYAML() ast.Node {
+	f, err := parser.ParseBytes(d.src, 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			msg := ye.GetMessage()
+			d.errorAt(d.pos(ye.GetToken()), "yaml: %s", msg)
+		} else {
+			d.errorAt(Pos{File: d.file}, "yaml: %v", err)
+		}
+		return nil
+	}
+	var docs []*ast.DocumentNode
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			docs = append(docs, doc)
+		}
+	}
+	switch len(docs) {
+	case 0:
+		d.errorAt(Pos{File: d.file, Line: 1, Col: 1}, "the policy is empty (it needs at least \"version: 1\")")
+		return nil
+	case 1:
+		return docs[0].Body
+	}
+	d.errorf(docs[1].Body, "a policy file holds one YAML document, not %d", len(docs))
+	return nil
+}
+
+// plain rejects what a policy never needs and a reader could misread:
+// anchors, aliases, tags and merge keys.
+func (d *decoder) plain(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.AnchorNode:
+		d.errorf(n, "anchors are not supported in a policy; write the value out")
+		return false
+	case *ast.AliasNode:
+		d.errorf(n, "aliases are not supported in a policy; write the value out")
+		return false
+	case *ast.TagNode:
+		d.errorf(n, "tags are not supported in a policy")
+		return false
+	case *ast.MergeKeyNode:
+		d.errorf(n, "merge keys are not supported in a policy")
+		return false
+	}
+	return true
+}
+
+// fields walks a mapping and calls the handler named by each key. An unknown
+// key is an error that lists the known ones. A null node is an empty mapping.
+func (d *decoder) fields(n ast.Node, what string, handlers map[string]func(key str, v ast.Node)) map[string]Pos {
+	seen := map[string]Pos{}
+	d.eachPair(n, what, func(key str, v ast.Node) {
+		h, ok := handlers[key.V]
+		if !ok {
+			d.errorAt(key.Pos, "%s: unknown key %q (known: %s)", what, key.V, knownKeys(handlers))
+			return
+		}
+		seen[key.V] = key.Pos
+		h(key, v)
+	})
+	return seen
+}
+
+func knownKeys(handlers map[string]func(str, ast.Node)) string {
+	keys := make([]string, 0, len(handlers))
+	for k := range handlers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// eachPair calls fn for each key and value of a mapping, in source order.
+func (d *decoder) eachPair(n ast.Node, what string, fn func(key str, v ast.Node)) {
+	if n == nil || !d.plain(n) {
+		return
+	}
+	var pairs []*ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.NullNode:
+		return
+	case *ast.MappingNode:
+		pairs = m.Values
+	case *ast.MappingValueNode:
+		pairs = []*ast.MappingValueNode{m}
+	default:
+		d.errorf(n, "%s: want a mapping, got %s", what, kind(n))
+		return
+	}
+	for _, p := range pairs {
+		if !d.plain(p.Key) {
+			continue
+		}
+		k, ok := p.Key.(*ast.StringNode)
+		if !ok {
+			d.errorf(p.Key, "%s: a key must be a string, got %s", what, kind(p.Key))
+			continue
+		}
+		if p.Value != nil && !d.plain(p.Value) {
+			continue
+		}
+		fn(str{V: k.Value, Pos: d.nodePos(k)}, p.Value)
+	}
+}
+
+func kind(n ast.Node) string {
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "nothing"
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode:
+		return "a number"
+	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	}
+	return strings.ToLower(n.Type().String())
+}
+
+// str decodes a string scalar.
+func (d *decoder) str(what string, n ast.Node) (str, bool) {
+	if n == nil {
+		d.errorAt(Pos{File: d.file}, "%s: want a string, got nothing", what)
+		return str{}, false
+	}
+	switch s := n.(type) {
+	case *ast.StringNode:
+		return d.checkText(what, str{V: s.Value, Pos: d.nodePos(n)})
+	case *ast.LiteralNode:
+		return d.checkText(what, str{V: s.Value.Value, Pos: d.nodePos(n)})
+	}
+	d.errorf(n, "%s: want a string, got %s", what, kind(n))
+	return str{}, false
+}
+
+func (d *decoder) checkText(what string, s str) (str, bool) {
+	if strings.IndexByte(s.V, 0) >= 0 {
+		d.errorAt(s.Pos, "%s: a NUL byte cannot be part of an environment string", what)
+		return str{}, false
+	}
+	return s, true
+}
+
+// profileRef decodes a profile reference. goccy/go-yaml reads the plain
+// scalar builtin:NAME in a flow list ([builtin:claude]) as a one-pair
+// mapping; when the source has no space around the ':', it is the reference.
+func (d *decoder) profileRef(what string, n ast.Node) (str, bool) {
+	var pair *ast.MappingValueNode
+	switch m := n.(type) {
+	case *ast.MappingValueNode:
+		pair = m
+	case *ast.MappingNode:
+		if len(m.Values) == 1 {
+			pair = m.Values[0]
+		}
+	}
+	if pair != nil {
+		k, kok := pair.Key.(*ast.StringNode)
+		v, vok := pair.Value.(*ast.StringNode)
+		if kok && vok && k.Value == "builtin" {
+			kp, vp := d.nodePos(k), d.nodePos(v)
+			if kp.Line == vp.Line && vp.Col == kp.Col+len("builtin:") {
+				return str{V: builtinPrefix + v.Value, Pos: kp}, true
+			}
+		}
+	}
+	return d.str(what, n)
+}
+
+// value decodes the value of a set entry. Numbers are taken as written;
+// booleans must be quoted, because YAML's yes/no/on/off are easy to misread.
+func (d *decoder) value(what string, n ast.Node) (str, bool) {
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		return str{V: v.GetToken().Value, Pos: d.nodePos(n)}, true
+	case *ast.FloatNode:
+		return str{V: v.GetToken().Value, Pos: d.nodePos(n)}, true
+	case *ast.BoolNode:
+		d.errorf(n, "%s: write a boolean value as a quoted string (\"%s\")", what, v.GetToken().Value)
+		return str{}, false
+	case *ast.NullNode:
+		d.errorf(n, "%s: want a string value, got nothing (use \"\" for an empty value)", what)
+		return str{}, false
+	}
+	return d.str(what, n)
+}
+
+func (d *decoder) strList(what string, n ast.Node) []str {
+	if n == nil || !d.plain(n) {
+		return nil
+	}
+	switch s := n.(type) {
+	case *ast.NullNode:
+		return nil
+	case *ast.SequenceNode:
+		out := make([]str, 0, len(s.Values))
+		for _, v := range s.Values {
+			if v != nil && !d.plain(v) {
+				continue
+			}
+			if x, ok := d.str(what+" entry", v); ok {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	d.errorf(n, "%s: want a list, got %s", what, kind(n))
+	return nil
+}
+
+func (d *decoder) num(what string, n ast.Node) *num {
+	v, ok := n.(*ast.IntegerNode)
+	if !ok {
+		d.errorf(n, "%s: want a whole number, got %s", what, kind(n))
+		return nil
+	}
+	i, err := strconv.Atoi(strings.ReplaceAll(v.GetToken().Value, "_", ""))
+	if err != nil || i < 0 {
+		d.errorf(n, "%s: want a whole number from 0 up, got %s", what, v.GetToken().Value)
+		return nil
+	}
+	return &num{V: i, Pos: d.nodePos(n)}
+}
+
+func (d *decoder) sequence(what string, n ast.Node, fn func(ast.Node)) {
+	if n == nil || !d.plain(n) {
+		return
+	}
+	switch s := n.(type) {
+	case *ast.NullNode:
+		return
+	case *ast.SequenceNode:
+		for _, v := range s.Values {
+			if v != nil && d.plain(v) {
+				fn(v)
+			}
+		}
+		return
+	}
+	d.errorf(n, "%s: want a list, got %s", what, kind(n))
+}
+
+// levelHandlers returns the handlers for the keys every level shares.
+func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, ast.Node) {
+	return map[string]func(str, ast.Node){
+		"base": func(_ str, v ast.Node) {
+			if s, ok := d.str(what+": base", v); ok {
+				l.Base = &s
+			}
+		},
+		"mode": func(_ str, v ast.Node) {
+			if s, ok := d.str(what+": mode", v); ok {
+				l.Mode = &s
+			}
+		},
+		"groups": func(_ str, v ast.Node) { l.Groups = d.strList(what+": groups", v) },
+		"allow":  func(_ str, v ast.Node) { l.Allow = d.strList(what+": allow", v) },
+		"deny":   func(_ str, v ast.Node) { l.Deny = d.strList(what+": deny", v) },
+		"set": func(_ str, v ast.Node) {
+			d.eachPair(v, what+": set", func(key str, val ast.Node) {
+				if x, ok := d.value(what+": set "+key.V, val); ok {
+					l.Set = append(l.Set, rawSet{Key: key, Value: x})
+				}
+			})
+		},
+		"limits": func(_ str, v ast.Node) {
+			d.fields(v, what+": limits", map[string]func(str, ast.Node){
+				"max_keys":        func(_ str, v ast.Node) { l.Limits.MaxKeys = d.num(what+": limits: max_keys", v) },
+				"max_bytes":       func(_ str, v ast.Node) { l.Limits.MaxBytes = d.num(what+": limits: max_bytes", v) },
+				"max_value_bytes": func(_ str, v ast.Node) { l.Limits.MaxValueBytes = d.num(what+": limits: max_value_bytes", v) },
+			})
+		},
+	}
+}
+
+func (d *decoder) decodeFile(root ast.Node) *rawFile {
+	f := &rawFile{}
+	h := d.levelHandlers("global", &f.Global)
+	h["version"] = func(_ str, v ast.Node) { f.Version = d.num("version", v) }
+	h["shell"] = func(_ str, v ast.Node) {
+		if s, ok := d.str("shell", v); ok {
+			f.Shell = &s
+		}
+	}
+	h["description"] = func(_ str, v ast.Node) {
+		if s, ok := d.str("description", v); ok {
+			f.Global.Description = &s
+		}
+	}
+	h["profiles"] = func(_ str, v ast.Node) {
+		d.eachPair(v, "profiles", func(name str, pv ast.Node) {
+			p := rawProfile{Name: name}
+			p.Pos = name.Pos
+			what := "profile " + name.V
+			ph := d.levelHandlers(what, &p.rawLevel)
+			ph["description"] = func(_ str, v ast.Node) {
+				if s, ok := d.str(what+": description", v); ok {
+					p.Description = &s
+				}
+			}
+			ph["extends"] = func(_ str, v ast.Node) {
+				d.sequence(what+": extends", v, func(n ast.Node) {
+					if s, ok := d.profileRef(what+": extends entry", n); ok {
+						p.Extends = append(p.Extends, s)
+					}
+				})
+			}
+			ph["parent"] = func(_ str, v ast.Node) {
+				if s, ok := d.profileRef(what+": parent", v); ok {
+					p.Parent = &s
+				}
+			}
+			p.Keys = d.fields(pv, what, ph)
+			f.Profiles = append(f.Profiles, p)
+		})
+	}
+	h["rules"] = func(_ str, v ast.Node) {
+		d.sequence("rules", v, func(rv ast.Node) {
+			r := rawRule{Pos: d.nodePos(rv)}
+			r.rawLevel.Pos = r.Pos
+			what := fmt.Sprintf("rule %d", len(f.Rules)+1)
+			rh := d.levelHandlers(what, &r.rawLevel)
+			delete(rh, "base") // the base belongs to the policy and profiles
+			rh["name"] = func(_ str, v ast.Node) {
+				if s, ok := d.str(what+": name", v); ok {
+					r.Name = &s
+				}
+			}
+			rh["description"] = func(_ str, v ast.Node) {
+				if s, ok := d.str(what+": description", v); ok {
+					r.Description = &s
+				}
+			}
+			rh["match"] = func(key str, v ast.Node) {
+				d.fields(v, what+": match", map[string]func(str, ast.Node){
+					"command": func(_ str, v ast.Node) {
+						if s, ok := d.str(what+": match: command", v); ok {
+							r.Command = &s
+						}
+					},
+					"args": func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
+				})
+				if r.Command == nil {
+					d.errorAt(key.Pos, "%s: match needs a command", what)
+				}
+			}
+			r.Keys = d.fields(rv, what, rh)
+			if _, ok := r.Keys["match"]; !ok {
+				d.errorAt(r.Pos, "%s: a rule needs a match", what)
+			}
+			f.Rules = append(f.Rules, r)
+		})
+	}
+	h["tools"] = func(_ str, v ast.Node) {
+		d.eachPair(v, "tools", func(name str, tv ast.Node) {
+			t := rawTool{Name: name}
+			what := "tool " + name.V
+			d.fields(tv, what, map[string]func(str, ast.Node){
+				"description": func(_ str, v ast.Node) {
+					if s, ok := d.str(what+": description", v); ok {
+						t.Description = &s
+					}
+				},
+				"injects_env": func(_ str, v ast.Node) { t.InjectsEnv = d.strList(what+": injects_env", v) },
+			})
+			f.Tools = append(f.Tools, t)
+		})
+	}
+	f.Global.Pos = d.nodePos(root)
+	f.Global.Keys = d.fields(root, "policy", h)
+	if f.Version == nil {
+		d.errorAt(Pos{File: d.file, Line: 1, Col: 1}, "policy: missing \"version: 1\"")
+	} else if f.Version.V != 1 {
+		d.errorAt(f.Version.Pos, "version: this envsieve reads version 1, not %d", f.Version.V)
+	}
+	return f
+}

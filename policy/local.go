@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+)
+
+// LocalName is the project-local policy file looked up in the working
+// directory.
+const LocalName = ".envsieve.yaml"
+
+// Narrow returns a copy of p with a project-local policy merged in. An agent
+// can edit files in its repository, so a local file may only narrow: it may
+// say version, description, deny, limits no higher than the policy's, a base
+// no wider than the policy's, and mode enforce. Anything that widens is an
+// escalation error naming the key and the line.
+func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
+	if p.raw == nil {
+		return nil, fmt.Errorf("narrow %s: the policy has no source to rebuild from", name)
+	}
+	d := &decoder{file: name, src: src}
+	root := d.parseYAML()
+	if root == nil {
+		return nil, d.errs
+	}
+	raw := d.decodeFile(root)
+	esc := func(pos Pos, format string, args ...any) {
+		d.errorAt(pos, "escalation: %s (a project-local policy may only narrow the user's policy)", fmt.Sprintf(format, args...))
+	}
+	g := &raw.Global
+	for _, s := range g.Allow {
+		esc(s.Pos, "allow %q widens the policy", s.V)
+	}
+	for _, s := range g.Groups {
+		esc(s.Pos, "group %q widens the policy", s.V)
+	}
+	for _, s := range g.Set {
+		esc(s.Key.Pos, "set %s adds a variable", s.Key.V)
+	}
+	for _, pr := range raw.Profiles {
+		esc(pr.Name.Pos, "profile %q: profiles belong in the user's policy", pr.Name.V)
+	}
+	for _, r := range raw.Rules {
+		esc(r.Pos, "rules belong in the user's policy")
+	}
+	for _, t := range raw.Tools {
+		esc(t.Name.Pos, "tool %q injects secrets", t.Name.V)
+	}
+	if raw.Shell != nil {
+		esc(raw.Shell.Pos, "shell chooses the program that runs")
+	}
+	if g.Mode != nil && g.Mode.V != string(Enforce) {
+		esc(g.Mode.Pos, "mode %q widens enforce", g.Mode.V)
+	}
+	userBase := p.noneProf.Base
+	if g.Base != nil {
+		if r, ok := baseRank[Base(g.Base.V)]; ok && r > baseRank[userBase] {
+			esc(g.Base.Pos, "base %s is wider than the policy's %s", g.Base.V, userBase)
+		}
+	}
+	lim := p.noneProf.Limits
+	check := func(key string, n *num, max int) {
+		if n != nil && n.V > max {
+			esc(n.Pos, "limits: %s %d is above the policy's %d", key, n.V, max)
+		}
+	}
+	check("max_keys", g.Limits.MaxKeys, lim.MaxKeys)
+	check("max_bytes", g.Limits.MaxBytes, lim.MaxBytes)
+	check("max_value_bytes", g.Limits.MaxValueBytes, lim.MaxValueBytes)
+	if len(d.errs) > 0 {
+		sortErrors(d.errs)
+		return nil, d.errs
+	}
+	c, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	builtins, err := builtinProfiles()
+	if err != nil {
+		return nil, err
+	}
+	lb := &builder{d: d, c: c}
+	local := lb.level("local", g)
+	if len(d.errs) > 0 {
+		sortErrors(d.errs)
+		return nil, d.errs
+	}
+	ud := &decoder{file: p.File, src: p.src}
+	b := &builder{d: ud, c: c, local: local}
+	np := b.build(p.raw, builtins)
+	if len(ud.errs) > 0 {
+		return nil, fmt.Errorf("rebuild %s: %w", p.File, ud.errs)
+	}
+	np.File, np.Local = p.File, name
+	return np, nil
+}
+
+func sortErrors(errs ErrorList) {
+	sort.SliceStable(errs, func(i, j int) bool {
+		a, b := errs[i].Pos, errs[j].Pos
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+	})
+}

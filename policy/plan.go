@@ -1,0 +1,182 @@
+package policy
+
+// Admit says how a name was admitted without a wildcard.
+type Admit struct {
+	Source *Source
+	// Exact is true when an allow entry names the key exactly: the only way a
+	// sensitive key passes the guard.
+	Exact bool
+	// Curated is true for base and group keys: they pass the name test, not
+	// the value test.
+	Curated bool
+}
+
+// Tables are a level's or a plan's allow and deny entries, compiled for
+// lookup: exact names in maps, the rest as globs. Tables are immutable.
+type Tables struct {
+	admit      map[string]Admit
+	allowGlobs []Entry
+	deny       map[string]*Source
+	denyGlobs  []Entry
+}
+
+func newTables() *Tables {
+	return &Tables{admit: map[string]Admit{}, deny: map[string]*Source{}}
+}
+
+// Admit returns how key is admitted: by exact name (an allow entry or a
+// curated base or group key) first, then by the first matching glob.
+func (t *Tables) Admit(key string) (a Admit, ok bool) {
+	if a, ok := t.admit[key]; ok {
+		return a, true
+	}
+	for _, e := range t.allowGlobs {
+		if e.Glob.Match(key) {
+			return Admit{Source: e.Source}, true
+		}
+	}
+	return Admit{}, false
+}
+
+// Deny returns the first deny entry that removes key.
+func (t *Tables) Deny(key string) (*Source, bool) {
+	if s, ok := t.deny[key]; ok {
+		return s, true
+	}
+	for _, e := range t.denyGlobs {
+		if e.Glob.Match(key) {
+			return e.Source, true
+		}
+	}
+	return nil, false
+}
+
+// addAdmit records an exact admission, keeping the strongest: an exact allow
+// beats a curated key, and an earlier level beats a later one.
+func (t *Tables) addAdmit(key string, a Admit) {
+	old, ok := t.admit[key]
+	if ok && (old.Exact || !a.Exact) {
+		return
+	}
+	t.admit[key] = a
+}
+
+func (t *Tables) addLevel(l *Level, c *Catalog) {
+	for _, g := range l.Groups {
+		for _, k := range c.Groups[g.Entry].Keys {
+			t.addAdmit(k, Admit{Source: g, Curated: true})
+		}
+	}
+	for _, e := range l.Allow {
+		if lit, ok := e.Glob.Literal(); ok {
+			t.addAdmit(lit, Admit{Source: e.Source, Exact: true})
+		} else {
+			t.allowGlobs = append(t.allowGlobs, e)
+		}
+	}
+	t.addDeny(l)
+}
+
+func (t *Tables) addDeny(l *Level) {
+	for _, e := range l.Deny {
+		if lit, ok := e.Glob.Literal(); ok {
+			if _, dup := t.deny[lit]; !dup {
+				t.deny[lit] = e.Source
+			}
+		} else {
+			t.denyGlobs = append(t.denyGlobs, e)
+		}
+	}
+}
+
+// Plan is the merged view of the global level, a profile's levels and the
+// project-local level: what the engine needs before a rule is chosen.
+type Plan struct {
+	Profile string // "" when no profile was asked for
+	Levels  []*Level
+	Tables
+	Base       Base
+	BaseSource *Source
+	// Set holds the merged literal values, one per key, the later level's
+	// value winning, in the order the keys were first written.
+	Set          []Setting
+	Limits       Limits
+	LimitSources map[string]*Source // by limit name, nil for a default
+	Mode         Mode
+	ModeSource   *Source
+	// exactAllow and groups record what the plan admits, for the
+	// narrowing checks of sub-agent profiles.
+	groups map[string]bool
+}
+
+func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
+	p := &Plan{Profile: profile, Levels: levels, Tables: *newTables(), Mode: Enforce,
+		Limits: DefaultLimits, LimitSources: map[string]*Source{}, groups: map[string]bool{},
+		Base: DefaultBase, BaseSource: &Source{Level: "global", List: "base", Entry: string(DefaultBase), Pos: Pos{File: "default"}}}
+	for _, l := range levels {
+		if l.Base != nil {
+			p.Base, p.BaseSource = *l.Base, l.BaseSource
+		}
+		if l.Mode != nil {
+			p.Mode, p.ModeSource = *l.Mode, l.modeSource()
+		}
+		p.applyLimits(l, false)
+	}
+	if local != nil {
+		if local.Base != nil && baseRank[*local.Base] < baseRank[p.Base] {
+			p.Base, p.BaseSource = *local.Base, local.BaseSource
+		}
+		p.applyLimits(local, true)
+	}
+	if b := c.Bases[p.Base]; b != nil {
+		for _, k := range c.AllKeys(b) {
+			p.addAdmit(k, Admit{Source: p.BaseSource, Curated: true})
+		}
+		for _, g := range b.Groups {
+			p.groups[g] = true
+		}
+	}
+	for _, l := range levels {
+		p.addLevel(l, c)
+		for _, g := range l.Groups {
+			p.groups[g.Entry] = true
+		}
+	}
+	if local != nil {
+		p.addDeny(local)
+	}
+	idx := map[string]int{}
+	for _, l := range levels {
+		for _, s := range l.Set {
+			if i, ok := idx[s.Key]; ok {
+				p.Set[i] = s
+				continue
+			}
+			idx[s.Key] = len(p.Set)
+			p.Set = append(p.Set, s)
+		}
+	}
+	return p
+}
+
+// applyLimits overrides the plan's limits with the level's; a narrowing
+// level only ever lowers them.
+func (p *Plan) applyLimits(l *Level, narrow bool) {
+	set := func(name string, v *int, dst *int) {
+		if v == nil || (narrow && *v >= *dst) {
+			return
+		}
+		*dst = *v
+		p.LimitSources[name] = l.limitSources[name]
+	}
+	set("max_keys", l.MaxKeys, &p.Limits.MaxKeys)
+	set("max_bytes", l.MaxBytes, &p.Limits.MaxBytes)
+	set("max_value_bytes", l.MaxValueBytes, &p.Limits.MaxValueBytes)
+}
+
+func (l *Level) modeSource() *Source {
+	if l.raw == nil || l.raw.Mode == nil {
+		return &Source{Level: l.Name, List: "mode", Entry: string(*l.Mode)}
+	}
+	return &Source{Level: l.Name, List: "mode", Entry: string(*l.Mode), Pos: l.raw.Mode.Pos}
+}

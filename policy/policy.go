@@ -1,0 +1,222 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/envsieve/envsieve/internal/pattern"
+)
+
+// Mode says whether a policy is enforced or only recorded.
+type Mode string
+
+const (
+	// Enforce hands the child only what the policy admits.
+	Enforce Mode = "enforce"
+	// Audit hands the child the parent environment minus the code-injection
+	// floor, and records what Enforce would have dropped (the migration mode).
+	Audit Mode = "audit"
+)
+
+// Base names one of the built-in base sets: "safe", "minimal" or "none".
+type Base string
+
+// DefaultBase is the base of a policy that does not name one.
+const DefaultBase Base = "safe"
+
+// Limits bound the size of a child's environment. A zero field means the
+// field's default (see [DefaultLimits]).
+type Limits struct {
+	MaxKeys       int // number of variables
+	MaxBytes      int // sum of len(key)+len(value)+2 over all variables
+	MaxValueBytes int // the longest single value
+}
+
+// DefaultLimits apply where no level of a policy sets a limit. MaxValueBytes
+// stays well below the kernel's 128 KiB limit on one environment string.
+var DefaultLimits = Limits{MaxKeys: 1000, MaxBytes: 1 << 20, MaxValueBytes: 64 << 10}
+
+// kernelMaxString is the Linux limit on one argv or environment string,
+// including its NUL (MAX_ARG_STRLEN).
+const kernelMaxString = 128 << 10
+
+// Source says where a decision came from: which level of which policy, which
+// list, the entry as it was written, and where.
+type Source struct {
+	Level string // "global", "profile claude", "rule gh", "tool web", "local", "request"
+	List  string // "base", "group", "allow", "deny", "set", "injects_env", "secret"
+	Entry string // the entry as written: "MYAPP_*", "safe", "proxy", "GITHUB_TOKEN"
+	Pos   Pos
+}
+
+// String describes s for people: `allow "MYAPP_*" of profile claude (p.yaml:3:9)`.
+func (s *Source) String() string {
+	if s == nil {
+		return ""
+	}
+	out := fmt.Sprintf("%s %q of %s", s.List, s.Entry, s.Level)
+	if s.Pos.File != "" {
+		out += " (" + s.Pos.String() + ")"
+	}
+	return out
+}
+
+// Entry is one compiled allow or deny pattern.
+type Entry struct {
+	Glob   *pattern.Glob
+	Source *Source
+}
+
+// Setting is one literal value from a set list.
+type Setting struct {
+	Key, Value string
+	Env        string // "Key=Value", built once
+	Source     *Source
+}
+
+// Level is one compiled level of a policy: the global policy, a profile, a
+// rule, a tool or a project-local file. Nil pointer fields were not written.
+type Level struct {
+	Name          string // "global", "profile claude", "rule gh", "local"
+	Pos           Pos
+	Description   string
+	Base          *Base
+	BaseSource    *Source
+	Mode          *Mode
+	Groups        []*Source // List "group", Entry the group name
+	Allow         []Entry
+	Deny          []Entry
+	Set           []Setting
+	MaxKeys       *int
+	MaxBytes      *int
+	MaxValueBytes *int
+	limitSources  map[string]*Source
+	raw           *rawLevel
+}
+
+// Profile is a named set of levels: its own, after those it extends or the
+// parent it narrows.
+type Profile struct {
+	Name        string // as written; built-in profiles are "builtin:NAME"
+	Description string
+	Extends     []string
+	Parent      string // a sub-agent profile: may only narrow its parent
+	Level       *Level
+	Plan        *Plan // the merged view the engine uses
+}
+
+// Rule is a command rule: when a request's command matches, its level joins
+// the resolution. The first matching rule wins.
+type Rule struct {
+	Name    string
+	Pos     Pos
+	Command *pattern.Glob // matches the basename, or the path when it holds a '/'
+	ByPath  bool
+	Args    []*pattern.Glob // leading arguments, in order
+	Level   *Level
+	Tables  *Tables
+}
+
+// MatchArgv reports whether argv (argv[0] is the program as written, or a
+// path) matches the rule.
+func (r *Rule) MatchArgv(argv []string) bool {
+	if len(argv) == 0 || len(argv)-1 < len(r.Args) {
+		return false
+	}
+	if !r.MatchProgram(argv[0]) {
+		return false
+	}
+	for i, g := range r.Args {
+		if !g.Match(argv[i+1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchProgram reports whether the program name or path matches the rule's
+// command pattern. A path pattern needs a path; a name pattern is matched
+// against the basename.
+func (r *Rule) MatchProgram(prog string) bool {
+	if r.Command == nil {
+		return false
+	}
+	if r.ByPath {
+		return strings.Contains(prog, "/") && r.Command.Match(path.Clean(prog))
+	}
+	return r.Command.Match(path.Base(prog))
+}
+
+// Tool is a tool-managed secret tier: a request naming the tool receives the
+// variables it injects.
+type Tool struct {
+	Name        string
+	Description string
+	Pos         Pos
+	InjectsEnv  []*Source // List "injects_env", Entry the variable name
+}
+
+// Policy is a loaded, validated and compiled policy. It is immutable and safe
+// for concurrent use.
+type Policy struct {
+	File     string // where it came from: a path, or "embedded:default.yaml"
+	Local    string // the project-local file merged in, if any
+	Shell    string // the shell `envsieve sh` runs; "" means /bin/sh
+	Global   *Level
+	LocalLvl *Level
+	Rules    []*Rule
+	Tools    map[string]*Tool
+	profiles map[string]*Profile // user and built-in, by name
+	order    []string            // user profiles in file order, then built-ins
+	noneProf *Plan               // the plan when no profile is asked for
+	catalog  *Catalog
+	raw      *rawFile // kept to rebuild with a project-local level
+	src      []byte
+}
+
+// Profile returns the named profile: the user's, else the built-in of that
+// name. The name "builtin:NAME" always means the built-in.
+func (p *Policy) Profile(name string) (*Profile, bool) {
+	if pr, ok := p.profiles[name]; ok {
+		return pr, true
+	}
+	pr, ok := p.profiles[builtinPrefix+name]
+	return pr, ok
+}
+
+// Profiles returns every profile, the user's in file order, then the built-ins.
+func (p *Policy) Profiles() []*Profile {
+	out := make([]*Profile, 0, len(p.order))
+	for _, n := range p.order {
+		out = append(out, p.profiles[n])
+	}
+	return out
+}
+
+// Plan returns the merged plan for a profile name; "" means no profile.
+func (p *Policy) Plan(profile string) (*Plan, error) {
+	if profile == "" {
+		return p.noneProf, nil
+	}
+	pr, ok := p.Profile(profile)
+	if !ok {
+		return nil, fmt.Errorf("profile %q: %w", profile, ErrUnknownProfile)
+	}
+	return pr.Plan, nil
+}
+
+// Catalog returns the built-in bases and groups the policy was compiled with.
+func (p *Policy) Catalog() *Catalog { return p.catalog }
+
+// MatchRule returns the first rule that matches argv, or nil.
+func (p *Policy) MatchRule(argv []string) *Rule {
+	for _, r := range p.Rules {
+		if r.MatchArgv(argv) {
+			return r
+		}
+	}
+	return nil
+}
+
+const builtinPrefix = "builtin:"

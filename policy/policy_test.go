@@ -1,0 +1,341 @@
+package policy_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/envsieve/envsieve/policy"
+)
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string // each "line:col: message part", in order
+	}{
+		{"empty", "", []string{"1:1: the policy is empty"}},
+		{"no version", "base: safe\n", []string{`1:1: policy: missing "version: 1"`}},
+		{"wrong version", "version: 3\n", []string{"1:10: version: this envsieve reads version 1, not 3"}},
+		{"unknown key", "version: 1\nallow_all: true\n", []string{`2:1: policy: unknown key "allow_all" (known: allow, base`}},
+		{"wrong type", "version: 1\nallow: FOO\n", []string{"2:8: global: allow: want a list, got a string"}},
+		{"bad glob byte", "version: 1\ndeny: [\"A[B\"]\n", []string{`2:8: global: deny: "A[B": byte '[' at offset 1`}},
+		{"digit start", "version: 1\nallow: [\"1AB\"]\n", []string{"2:9: global: allow: \"1AB\": a variable name cannot start with a digit"}},
+		{"unknown group", "version: 1\ngroups: [proxy, nope]\n", []string{`2:17: global: groups: unknown group "nope" (known: `}},
+		{"bad mode", "version: 1\nmode: loud\n", []string{`2:7: global: mode: want enforce or audit, got "loud"`}},
+		{"set and deny", "version: 1\nset: {PAGER: cat}\ndeny: [PAGER]\n", []string{"2:7: global: PAGER is both set and denied"}},
+		{"set twice", "version: 1\nprofiles:\n  p:\n    set: {A: x}\n", nil},
+		{"set bool", "version: 1\nset: {A: yes}\n", nil},
+		{"set true", "version: 1\nset: {A: true}\n", []string{`2:10: global: set A: write a boolean value as a quoted string ("true")`}},
+		{"bad set name", "version: 1\nset: {\"A-B\": x}\n", []string{`2:7: global: set: "A-B" is not a variable name`}},
+		{"limit zero", "version: 1\nlimits: {max_keys: 0}\n", []string{"2:20: global: limits: max_keys must be from 1 to"}},
+		{"limit above kernel", "version: 1\nlimits: {max_value_bytes: 131071}\n", []string{"2:27: global: limits: max_value_bytes must be from 1 to 131070"}},
+		{"unknown limit", "version: 1\nlimits: {max_files: 3}\n", []string{`2:10: global: limits: unknown key "max_files"`}},
+		{"anchor", "version: 1\nallow: &a [X]\ndeny: *a\n", []string{"anchors are not supported"}},
+		{"unknown profile", "version: 1\nprofiles:\n  a: {extends: [zzz]}\n", []string{`3:17: profile a: "zzz": unknown profile`}},
+		{"bad profile name", "version: 1\nprofiles:\n  Big: {}\n", []string{`3:3: profile "Big": a profile name is lower-case`}},
+		{"cycle", "version: 1\nprofiles:\n  a: {extends: [b]}\n  b: {extends: [a]}\n", []string{"4:17: profile b: cycle in extends/parent: a leads back to b"}},
+		{"self is built-in", "version: 1\nprofiles:\n  claude: {extends: [claude]}\n", nil},
+		{"parent and extends", "version: 1\nprofiles:\n  a: {}\n  b: {parent: a, extends: [a]}\n", []string{"4:15: profile b: a profile with a parent may only narrow it, so it cannot also extend"}},
+		{"rule without match", "version: 1\nrules:\n  - allow: [X]\n", []string{"3:5: rule 1: a rule needs a match"}},
+		{"rule with base", "version: 1\nrules:\n  - {match: {command: x}, base: none}\n", []string{`3:27: rule 1: unknown key "base"`}},
+		{"rule bad command glob", "version: 1\nrules:\n  - match: {command: \"gh[\"}\n", []string{`3:22: rule 1: match: command: pattern "gh[": `}},
+		{"tool bad env", "version: 1\ntools:\n  t: {injects_env: [\"A B\"]}\n", []string{`3:21: tool t: injects_env: "A B" is not a variable name`}},
+		{"relative shell", "version: 1\nshell: bash\n", []string{`2:8: shell: want an absolute path, got "bash"`}},
+		{"two documents", "version: 1\n---\nversion: 1\n", []string{"a policy file holds one YAML document, not 2"}},
+		{"duplicate key", "version: 1\nallow: [A]\nallow: [B]\n", []string{"3:1: yaml: "}},
+		{"nul in value", "version: 1\nset: {A: \"x\\0y\"}\n", []string{"a NUL byte cannot be part of an environment string"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := policy.Parse("p.yaml", []byte(tt.src))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var list policy.ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("error %v (%T) is not an ErrorList", err, err)
+			}
+			if len(list) < len(tt.want) {
+				t.Fatalf("%d errors, want %d:\n%s", len(list), len(tt.want), list.Detail())
+			}
+			for i, w := range tt.want {
+				got := list[i].Error()
+				if !strings.Contains(got, w) {
+					t.Errorf("error %d = %q, want it to contain %q", i, got, w)
+				}
+				if list[i].Pos.File != "p.yaml" {
+					t.Errorf("error %d names file %q", i, list[i].Pos.File)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorExcerpt(t *testing.T) {
+	_, err := policy.Parse("p.yaml", []byte("version: 1\nallow: [OK, \"BAD-ONE\"]\n"))
+	var list policy.ErrorList
+	if !errors.As(err, &list) || len(list) != 1 {
+		t.Fatalf("want one error, got %v", err)
+	}
+	want := "    2 | allow: [OK, \"BAD-ONE\"]\n      |             ^\n"
+	if list[0].Excerpt != want {
+		t.Errorf("excerpt =\n%s\nwant\n%s", list[0].Excerpt, want)
+	}
+}
+
+func TestAllErrorsAtOnce(t *testing.T) {
+	_, err := policy.Parse("p.yaml", []byte("version: 1\nbase: huge\ngroups: [nope]\nallow: [\"A-B\"]\nmode: x\n"))
+	var list policy.ErrorList
+	if !errors.As(err, &list) || len(list) != 4 {
+		t.Fatalf("want 4 errors, got %v", err)
+	}
+	for i, line := range []int{2, 3, 4, 5} {
+		if list[i].Pos.Line != line {
+			t.Errorf("error %d on line %d, want %d", i, list[i].Pos.Line, line)
+		}
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	p, err := policy.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Base != "safe" || plan.Mode != policy.Enforce {
+		t.Errorf("default base %s mode %s, want safe enforce", plan.Base, plan.Mode)
+	}
+	for _, k := range []string{"PATH", "HOME", "HTTPS_PROXY", "SSL_CERT_FILE", "SSH_AUTH_SOCK"} {
+		if a, ok := plan.Admit(k); !ok || !a.Curated {
+			t.Errorf("default policy does not admit %s as curated", k)
+		}
+	}
+	for _, name := range []string{"generic", "claude", "codex", "gemini", "qwen", "aider", "amp", "copilot", "opencode"} {
+		if _, ok := p.Profile(name); !ok {
+			t.Errorf("built-in profile %s missing", name)
+		}
+	}
+}
+
+// TestSafeBase pins the safe base set of DESIGN.md section 3.
+func TestSafeBase(t *testing.T) {
+	p, err := policy.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Catalog()
+	got := strings.Join(c.AllKeys(c.Bases["safe"]), " ")
+	want := []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES",
+		"TERM", "COLORTERM", "COLUMNS", "LINES", "NO_COLOR", "TMPDIR", "TMP", "TEMP", "XDG_RUNTIME_DIR",
+		"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+		"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH",
+		"PYTHONPATH", "VIRTUAL_ENV", "CONDA_DEFAULT_ENV", "CONDA_PREFIX", "NVM_DIR", "NVM_BIN", "NVM_PATH", "NODE_PATH"}
+	have := map[string]bool{}
+	for _, k := range strings.Fields(got) {
+		have[k] = true
+	}
+	for _, k := range want {
+		if !have[k] {
+			t.Errorf("safe base lacks %s", k)
+		}
+		delete(have, k)
+	}
+	for k := range have {
+		t.Errorf("safe base has %s, which DESIGN.md does not list", k)
+	}
+	for _, k := range c.AllKeys(c.Bases["minimal"]) {
+		if !strings.Contains(" "+got+" ", " "+k+" ") {
+			t.Errorf("minimal key %s is not in safe: bases must nest", k)
+		}
+	}
+}
+
+func TestNarrow(t *testing.T) {
+	user, err := policy.Parse("user.yaml", []byte("version: 1\nbase: minimal\nallow: [\"MYAPP_*\"]\nlimits: {max_keys: 100}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		local string
+		want  []string
+	}{
+		{"deny is fine", "version: 1\ndeny: [\"MYAPP_*\"]\n", nil},
+		{"lower limits are fine", "version: 1\nlimits: {max_keys: 10}\n", nil},
+		{"narrower base is fine", "version: 1\nbase: none\n", nil},
+		{"enforce is fine", "version: 1\nmode: enforce\n", nil},
+		{"allow", "version: 1\nallow: [AWS_KEY]\n", []string{`2:9: escalation: allow "AWS_KEY" widens the policy`}},
+		{"group", "version: 1\ngroups: [tls]\n", []string{`2:10: escalation: group "tls" widens the policy`}},
+		{"set", "version: 1\nset: {LD_PRELOAD: /x.so}\n", []string{"2:7: escalation: set LD_PRELOAD adds a variable"}},
+		{"wider base", "version: 1\nbase: safe\n", []string{"2:7: escalation: base safe is wider than the policy's minimal"}},
+		{"audit", "version: 1\nmode: audit\n", []string{`2:7: escalation: mode "audit" widens enforce`}},
+		{"higher limit", "version: 1\nlimits: {max_keys: 101}\n", []string{"2:20: escalation: limits: max_keys 101 is above the policy's 100"}},
+		{"profile", "version: 1\nprofiles:\n  x: {}\n", []string{`3:3: escalation: profile "x"`}},
+		{"rule", "version: 1\nrules:\n  - {match: {command: gh}, allow: [GITHUB_TOKEN]}\n", []string{"3:5: escalation: rules belong in the user's policy"}},
+		{"tool", "version: 1\ntools:\n  t: {injects_env: [X]}\n", []string{`3:3: escalation: tool "t" injects secrets`}},
+		{"shell", "version: 1\nshell: /bin/evil\n", []string{"2:8: escalation: shell chooses the program that runs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := user.Narrow(".envsieve.yaml", []byte(tt.local))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if p.Local != ".envsieve.yaml" || p.File != "user.yaml" {
+					t.Errorf("narrowed policy names %q and %q", p.File, p.Local)
+				}
+				return
+			}
+			var list policy.ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("want an ErrorList, got %v", err)
+			}
+			for i, w := range tt.want {
+				if got := list[i].Error(); !strings.Contains(got, w) || !strings.HasPrefix(got, ".envsieve.yaml:") {
+					t.Errorf("error %q, want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+	p, err := user.Narrow(".envsieve.yaml", []byte("version: 1\nbase: none\ndeny: [\"MYAPP_X*\"]\nlimits: {max_keys: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := p.Plan("")
+	if plan.Base != "none" || plan.Limits.MaxKeys != 5 {
+		t.Errorf("narrowed plan base %s max_keys %d, want none 5", plan.Base, plan.Limits.MaxKeys)
+	}
+	if _, denied := plan.Deny("MYAPP_XY"); !denied {
+		t.Error("the local deny does not apply")
+	}
+	if _, ok := plan.Admit("MYAPP_A"); !ok {
+		t.Error("the user's allow was lost")
+	}
+}
+
+func TestSubAgentNarrowing(t *testing.T) {
+	base := "version: 1\nprofiles:\n  main:\n    extends: [builtin:claude]\n    allow: [GIT_DIR, \"MYAPP_*\"]\n    set: {PAGER: cat}\n    groups: [proxy]\n"
+	tests := []struct {
+		name  string
+		child string
+		want  string
+	}{
+		{"deny", "deny: [\"GIT_*\"]", ""},
+		{"repeat exact", "allow: [ANTHROPIC_API_KEY, GIT_DIR]", ""},
+		{"repeat glob", "allow: [\"MYAPP_*\"]", ""},
+		{"same group", "groups: [proxy]", ""},
+		{"override set", "set: {PAGER: less}", ""},
+		{"lower limit", "limits: {max_keys: 10}", ""},
+		{"new exact", "allow: [AWS_SECRET_ACCESS_KEY]", `allow "AWS_SECRET_ACCESS_KEY" is not granted by the parent`},
+		{"exact under parent glob", "allow: [MYAPP_TOKEN]", `allow "MYAPP_TOKEN" is not granted by the parent`},
+		{"wider glob", "allow: [\"MY*\"]", `allow "MY*" is not granted by the parent`},
+		{"new group", "groups: [tls]", "group tls is not granted by the parent"},
+		{"new set", "set: {EDITOR: vi}", "set EDITOR adds a variable the parent does not set"},
+		{"higher limit", "limits: {max_keys: 5000}", "limits: max_keys 5000 is above the parent's 1000"},
+		{"audit", "mode: audit", "mode audit widens the parent's enforce"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := base + "  sub:\n    parent: main\n    " + tt.child + "\n"
+			_, err := policy.Parse("p.yaml", []byte(src))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "profile sub: escalation: "+tt.want) {
+				t.Fatalf("error %v, want escalation %q", err, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "p.yaml:10:") {
+				t.Errorf("error %v does not name line 10", err)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte("version: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(path)
+	if err != nil || p.File != path {
+		t.Fatalf("Load: %v", err)
+	}
+	_, err = policy.Load(filepath.Join(dir, "missing.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "load policy ") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+// FuzzParse: the loader never panics, and a policy it accepts can be planned
+// for every profile it lists.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/fuzz-seeds/*.yaml")
+	for _, s := range seeds {
+		src, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Add([]byte("version: 1\n"))
+	f.Add([]byte("version: 1\nallow: [\"*\"]\ndeny: [A]\nprofiles:\n  a: {parent: claude, deny: [B]}\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		p, err := policy.Parse("fuzz.yaml", src)
+		if err != nil {
+			var list policy.ErrorList
+			if errors.As(err, &list) {
+				for _, e := range list {
+					if e.Pos.File != "fuzz.yaml" && !strings.HasPrefix(e.Pos.File, "embedded:") {
+						t.Fatalf("error without the file name: %v", e)
+					}
+				}
+			}
+			return
+		}
+		for _, pr := range p.Profiles() {
+			if _, err := p.Plan(pr.Name); err != nil {
+				t.Fatalf("accepted policy cannot plan %s: %v", pr.Name, err)
+			}
+		}
+		_, _ = p.Narrow("local.yaml", src)
+	})
+}
+
+// TestBuiltinRefForms: builtin:NAME reads the same in every YAML form.
+func TestBuiltinRefForms(t *testing.T) {
+	for _, src := range []string{
+		"version: 1\nprofiles:\n  a: {extends: [builtin:claude]}\n",
+		"version: 1\nprofiles:\n  a:\n    extends: [builtin:claude, builtin:codex]\n",
+		"version: 1\nprofiles:\n  a:\n    extends:\n      - builtin:claude\n",
+		"version: 1\nprofiles:\n  a:\n    extends: [\"builtin:claude\"]\n",
+		"version: 1\nprofiles:\n  a: {parent: builtin:claude}\n",
+		"version: 1\nprofiles:\n  a:\n    parent: builtin:claude\n",
+	} {
+		p, err := policy.Parse("p.yaml", []byte(src))
+		if err != nil {
+			t.Errorf("%q: %v", src, err)
+			continue
+		}
+		pr, _ := p.Profile("a")
+		if a, ok := pr.Plan.Admit("ANTHROPIC_API_KEY"); !ok || !a.Exact {
+			t.Errorf("%q: the built-in claude profile was not applied", src)
+		}
+	}
+	if _, err := policy.Parse("p.yaml", []byte("version: 1\nprofiles:\n  a: {extends: [{builtin: claude}]}\n")); err == nil {
+		t.Error("a real mapping was taken for a profile reference")
+	}
+}
