@@ -1,0 +1,49 @@
+// Package envknob is the only place envsieve reads its own configuration from
+// the environment. envsieve reads variables named ENVSIEVE_* and, for where
+// its files live, XDG_CONFIG_HOME and HOME; nothing else. [Knobs] lists every
+// one of them, and `envsieve manifest` prints that list as JSON, so what
+// envsieve depends on can be checked rather than trusted.
+package envknob
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Knob is one environment variable envsieve itself reads.
+type Knob struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+}
+
+// Knobs lists every variable envsieve reads, in the order of the manifest.
+var Knobs = []Knob{
+	{Name: "ENVSIEVE_POLICY", Description: "path of the policy file; --policy wins over it; unset means $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default"},
+	{Name: "ENVSIEVE_PROFILE", Description: "profile used when --profile is not given (useful when envsieve sh is the SHELL of an agent)"},
+	{Name: "ENVSIEVE_DEBUG", Description: "when 1, envsieve prints debug lines on stderr: which policy it loaded and how long each step took"},
+	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file; unset means $HOME/.config"},
+	{Name: "HOME", Description: "used only to find $HOME/.config when XDG_CONFIG_HOME is unset"},
+}
+
+// Policy returns ENVSIEVE_POLICY.
+func Policy() string { return os.Getenv("ENVSIEVE_POLICY") }
+
+// Profile returns ENVSIEVE_PROFILE.
+func Profile() string { return os.Getenv("ENVSIEVE_PROFILE") }
+
+// Debug reports whether ENVSIEVE_DEBUG is 1.
+func Debug() bool { return os.Getenv("ENVSIEVE_DEBUG") == "1" }
+
+// ConfigDir returns envsieve's configuration directory,
+// $XDG_CONFIG_HOME/envsieve or $HOME/.config/envsieve; "" when neither is set
+// to an absolute path.
+func ConfigDir() string {
+	if x := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "envsieve")
+	}
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".config", "envsieve")
+	}
+	return ""
+}

@@ -1,0 +1,40 @@
+// Package envtest holds the helper child programs that envsieve's tests run.
+// The test binary is the child program: a test's TestMain registers
+// [Commands] with testscript, which installs copies of the test binary under
+// these names in PATH and dispatches on os.Args[0]. The helpers are real
+// processes reading their real environment, not mocks.
+package envtest
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Commands returns the helper programs by name.
+func Commands() map[string]func() {
+	return map[string]func(){
+		"envdump": Dump,
+	}
+}
+
+// Dump prints the process's environment, one KEY=VALUE per line in the order
+// the kernel handed it over. With -keys it prints the keys only, sorted, so
+// that a test's output never carries a value.
+func Dump() {
+	env := os.Environ()
+	if len(os.Args) > 1 && os.Args[1] == "-keys" {
+		keys := make([]string, 0, len(env))
+		for _, kv := range env {
+			k, _, _ := strings.Cut(kv, "=")
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Println(strings.Join(keys, "\n"))
+		return
+	}
+	for _, kv := range env {
+		fmt.Println(kv)
+	}
+}

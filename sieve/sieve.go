@@ -1,0 +1,480 @@
+// Package sieve is envsieve's engine: a pure function from a parent
+// environment, a compiled policy and a request to the child's environment,
+// one decision per input key, and an error when the launch must not happen.
+//
+// # The pipeline
+//
+// [Build] follows DESIGN.md section 2 step by step:
+//
+//  1. Parse the parent environment. An entry without '=' or whose name is not
+//     [A-Za-z_][A-Za-z0-9_]* is dropped (invalid-name); a duplicated key keeps
+//     its first value, what getenv sees, and the rest are dropped (duplicate).
+//  2. Resolve the levels: the global policy, the profile and the profiles it
+//     extends, the first matching command rule, the tool, the requested
+//     secrets, and a project-local file. Lists are unions; scalars (limits,
+//     mode) are overridden by the later, narrower level.
+//  3. Admit a key found in the base set, an included group, or an allow entry.
+//  4. Guard: a sensitive key passes only by an allow entry that names it
+//     exactly. Sensitive means a credential-like name, a credential-like value,
+//     or a variable that injects code into the child. Base and group names are
+//     curated and skip the name test, not the value test.
+//  5. Deny: every deny entry of every level removes, after all admits,
+//     including set values and secrets. A requested secret that a deny removes
+//     is an error.
+//  6. Set literal values from the policy.
+//  7. Inject secrets by name (tool-managed and user-requested tiers), with
+//     values the caller fetched (see [SecretNames]).
+//  8. Check the limits; exceeding one is a [*LimitError] and nothing starts.
+//  9. In audit mode hand over the parent environment minus the code-injection
+//     floor, and mark what enforce would have dropped.
+//
+// # Purity
+//
+// The engine reads no environment, no clock and no file. The parent
+// environment, the policy and the secrets come in as values, so a build is
+// deterministic and safe for concurrent use. A linter test keeps os, os/exec,
+// net and syscall out of this package.
+package sieve
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/policy"
+)
+
+// Reason says why a key was kept or dropped. Reasons are stable strings: they
+// appear in `envsieve explain --json` and in the audit log.
+type Reason string
+
+// Reasons for keeping a key.
+const (
+	Base   Reason = "base"   // a key of the base set
+	Group  Reason = "group"  // a key of an included group
+	Allow  Reason = "allow"  // an allow entry
+	Set    Reason = "set"    // a literal value from the policy
+	Secret Reason = "secret" // an injected secret (tool-managed or requested)
+)
+
+// Reasons for dropping a key.
+const (
+	InvalidName    Reason = "invalid-name"    // no '=' or not [A-Za-z_][A-Za-z0-9_]*
+	InvalidValue   Reason = "invalid-value"   // the value holds a NUL byte
+	Duplicate      Reason = "duplicate"       // a later copy of a key; the first value wins
+	NotAllowed     Reason = "not-allowed"     // nothing admits it
+	SensitiveName  Reason = "sensitive-name"  // a credential-like name admitted only by a wildcard
+	SensitiveValue Reason = "sensitive-value" // a credential-like value not admitted by exact name
+	CodeInjection  Reason = "code-injection"  // injects code into the child; needs an exact name
+	Denied         Reason = "deny"            // a deny entry removes it
+)
+
+// Decision is what happened to one key.
+type Decision struct {
+	Key  string // "" for an entry without '=', whose text is never repeated
+	Kept bool
+	// WouldDrop is set in audit mode on a key that was kept but that enforce
+	// mode would drop for Reason.
+	WouldDrop bool
+	Reason    Reason
+	// Source is the policy entry behind the decision: the allow or deny
+	// entry, the base or group, the set entry or the secret request. It is nil
+	// for reasons that no entry causes (invalid-name, duplicate, not-allowed).
+	Source *policy.Source
+	// Detail refines the reason: the credential word of a sensitive name
+	// ("TOKEN"), the kind of a sensitive value ("github-token").
+	Detail string
+	// Added is true for a key the parent environment did not have: a set
+	// value or an injected secret.
+	Added bool
+}
+
+// Request is what the caller wants to run and with which extras.
+type Request struct {
+	// Commands are the simple commands the launch will run, each an argv
+	// (argv[0] as the user wrote it). A rule applies only when every command's
+	// first matching rule is the same rule. No commands means no rule.
+	Commands [][]string
+	// Path is the resolved path of Commands[0][0], for rules that match on a
+	// path; "" when unknown.
+	Path string
+	// Profile names the profile; "" means the global level only.
+	Profile string
+	// Tool names a tool whose injects_env secrets the child receives.
+	Tool string
+	// Secrets are user-requested secret names.
+	Secrets []string
+	// Mode overrides the policy's mode; "" keeps it. A project-local policy
+	// that says enforce still wins.
+	Mode policy.Mode
+}
+
+// Input is everything a build depends on.
+type Input struct {
+	// Parent is the parent environment, as os.Environ returns it. A nil
+	// Parent is an error: the engine never guesses an environment.
+	Parent []string
+	Policy *policy.Policy
+	Request
+	// SecretValues holds the value of every name [SecretNames] returned, from
+	// the caller's secret sources.
+	SecretValues map[string]string
+}
+
+// Result is a built environment and the decisions behind it.
+type Result struct {
+	// Env is the child's environment, sorted by key, one entry per key.
+	Env       []string
+	Decisions []Decision
+	Profile   string
+	Rule      *policy.Rule // nil when no rule applies
+	Mode      policy.Mode
+	Limits    policy.Limits
+	Injected  []string // names of the injected secrets
+}
+
+// Errors callers branch on. Use errors.Is.
+var (
+	ErrNilParent   = errors.New("sieve: nil parent environment")
+	ErrNilPolicy   = errors.New("sieve: nil policy")
+	ErrUnknownTool = errors.New("unknown tool")
+)
+
+// SecretError reports a requested or tool-managed secret that cannot be
+// given. It never holds the secret's value.
+type SecretError struct {
+	Name   string
+	Reason string         // "denied", "not found", "not a variable name"
+	Source *policy.Source // the deny entry, for "denied"
+}
+
+func (e *SecretError) Error() string {
+	if e.Source != nil {
+		return fmt.Sprintf("secret %s: %s by %s", e.Name, e.Reason, e.Source)
+	}
+	return fmt.Sprintf("secret %s: %s", e.Name, e.Reason)
+}
+
+// SecretNames returns the secrets a request needs, in order and without
+// duplicates: the tool's injects_env, then the requested names. The caller
+// fetches their values and passes them as Input.SecretValues.
+func SecretNames(p *policy.Policy, req Request) ([]string, error) {
+	var names []string
+	add := func(n string) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if req.Tool != "" {
+		t, ok := p.Tools[req.Tool]
+		if !ok {
+			return nil, fmt.Errorf("tool %q: %w", req.Tool, ErrUnknownTool)
+		}
+		for _, s := range t.InjectsEnv {
+			add(s.Entry)
+		}
+	}
+	for _, n := range req.Secrets {
+		if !policy.ValidName(n) {
+			return nil, &SecretError{Name: n, Reason: "not a variable name"}
+		}
+		add(n)
+	}
+	return names, nil
+}
+
+// ChooseRule returns the rule that applies to a request: the first rule
+// matching each command, when it is the same rule for every command.
+func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
+	var rule *policy.Rule
+	for i, argv := range req.Commands {
+		if len(argv) == 0 {
+			return nil
+		}
+		prog := argv[0]
+		if i == 0 && req.Path != "" {
+			prog = req.Path
+		}
+		var r *policy.Rule
+		for _, cand := range p.Rules {
+			if cand.MatchProgram(prog) && matchArgs(cand, argv[1:]) {
+				r = cand
+				break
+			}
+		}
+		if r == nil || (rule != nil && r != rule) {
+			return nil
+		}
+		rule = r
+	}
+	return rule
+}
+
+func matchArgs(r *policy.Rule, args []string) bool {
+	if len(args) < len(r.Args) {
+		return false
+	}
+	for i, g := range r.Args {
+		if !g.Match(args[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// override is a key whose value comes from the policy or a secret source
+// rather than from the parent.
+type override struct {
+	key, env string
+	reason   Reason
+	source   *policy.Source
+	used     bool
+}
+
+// Build runs the pipeline. The result's Env is never nil on success, even
+// when it is empty.
+func Build(in Input) (*Result, error) {
+	if in.Parent == nil {
+		return nil, ErrNilParent
+	}
+	p := in.Policy
+	if p == nil {
+		return nil, ErrNilPolicy
+	}
+	plan, err := p.Plan(in.Profile)
+	if err != nil {
+		return nil, err
+	}
+	rule := ChooseRule(p, in.Request)
+	res := &Result{Profile: in.Profile, Rule: rule, Mode: plan.Mode, Limits: plan.Limits}
+	var rt *policy.Tables
+	if rule != nil {
+		rt = rule.Tables
+		lv := rule.Level
+		if lv.Mode != nil {
+			res.Mode = *lv.Mode
+		}
+		lim := &res.Limits
+		for _, x := range []struct {
+			v   *int
+			dst *int
+		}{{lv.MaxKeys, &lim.MaxKeys}, {lv.MaxBytes, &lim.MaxBytes}, {lv.MaxValueBytes, &lim.MaxValueBytes}} {
+			if x.v != nil {
+				*x.dst = *x.v
+			}
+		}
+	}
+	if in.Mode != "" {
+		res.Mode = in.Mode
+	}
+	if l := p.LocalLvl; l != nil {
+		if l.Mode != nil && *l.Mode == policy.Enforce {
+			res.Mode = policy.Enforce
+		}
+		narrow := func(v *int, dst *int) {
+			if v != nil && *v < *dst {
+				*dst = *v
+			}
+		}
+		narrow(l.MaxKeys, &res.Limits.MaxKeys)
+		narrow(l.MaxBytes, &res.Limits.MaxBytes)
+		narrow(l.MaxValueBytes, &res.Limits.MaxValueBytes)
+	}
+
+	denied := func(key string) (*policy.Source, bool) {
+		if s, ok := plan.Deny(key); ok {
+			return s, true
+		}
+		if rt != nil {
+			return rt.Deny(key)
+		}
+		return nil, false
+	}
+
+	// The keys whose values come from the policy or a secret source.
+	ovs := make([]override, 0, len(plan.Set)+4)
+	setKey := func(s policy.Setting) {
+		for i := range ovs {
+			if ovs[i].key == s.Key {
+				ovs[i] = override{key: s.Key, env: s.Env, reason: Set, source: s.Source}
+				return
+			}
+		}
+		ovs = append(ovs, override{key: s.Key, env: s.Env, reason: Set, source: s.Source})
+	}
+	for _, s := range plan.Set {
+		setKey(s)
+	}
+	if rule != nil {
+		for _, s := range rule.Level.Set {
+			setKey(s)
+		}
+	}
+	names, err := SecretNames(p, in.Request)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if src, ok := denied(name); ok {
+			return nil, &SecretError{Name: name, Reason: "denied", Source: src}
+		}
+		v, ok := in.SecretValues[name]
+		if !ok {
+			return nil, &SecretError{Name: name, Reason: "not found in any secret source"}
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, &SecretError{Name: name, Reason: "its value holds a NUL byte"}
+		}
+		src := secretSource(p, in.Tool, name)
+		o := override{key: name, env: name + "=" + v, reason: Secret, source: src}
+		replaced := false
+		for i := range ovs {
+			if ovs[i].key == name {
+				ovs[i], replaced = o, true
+			}
+		}
+		if !replaced {
+			ovs = append(ovs, o)
+		}
+		res.Injected = append(res.Injected, name)
+	}
+
+	res.Decisions = make([]Decision, 0, len(in.Parent)+len(ovs))
+	env := make([]string, 0, len(in.Parent)/2+len(ovs))
+	seen := newKeySet(len(in.Parent))
+	for _, kv := range in.Parent {
+		eq := strings.IndexByte(kv, '=')
+		if eq <= 0 {
+			key := ""
+			if eq == 0 {
+				key = "="
+			}
+			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: InvalidName})
+			continue
+		}
+		key, val := kv[:eq], kv[eq+1:]
+		h, ok := nameHash(key)
+		if !ok {
+			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: InvalidName})
+			continue
+		}
+		if !seen.add(h, key) {
+			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: Duplicate})
+			continue
+		}
+		if strings.IndexByte(val, 0) >= 0 {
+			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: InvalidValue})
+			continue
+		}
+		if o := findOverride(ovs, key); o != nil {
+			d := Decision{Key: key, Kept: true, Reason: o.reason, Source: o.source}
+			if o.reason == Set {
+				if src, ok := denied(key); ok {
+					d = Decision{Key: key, Reason: Denied, Source: src}
+				}
+			}
+			o.used = true
+			if d.Kept {
+				env = append(env, o.env)
+			}
+			res.Decisions = append(res.Decisions, d)
+			continue
+		}
+		d := decide(plan, rt, denied, key, val)
+		if !d.Kept && res.Mode == policy.Audit && !detect.Injection(key, val) {
+			d.Kept, d.WouldDrop = true, true
+		}
+		if d.Kept {
+			env = append(env, kv)
+		}
+		res.Decisions = append(res.Decisions, d)
+	}
+	for i := range ovs {
+		o := &ovs[i]
+		if o.used {
+			continue
+		}
+		d := Decision{Key: o.key, Kept: true, Reason: o.reason, Source: o.source, Added: true}
+		if o.reason == Set {
+			if src, ok := denied(o.key); ok {
+				d = Decision{Key: o.key, Reason: Denied, Source: src, Added: true}
+			}
+		}
+		if d.Kept {
+			env = append(env, o.env)
+		}
+		res.Decisions = append(res.Decisions, d)
+	}
+	if err := checkLimits(env, res.Limits); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(env, compareKeys)
+	res.Env = env
+	return res, nil
+}
+
+func findOverride(ovs []override, key string) *override {
+	for i := range ovs {
+		if ovs[i].key == key {
+			return &ovs[i]
+		}
+	}
+	return nil
+}
+
+func secretSource(p *policy.Policy, tool, name string) *policy.Source {
+	if t, ok := p.Tools[tool]; ok {
+		for _, s := range t.InjectsEnv {
+			if s.Entry == name {
+				return s
+			}
+		}
+	}
+	return &policy.Source{Level: "request", List: "secret", Entry: name}
+}
+
+// decide runs admit, guard and deny for one parent key under enforce.
+func decide(plan *policy.Plan, rt *policy.Tables, denied func(string) (*policy.Source, bool), key, val string) Decision {
+	a, ok := plan.Admit(key)
+	if rt != nil && (!ok || !a.Exact) {
+		if ra, rok := rt.Admit(key); rok && (!ok || ra.Exact || ra.Curated && !a.Curated) {
+			a, ok = ra, true
+		}
+	}
+	if !ok {
+		return Decision{Key: key, Reason: NotAllowed}
+	}
+	if !a.Exact {
+		if detect.Injection(key, val) {
+			return Decision{Key: key, Reason: CodeInjection, Source: a.Source}
+		}
+		if !a.Curated {
+			if word, bad := detect.SensitiveName(key); bad {
+				return Decision{Key: key, Reason: SensitiveName, Source: a.Source, Detail: word}
+			}
+		}
+		if kind, bad := detect.Value(val); bad {
+			return Decision{Key: key, Reason: SensitiveValue, Source: a.Source, Detail: string(kind)}
+		}
+	}
+	if src, ok := denied(key); ok {
+		return Decision{Key: key, Reason: Denied, Source: src}
+	}
+	return Decision{Key: key, Kept: true, Reason: reasonOf(a.Source), Source: a.Source}
+}
+
+func reasonOf(s *policy.Source) Reason {
+	switch s.List {
+	case "base":
+		return Base
+	case "group":
+		return Group
+	}
+	return Allow
+}
+
+func compareKeys(a, b string) int {
+	return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+}
