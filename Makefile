@@ -1,0 +1,40 @@
+# envsieve's build. `make test` is what CI runs: vet, staticcheck (pinned),
+# and every test with the race detector.
+
+GO ?= go
+STATICCHECK_VERSION := v0.8.2
+BIN := $(CURDIR)/bin
+
+.PHONY: build test vet staticcheck race fuzz bench clean
+
+build:
+	$(GO) build -o $(BIN)/envsieve ./cmd/envsieve
+
+test: vet staticcheck race
+
+vet:
+	$(GO) vet ./...
+
+$(BIN)/staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(BIN)/staticcheck $@
+
+staticcheck: $(BIN)/staticcheck-$(STATICCHECK_VERSION)
+	$(BIN)/staticcheck-$(STATICCHECK_VERSION) ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+# A short run of every fuzz target (FUZZTIME=5m for a longer one).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./sieve/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy/
+	$(GO) test -run '^$$' -fuzz '^FuzzCommands$$' -fuzztime $(FUZZTIME) ./internal/shellcmd/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./internal/...
+	bash bench/compare.sh
+
+clean:
+	rm -rf $(BIN)

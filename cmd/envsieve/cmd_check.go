@@ -1,0 +1,47 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/policy"
+)
+
+func checkCmd(u *ui) *cobra.Command {
+	var f policyFlags
+	c := &cobra.Command{
+		Use:   "check [--policy FILE]",
+		Short: "Validate a policy (and ./.envsieve.yaml); exit 0 when valid, 1 when not",
+		Long: `check loads the policy the other commands would load (or FILE), and the
+project-local .envsieve.yaml when present, and prints every error with its
+file, line, column and a source excerpt. Exit status 0 when the policy is
+valid, 1 when it is not.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			p, err := loadPolicy(u, f.policy)
+			var pe policy.ErrorList
+			if errors.As(err, &pe) {
+				u.printError(err)
+				return exitStatus(1)
+			}
+			if err != nil {
+				return err
+			}
+			user := 0
+			for _, pr := range p.Profiles() {
+				if pr.Name[:min(len(pr.Name), 8)] != "builtin:" {
+					user++
+				}
+			}
+			fmt.Fprintf(u.out, "%s: ok (%d profiles, %d rules, %d tools)\n", p.File, user, len(p.Rules), len(p.Tools))
+			if p.Local != "" {
+				fmt.Fprintf(u.out, "%s: ok (narrows %s)\n", p.Local, p.File)
+			}
+			return nil
+		},
+	}
+	f.register(c.Flags(), false)
+	return c
+}

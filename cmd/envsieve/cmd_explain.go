@@ -1,0 +1,240 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/sieve"
+)
+
+// explainSchema names the JSON document `explain --json` prints. It changes
+// only when a field changes meaning or goes away; docs/explain.md is its
+// reference.
+const explainSchema = "envsieve.explain/v1"
+
+type explainJSON struct {
+	Schema    string         `json:"schema"`
+	Policy    string         `json:"policy"`
+	Local     string         `json:"local_policy,omitempty"`
+	Profile   string         `json:"profile"`
+	Rule      *ruleJSON      `json:"rule"`
+	Mode      policy.Mode    `json:"mode"`
+	Command   []string       `json:"command"`
+	Path      string         `json:"path,omitempty"`
+	Decisions []decisionJSON `json:"decisions"`
+	Env       []envJSON      `json:"env"`
+	Injected  []string       `json:"injected"`
+	Limits    limitsJSON     `json:"limits"`
+}
+
+type ruleJSON struct {
+	Name string `json:"name"`
+	Pos  string `json:"pos"`
+}
+
+type sourceJSON struct {
+	Level  string `json:"level"`
+	List   string `json:"list"`
+	Entry  string `json:"entry"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+type decisionJSON struct {
+	Key       string      `json:"key"`
+	Kept      bool        `json:"kept"`
+	WouldDrop bool        `json:"would_drop"`
+	Reason    string      `json:"reason"`
+	Detail    string      `json:"detail,omitempty"`
+	Added     bool        `json:"added"`
+	Source    *sourceJSON `json:"source"`
+}
+
+type envJSON struct {
+	Key    string  `json:"key"`
+	Value  *string `json:"value"` // null when masked
+	Masked bool    `json:"masked"`
+	Bytes  int     `json:"bytes"`
+}
+
+type limitsJSON struct {
+	MaxKeys       int `json:"max_keys"`
+	MaxBytes      int `json:"max_bytes"`
+	MaxValueBytes int `json:"max_value_bytes"`
+}
+
+func explainCmd(u *ui) *cobra.Command {
+	var f policyFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "explain [flags] [--json] [-- CMD [ARGS...]]",
+		Short: "Show what a command would get, and why, without starting it",
+		Long: `explain starts nothing. It prints every key of the current environment with
+kept or dropped and the reason (the list, the entry, and the policy file, line
+and column behind it), then the child's environment with the values of
+sensitive keys masked. --json prints the same as a stable document
+(schema envsieve.explain/v1, see docs/explain.md).`,
+		Example: `  envsieve explain --profile claude -- claude
+  envsieve explain --json -- gh pr list | jq '.decisions[] | select(.kept)'`,
+		RunE: func(_ *cobra.Command, argv []string) error {
+			p, err := loadPolicy(u, f.policy)
+			if err != nil {
+				return err
+			}
+			var commands [][]string
+			if len(argv) > 0 {
+				commands = [][]string{argv}
+			}
+			res, req, err := buildWith(u, p, &f, commands)
+			if err != nil {
+				return err
+			}
+			path := ""
+			if len(argv) > 0 {
+				if path, err = launch.Resolve(argv[0], res, req.Path); err != nil {
+					u.warnf("%v", err)
+				}
+			}
+			doc := explainDoc(p, res, argv, path)
+			if asJSON {
+				enc := json.NewEncoder(u.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			return printExplain(u.out, doc)
+		},
+	}
+	c.Flags().SetInterspersed(false)
+	f.register(c.Flags(), true)
+	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON document (schema envsieve.explain/v1)")
+	return c
+}
+
+func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string) *explainJSON {
+	doc := &explainJSON{Schema: explainSchema, Policy: p.File, Local: p.Local, Profile: res.Profile,
+		Mode: res.Mode, Command: argv, Path: path, Injected: res.Injected,
+		Limits: limitsJSON{res.Limits.MaxKeys, res.Limits.MaxBytes, res.Limits.MaxValueBytes}}
+	if doc.Command == nil {
+		doc.Command = []string{}
+	}
+	if doc.Injected == nil {
+		doc.Injected = []string{}
+	}
+	if r := res.Rule; r != nil {
+		doc.Rule = &ruleJSON{Name: r.Name, Pos: r.Pos.String()}
+	}
+	for _, d := range res.Decisions {
+		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: string(d.Reason), Detail: d.Detail, Added: d.Added}
+		if s := d.Source; s != nil {
+			dj.Source = &sourceJSON{Level: s.Level, List: s.List, Entry: s.Entry, File: s.Pos.File, Line: s.Pos.Line, Column: s.Pos.Col}
+		}
+		doc.Decisions = append(doc.Decisions, dj)
+	}
+	doc.Decisions = nonNil(doc.Decisions)
+	for _, kv := range res.Env {
+		key, val, _ := strings.Cut(kv, "=")
+		e := envJSON{Key: key, Bytes: len(val)}
+		if sensitive(key, val) {
+			e.Masked = true
+		} else {
+			e.Value = &val
+		}
+		doc.Env = append(doc.Env, e)
+	}
+	doc.Env = nonNil(doc.Env)
+	return doc
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// sensitive reports whether explain must mask a value: a credential-like name
+// or value, or a variable that injects code.
+func sensitive(key, val string) bool {
+	if _, ok := detect.SensitiveName(key); ok {
+		return true
+	}
+	if _, ok := detect.Value(val); ok {
+		return true
+	}
+	return detect.Injection(key, val)
+}
+
+func printExplain(w io.Writer, doc *explainJSON) error {
+	fmt.Fprintf(w, "policy:  %s", doc.Policy)
+	if doc.Local != "" {
+		fmt.Fprintf(w, " (narrowed by %s)", doc.Local)
+	}
+	profile := doc.Profile
+	if profile == "" {
+		profile = "(none: global level only)"
+	}
+	rule := "(none)"
+	if doc.Rule != nil {
+		rule = doc.Rule.Name + " (" + doc.Rule.Pos + ")"
+	}
+	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\nmode:    %s\n", profile, rule, doc.Mode)
+	if len(doc.Command) > 0 {
+		fmt.Fprintf(w, "command: %s", strings.Join(doc.Command, " "))
+		if doc.Path != "" {
+			fmt.Fprintf(w, " (%s)", doc.Path)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tDECISION\tREASON")
+	for _, d := range doc.Decisions {
+		key := d.Key
+		if key == "" {
+			key = "(entry without '=')"
+		}
+		verdict := "dropped"
+		switch {
+		case d.WouldDrop:
+			verdict = "kept (audit: enforce drops)"
+		case d.Kept && d.Added:
+			verdict = "added"
+		case d.Kept:
+			verdict = "kept"
+		}
+		reason := d.Reason
+		if d.Detail != "" {
+			reason += " (" + d.Detail + ")"
+		}
+		if s := d.Source; s != nil {
+			reason += " by " + s.List + " " + fmt.Sprintf("%q", s.Entry) + " of " + s.Level
+			if s.Line > 0 {
+				reason += fmt.Sprintf(" (%s:%d:%d)", s.File, s.Line, s.Column)
+			} else if s.File != "" {
+				reason += " (" + s.File + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", key, verdict, reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nchild environment (%d variables):\n", len(doc.Env))
+	for _, e := range doc.Env {
+		if e.Masked {
+			fmt.Fprintf(w, "  %s=<sensitive, %d bytes>\n", e.Key, e.Bytes)
+		} else {
+			fmt.Fprintf(w, "  %s=%s\n", e.Key, *e.Value)
+		}
+	}
+	return nil
+}

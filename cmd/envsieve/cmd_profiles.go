@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/policy"
+)
+
+type profilesJSON struct {
+	Bases    []groupJSON   `json:"bases"`
+	Groups   []groupJSON   `json:"groups"`
+	Profiles []profileJSON `json:"profiles"`
+}
+
+type groupJSON struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Keys        []string `json:"keys"`
+	Groups      []string `json:"groups,omitempty"`
+}
+
+type profileJSON struct {
+	Name        string   `json:"name"`
+	Builtin     bool     `json:"builtin"`
+	Description string   `json:"description"`
+	Extends     []string `json:"extends,omitempty"`
+	Parent      string   `json:"parent,omitempty"`
+	Allow       []string `json:"allow"`
+	Deny        []string `json:"deny"`
+	Groups      []string `json:"groups"`
+}
+
+func profilesCmd(u *ui) *cobra.Command {
+	var f policyFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "profiles [--json]",
+		Short: "List the bases, groups, and the built-in and user profiles with their keys",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			p, err := loadPolicy(u, f.policy)
+			if err != nil {
+				return err
+			}
+			doc := profilesDoc(p)
+			if asJSON {
+				enc := json.NewEncoder(u.out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(doc)
+			}
+			w := u.out
+			fmt.Fprintln(w, "bases:")
+			for _, g := range doc.Bases {
+				fmt.Fprintf(w, "  %-10s %s\n", g.Name, g.Description)
+				fmt.Fprintf(w, "             keys: %s\n", strings.Join(g.Keys, " "))
+			}
+			fmt.Fprintln(w, "\ngroups:")
+			for _, g := range doc.Groups {
+				fmt.Fprintf(w, "  %-13s %s\n", g.Name, strings.Join(g.Keys, " "))
+			}
+			fmt.Fprintln(w, "\nprofiles:")
+			for _, pr := range doc.Profiles {
+				fmt.Fprintf(w, "  %s: %s\n", pr.Name, pr.Description)
+				if len(pr.Extends) > 0 {
+					fmt.Fprintf(w, "      extends: %s\n", strings.Join(pr.Extends, " "))
+				}
+				if pr.Parent != "" {
+					fmt.Fprintf(w, "      parent:  %s (may only narrow it)\n", pr.Parent)
+				}
+				for _, l := range []struct {
+					name string
+					keys []string
+				}{{"allow", pr.Allow}, {"groups", pr.Groups}, {"deny", pr.Deny}} {
+					if len(l.keys) > 0 {
+						fmt.Fprintf(w, "      %-7s  %s\n", l.name+":", strings.Join(l.keys, " "))
+					}
+				}
+			}
+			return nil
+		},
+	}
+	f.register(c.Flags(), false)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func profilesDoc(p *policy.Policy) *profilesJSON {
+	c := p.Catalog()
+	doc := &profilesJSON{}
+	for _, b := range []policy.Base{"safe", "minimal", "none"} {
+		g := c.Bases[b]
+		doc.Bases = append(doc.Bases, groupJSON{Name: g.Name, Description: g.Description, Keys: nonNil(c.AllKeys(g)), Groups: g.Groups})
+	}
+	for _, name := range c.GroupNames() {
+		g := c.Groups[name]
+		doc.Groups = append(doc.Groups, groupJSON{Name: g.Name, Description: g.Description, Keys: nonNil(g.Keys)})
+	}
+	for _, pr := range p.Profiles() {
+		pj := profileJSON{Name: pr.Name, Builtin: strings.HasPrefix(pr.Name, "builtin:"), Description: pr.Description,
+			Extends: pr.Extends, Parent: pr.Parent, Allow: []string{}, Deny: []string{}, Groups: []string{}}
+		for _, e := range pr.Level.Allow {
+			pj.Allow = append(pj.Allow, e.Source.Entry)
+		}
+		for _, e := range pr.Level.Deny {
+			pj.Deny = append(pj.Deny, e.Source.Entry)
+		}
+		for _, g := range pr.Level.Groups {
+			pj.Groups = append(pj.Groups, g.Entry)
+		}
+		doc.Profiles = append(doc.Profiles, pj)
+	}
+	return doc
+}
+
+func manifestCmd(u *ui) *cobra.Command {
+	return &cobra.Command{
+		Use:   "manifest",
+		Short: "Print, as JSON, every environment variable envsieve itself reads",
+		Args:  cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			enc := json.NewEncoder(u.out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(struct {
+				Name        string         `json:"name"`
+				Environment []envknob.Knob `json:"environment"`
+			}{"envsieve", envknob.Knobs})
+		},
+	}
+}

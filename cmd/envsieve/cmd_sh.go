@@ -1,0 +1,171 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/shellcmd"
+	"github.com/envsieve/envsieve/launch"
+)
+
+// defaultShell runs shell strings when the policy names no shell.
+const defaultShell = "/bin/sh"
+
+// shArgs is a parsed `envsieve sh` command line.
+type shArgs struct {
+	flags   policyFlags
+	command string   // the -c string
+	hasC    bool     // -c was given
+	opts    []string // options passed on to the real shell, such as -l, -e
+	rest    []string // operands after the -c string ($0 $1 ...), or a script and its arguments
+}
+
+// parseShArgs parses arguments the way a POSIX shell does, so envsieve sh can
+// be an agent's SHELL: single-letter options, combined or not (-lc, -c -l),
+// until the first operand or "--"; with -c, the first operand is the command
+// string. envsieve's own --policy, --profile and --mode may come first.
+func parseShArgs(args []string) (*shArgs, error) {
+	a := &shArgs{}
+	i := 0
+	long := func(name string, dst *string) (bool, error) {
+		arg := args[i]
+		if v, ok := strings.CutPrefix(arg, "--"+name+"="); ok {
+			*dst = v
+			return true, nil
+		}
+		if arg != "--"+name {
+			return false, nil
+		}
+		if i+1 >= len(args) {
+			return false, usageError{fmt.Errorf("sh: --%s needs a value", name)}
+		}
+		i++
+		*dst = args[i]
+		return true, nil
+	}
+	for ; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(arg, "-") && !strings.HasPrefix(arg, "+") || arg == "-" || arg == "+" {
+			break
+		}
+		if strings.HasPrefix(arg, "--") {
+			matched := false
+			for _, l := range []struct {
+				name string
+				dst  *string
+			}{{"policy", &a.flags.policy}, {"profile", &a.flags.profile}, {"mode", &a.flags.mode}} {
+				ok, err := long(l.name, l.dst)
+				if err != nil {
+					return nil, err
+				}
+				matched = matched || ok
+				if ok {
+					break
+				}
+			}
+			switch {
+			case matched:
+			case arg == "--login":
+				a.opts = append(a.opts, "-l")
+			case arg == "--noprofile" || arg == "--norc":
+				a.opts = append(a.opts, arg)
+			default:
+				return nil, usageError{fmt.Errorf("sh: unknown option %s", arg)}
+			}
+			continue
+		}
+		for _, ch := range arg[1:] {
+			switch ch {
+			case 'c':
+				if arg[0] == '+' {
+					return nil, usageError{fmt.Errorf("sh: +c is not an option")}
+				}
+				a.hasC = true
+			case 'l', 'i', 'e', 'u', 'x', 'v', 'f', 'n':
+				a.opts = append(a.opts, string(arg[0])+string(ch))
+			case 'o':
+				if i+1 >= len(args) {
+					return nil, usageError{fmt.Errorf("sh: %co needs an option name", arg[0])}
+				}
+				i++
+				a.opts = append(a.opts, string(arg[0])+"o", args[i])
+			default:
+				return nil, usageError{fmt.Errorf("sh: unknown option %c%c", arg[0], ch)}
+			}
+		}
+	}
+	a.rest = args[i:]
+	if a.hasC {
+		if len(a.rest) == 0 {
+			return nil, usageError{fmt.Errorf("sh: -c needs a command string")}
+		}
+		a.command, a.rest = a.rest[0], a.rest[1:]
+	}
+	return a, nil
+}
+
+func shCmd(u *ui) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sh [--policy FILE] [--profile NAME] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
+		Short: "Run a shell string with the environment the policy allows (a drop-in SHELL)",
+		Long: `sh runs a shell with the environment the policy allows. It takes the options
+agents hand a shell (-c, -l, -i, -e, combined as in -lc) and the policy from
+ENVSIEVE_POLICY and the profile from ENVSIEVE_PROFILE, so a link to envsieve
+named envsieve-sh can be an agent's SHELL.
+
+With -c, STRING is parsed as shell; a command rule applies only when every
+simple command in it matches that same rule. A string that does not parse, or
+holds a command that cannot be known statically (a variable as program, eval
+of a variable, export), gets no rule. A script from a file or stdin gets no
+rule. The string runs with the policy's shell (default /bin/sh).`,
+		Example: `  envsieve sh -c 'gh pr list'
+  ln -s "$(command -v envsieve)" ~/bin/envsieve-sh && SHELL=~/bin/envsieve-sh claude`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+				return cmd.Help()
+			}
+			a, err := parseShArgs(args)
+			if err != nil {
+				return err
+			}
+			var commands [][]string
+			if a.hasC {
+				if cmds, ok := shellcmd.Commands(a.command); ok {
+					commands = cmds
+				} else {
+					u.debugf("sh: the string cannot be analysed statically: no rule applies")
+				}
+			}
+			p, err := loadPolicy(u, a.flags.policy)
+			if err != nil {
+				return err
+			}
+			shell := p.Shell
+			if shell == "" {
+				shell = defaultShell
+			}
+			res, _, err := buildWith(u, p, &a.flags, commands)
+			if err != nil {
+				return err
+			}
+			argv := append([]string{shell}, a.opts...)
+			if a.hasC {
+				argv = append(argv, "-c", a.command)
+			}
+			argv = append(argv, a.rest...)
+			path, err := launch.LookPath(shell, res.Env)
+			if err != nil {
+				return err
+			}
+			u.debugf("exec %s", path)
+			return launch.Exec(path, argv, res.Env)
+		},
+	}
+}

@@ -1,0 +1,123 @@
+// Command envsieve starts programs from an empty environment and admits only
+// what a policy allows. See README.md and docs/ for the manual.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/sieve"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() { os.Exit(Main()) }
+
+// Main runs envsieve with os.Args and returns its exit status: the child's own
+// status when it ran, 125 for envsieve's own errors, 126 for a program that
+// cannot be executed, 127 for one that is not found, 1 for `check` on an
+// invalid policy.
+func Main() int {
+	args := os.Args[1:]
+	// Installed as a link named envsieve-sh, envsieve is a drop-in SHELL.
+	if filepath.Base(os.Args[0]) == "envsieve-sh" {
+		args = append([]string{"sh"}, args...)
+	}
+	ui := newUI(os.Stdout, os.Stderr, envknob.Debug())
+	ui.debugf("envsieve %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	root := rootCmd(ui)
+	root.SetArgs(args)
+	return exitCode(ui, root.Execute())
+}
+
+// exitStatus carries an exit status decided by a command that has already
+// said everything it had to say.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// usageError marks a mistake on the command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode is the one place that maps errors to exit statuses and prints them.
+func exitCode(ui *ui, err error) int {
+	if err == nil {
+		return 0
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	ui.printError(err)
+	var nf *launch.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return 127
+	case errors.Is(err, launch.ErrNotExecutable):
+		return 126
+	}
+	return 125
+}
+
+func rootCmd(ui *ui) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "envsieve",
+		Short: "Start programs from an empty environment, admitting only what a policy allows",
+		Long: `envsieve starts a program from an empty environment and admits only what a
+policy allows: a safe base set, the variables a profile names, and secrets by
+exact name. No credential passes through a wildcard.
+
+Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(ui.out)
+	root.SetErr(ui.err)
+	root.SetVersionTemplate("envsieve {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(runCmd(ui), shCmd(ui), explainCmd(ui), checkCmd(ui), profilesCmd(ui), manifestCmd(ui))
+	return root
+}
+
+// hint returns the advice line printed under an error, or "".
+func hint(err error) string {
+	var nf *launch.NotFoundError
+	var le *sieve.LimitError
+	var pe policy.ErrorList
+	var se *sieve.SecretError
+	switch {
+	case errors.Is(err, policy.ErrUnknownProfile):
+		return "'envsieve profiles' lists the profiles"
+	case errors.Is(err, sieve.ErrUnknownTool):
+		return "tools are declared under tools: in the policy"
+	case errors.As(err, &nf):
+		return "the program is looked up in the child's PATH; relative PATH entries such as '.' are ignored"
+	case errors.As(err, &le):
+		return fmt.Sprintf("raise limits.%s in the policy, or deny the variables you do not need", le.Limit)
+	case errors.As(err, &pe):
+		return "'envsieve check' validates a policy; docs/policy.md is the reference"
+	case errors.As(err, &se) && se.Reason == "denied":
+		return "a deny entry wins over every request; remove it from the policy to hand this secret over"
+	case errors.As(err, new(usageError)):
+		return "'envsieve help' lists the commands and their flags"
+	}
+	return ""
+}
+
+// discard is used where a command must not print.
+var discard io.Writer = io.Discard
