@@ -33,10 +33,6 @@ func Parse(name string, src []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := builtinProfiles()
-	if err != nil {
-		return nil, err
-	}
 	d := &decoder{file: name, src: src}
 	root := d.parseYAML()
 	if root == nil {
@@ -44,7 +40,10 @@ func Parse(name string, src []byte) (*Policy, error) {
 	}
 	raw := d.decodeFile(root)
 	b := &builder{d: d, c: c}
-	p := b.build(raw, builtins)
+	p, err := b.build(raw)
+	if err != nil {
+		return nil, err
+	}
 	if len(d.errs) > 0 {
 		sortErrors(d.errs)
 		return nil, d.errs
@@ -92,7 +91,7 @@ type builder struct {
 	local *Level // the project-local level, or nil
 }
 
-func (b *builder) build(raw *rawFile, builtins []rawProfile) *Policy {
+func (b *builder) build(raw *rawFile) (*Policy, error) {
 	p := &Policy{profiles: map[string]*Profile{}, Tools: map[string]*Tool{}, catalog: b.c, LocalLvl: b.local}
 	p.Global = b.level("global", &raw.Global)
 	if raw.Shell != nil {
@@ -110,15 +109,16 @@ func (b *builder) build(raw *rawFile, builtins []rawProfile) *Policy {
 		p.profiles[rp.Name.V] = b.profile(rp.Name.V, rp)
 		p.order = append(p.order, rp.Name.V)
 	}
-	// Built-ins come from embedded data; their positions name that file.
-	bd := &builder{d: &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}, c: b.c}
-	for i := range builtins {
-		name := builtinPrefix + builtins[i].Name.V
-		p.profiles[name] = bd.profile(name, &builtins[i])
-		p.order = append(p.order, name)
-	}
-	if len(bd.d.errs) > 0 {
-		b.d.errs = append(b.d.errs, bd.d.errs...)
+	// Built-in profiles are compiled now only when a user profile refers to
+	// one; otherwise on first use (see Policy.Profile), so that a launch
+	// without a profile never pays for them.
+	if refersToBuiltins(raw) {
+		builtins, err := builtinProfiles()
+		if err != nil {
+			return nil, err
+		}
+		p.builtinsEager = true
+		b.addBuiltins(p, builtins)
 	}
 	b.resolve(p)
 	for i := range raw.Rules {
@@ -141,7 +141,63 @@ func (b *builder) build(raw *rawFile, builtins []rawProfile) *Policy {
 		}
 		p.Tools[t.Name] = t
 	}
-	return p
+	return p, nil
+}
+
+// refersToBuiltins reports whether a user profile extends or narrows a
+// profile that is not another user profile.
+func refersToBuiltins(raw *rawFile) bool {
+	user := map[string]bool{}
+	for _, rp := range raw.Profiles {
+		user[rp.Name.V] = true
+	}
+	for _, rp := range raw.Profiles {
+		refs := rp.Extends
+		if rp.Parent != nil {
+			refs = append(refs, *rp.Parent)
+		}
+		for _, r := range refs {
+			if !user[r.V] || r.V == rp.Name.V {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// addBuiltins compiles the built-in profiles into p. Their positions name
+// the embedded file.
+func (b *builder) addBuiltins(p *Policy, builtins []rawProfile) {
+	bd := &builder{d: &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}, c: b.c}
+	for i := range builtins {
+		name := builtinPrefix + builtins[i].Name.V
+		p.profiles[name] = bd.profile(name, &builtins[i])
+		p.order = append(p.order, name)
+	}
+	b.d.errs = append(b.d.errs, bd.d.errs...)
+}
+
+// lazyBuiltins compiles the built-in profiles on first use, for a policy
+// that did not need them at load time. Built-ins neither extend nor narrow,
+// so each plan is the global level, the profile's own, and the local level.
+func (p *Policy) lazyBuiltins() (map[string]*Profile, []string) {
+	p.lazyOnce.Do(func() {
+		builtins, err := builtinProfiles()
+		if err != nil {
+			p.lazyErr = err
+			return
+		}
+		bd := &builder{d: &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}, c: p.catalog}
+		p.lazy = map[string]*Profile{}
+		for i := range builtins {
+			name := builtinPrefix + builtins[i].Name.V
+			pr := bd.profile(name, &builtins[i])
+			pr.Plan = newPlan(name, []*Level{p.Global, pr.Level}, p.LocalLvl, p.catalog)
+			p.lazy[name] = pr
+			p.lazyOrder = append(p.lazyOrder, name)
+		}
+	})
+	return p.lazy, p.lazyOrder
 }
 
 // level compiles the fields every level shares.

@@ -75,10 +75,6 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := builtinProfiles()
-	if err != nil {
-		return nil, err
-	}
 	lb := &builder{d: d, c: c}
 	local := lb.level("local", g)
 	if len(d.errs) > 0 {
@@ -87,7 +83,10 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	}
 	ud := &decoder{file: p.File, src: p.src}
 	b := &builder{d: ud, c: c, local: local}
-	np := b.build(p.raw, builtins)
+	np, err := b.build(p.raw)
+	if err != nil {
+		return nil, err
+	}
 	if len(ud.errs) > 0 {
 		return nil, fmt.Errorf("rebuild %s: %w", p.File, ud.errs)
 	}

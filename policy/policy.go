@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/envsieve/envsieve/internal/pattern"
 )
@@ -173,6 +174,12 @@ type Policy struct {
 	catalog  *Catalog
 	raw      *rawFile // kept to rebuild with a project-local level
 	src      []byte
+
+	builtinsEager bool // the built-ins are in profiles already
+	lazyOnce      sync.Once
+	lazy          map[string]*Profile // built-ins compiled on first use
+	lazyOrder     []string
+	lazyErr       error
 }
 
 // Profile returns the named profile: the user's, else the built-in of that
@@ -181,7 +188,17 @@ func (p *Policy) Profile(name string) (*Profile, bool) {
 	if pr, ok := p.profiles[name]; ok {
 		return pr, true
 	}
-	pr, ok := p.profiles[builtinPrefix+name]
+	if pr, ok := p.profiles[builtinPrefix+name]; ok {
+		return pr, true
+	}
+	if p.builtinsEager {
+		return nil, false
+	}
+	lazy, _ := p.lazyBuiltins()
+	if pr, ok := lazy[name]; ok {
+		return pr, true
+	}
+	pr, ok := lazy[builtinPrefix+name]
 	return pr, ok
 }
 
@@ -190,6 +207,12 @@ func (p *Policy) Profiles() []*Profile {
 	out := make([]*Profile, 0, len(p.order))
 	for _, n := range p.order {
 		out = append(out, p.profiles[n])
+	}
+	if !p.builtinsEager {
+		lazy, order := p.lazyBuiltins()
+		for _, n := range order {
+			out = append(out, lazy[n])
+		}
 	}
 	return out
 }
@@ -201,6 +224,9 @@ func (p *Policy) Plan(profile string) (*Plan, error) {
 	}
 	pr, ok := p.Profile(profile)
 	if !ok {
+		if p.lazyErr != nil {
+			return nil, p.lazyErr
+		}
 		return nil, fmt.Errorf("profile %q: %w", profile, ErrUnknownProfile)
 	}
 	return pr.Plan, nil
