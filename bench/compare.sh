@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Side by side, in one run: what envsieve adds to starting a process, against
+# the tool a user would otherwise reach for (env -i with PATH kept).
+# Usage: bash bench/compare.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-1000}
+go build -o bin/envsieve ./cmd/envsieve
+go build -o bin/timeit ./bench/timeit
+echo "# $(go version), $(nproc) cores, $runs runs each, interleaved"
+echo "# parent environment: $(env | wc -l) variables"
+bin/timeit -n "$runs" \
+  "/usr/bin/env -i PATH=$PATH /bin/true" \
+  "bin/envsieve run -- /bin/true" \
+  "bin/envsieve run --profile claude -- /bin/true"
