@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -118,6 +117,3 @@ func hint(err error) string {
 	}
 	return ""
 }
-
-// discard is used where a command must not print.
-var discard io.Writer = io.Discard

@@ -6,55 +6,6 @@ import (
 	"strings"
 )
 
-// A class is a set of kinds of byte.
-type class uint16
-
-const (
-	upper    class = 1 << iota // A-Z
-	lower                      // a-z
-	digit                      // 0-9
-	hexUpper                   // A-F
-	hexLower                   // a-f
-	dash                       // -
-	under                      // _
-	dot                        // .
-	plus                       // +
-	slash                      // /
-
-	alnum     = upper | lower | digit
-	base64url = alnum | dash | under
-	base64any = base64url | plus | slash // both base64 alphabets
-	hexDash   = digit | hexUpper | hexLower | dash
-)
-
-var classes = func() (t [256]class) {
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = upper
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = lower
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = digit
-	}
-	for c := 'A'; c <= 'F'; c++ {
-		t[c] |= hexUpper
-		t[c+'a'-'A'] |= hexLower
-	}
-	t['-'], t['_'], t['.'], t['+'], t['/'] = dash, under, dot, plus, slash
-	return t
-}()
-
-// span returns the length of the run of bytes in set at the start of s, and
-// the union of their classes.
-func span(s string, set class) (n int, seen class) {
-	for n < len(s) && classes[s[n]]&set != 0 {
-		seen |= classes[s[n]]
-		n++
-	}
-	return n, seen
-}
-
 const (
 	// minRandomLen is the shortest run that the entropy detector judges.
 	// Shorter runs carry too little information to tell a random string from
@@ -69,13 +20,47 @@ const (
 
 // highEntropy reports whether v holds a run of base64 characters that looks
 // random. See [Value] for what is not judged.
+//
+// The runs of v are split at dots as well. A field (runs joined by dots)
+// that starts with '/' or '.' is a path, such as macOS's
+// /private/tmp/com.apple.launchd.h4JDUkGq7V/Listeners or the path of a URL:
+// its runs are split at '/' too, so that each component is judged on its
+// own. In other fields a run is judged slashes and all, as base64 has
+// slashes.
 func highEntropy(v string) bool {
+	path, fieldStart := false, true
 	for len(v) > 0 {
+		if fieldStart {
+			path = v[0] == '/' || v[0] == '.'
+		}
 		n, seen := span(v, base64any)
-		if n >= minRandomLen && looksRandom(v[:n], seen) {
+		switch {
+		case n < minRandomLen:
+		case path:
+			if randomRun(v[:n], base64any&^slash) {
+				return true
+			}
+		case looksRandom(v[:n], seen):
 			return true
 		}
-		v = v[max(n, 1):]
+		if n == len(v) {
+			return false
+		}
+		fieldStart = v[n] != '.' // v[n] is not in base64any: a dot goes on with the field
+		v = v[n+1:]
+	}
+	return false
+}
+
+// randomRun reports whether run holds a run of bytes in set that looks
+// random.
+func randomRun(run string, set class) bool {
+	for len(run) > 0 {
+		n, seen := span(run, set)
+		if n >= minRandomLen && looksRandom(run[:n], seen) {
+			return true
+		}
+		run = run[max(n, 1):]
 	}
 	return false
 }
@@ -86,9 +71,6 @@ func looksRandom(run string, seen class) bool {
 	}
 	if n, _ := span(run, hexDash); n == len(run) {
 		return false // hashes, UUIDs: identifiers
-	}
-	if run[0] == '/' {
-		return false // a path
 	}
 	for _, p := range notSecrets {
 		if strings.HasPrefix(run, p) {
@@ -129,8 +111,8 @@ func entropy(s string) float64 {
 	return h
 }
 
-// commonBigrams are the 150 most frequent letter pairs of English text. In a
-// random string about a fifth of the letter pairs are among them; in
+// commonBigrams are about 150 of the most frequent letter pairs of English.
+// In a random string about a fifth of the letter pairs are among them; in
 // identifiers made of words (GitHubActionsRunner2024,
 // feature/ABC-1234-add-login-flow) most are.
 const commonBigrams = "th he in er an re on at en nd ti es or te of ed is it al ar " +
@@ -149,14 +131,14 @@ var bigrams = func() (t [26]uint32) {
 	return t
 }()
 
-// wordy reports whether run reads like words rather than noise: at least six
-// in ten of its pairs of letters within a word (the second in lower case, so
-// that the boundaries of camelCase and of acronyms do not count) are common
-// English pairs.
+// wordy reports whether run reads like words rather than noise: it has at
+// least six pairs of letters within a word (the second in lower case, so that
+// the boundaries of camelCase and of acronyms do not count), and at least six
+// in ten of them are common English pairs.
 func wordy(run string) bool {
 	pairs, common := 0, 0
 	for i := 1; i < len(run); i++ {
-		a, b := run[i-1]|0x20, run[i] // a in lower case, if a letter
+		a, b := toLower(run[i-1]), run[i]
 		if !isLower(a) || !isLower(b) {
 			continue
 		}
@@ -165,5 +147,5 @@ func wordy(run string) bool {
 			common++
 		}
 	}
-	return pairs >= 4 && common*10 >= pairs*6
+	return pairs >= 6 && common*10 >= pairs*6
 }

@@ -1,7 +1,5 @@
 package detect
 
-import "strings"
-
 // sensitiveWords mark a name as a credential's when they are one of its
 // words (API_KEY) or end one of its words (APIKEY, OAUTH, ACCESSTOKEN,
 // DBPASS), also in the plural (API_KEYS, AWS_SECRETS). A word that only
@@ -19,9 +17,9 @@ var sensitiveWords = []string{
 
 // ordinaryWords end in a sensitive word but are ordinary English: a
 // PROXY_BYPASS list, a terminal's HOTKEY, a CHAOS_MONKEY switch, a
-// COMPAT_MODE. ASKPASS is
-// deliberately not here: SSH_ASKPASS and GIT_ASKPASS name programs that hand
-// out passwords, which is a capability worth an exact allow entry.
+// COMPAT_MODE. ASKPASS is deliberately not here: SSH_ASKPASS and GIT_ASKPASS
+// name programs that hand out passwords, a capability worth an exact allow
+// entry.
 var ordinaryWords = []string{"BYPASS", "COMPASS", "COMPAT", "HOTKEY", "MONKEY"}
 
 // stores are words that, when a later word of the name is URL or URI, make
@@ -43,10 +41,11 @@ var stores = []string{
 // word that matched, a part of name.
 //
 // The name is split into words at every byte that is not an ASCII letter or
-// digit ('_' in practice), where a lower-case letter is followed by an upper-case
-// one (myApiKey is my, Api, Key), and between letters and digits (OAUTH2 is
-// OAUTH, 2; so AUTH0_DOMAIN is sensitive, as is all of Auth0's configuration).
-// Words are compared without regard to case. A name is sensitive when
+// digit ('_' in practice), where a lower-case letter is followed by an
+// upper-case one (myApiKey is my, Api, Key), and between letters and digits
+// (OAUTH2 is OAUTH, 2; so AUTH0_DOMAIN is sensitive, as is all of Auth0's
+// configuration). Words are compared without regard to the case of ASCII
+// letters. A name is sensitive when
 //
 //   - one of its words is or ends in KEY, SECRET, TOKEN, PASSWORD, PASSWD,
 //     PASS, PW, CREDENTIAL(S), CREDS, PRIVATE, COOKIE, DSN, AUTH, PASSPHRASE,
@@ -60,7 +59,7 @@ var stores = []string{
 //     CONNECTION followed by STRING(S); or a last word that is or ends in
 //     WEBHOOK (SLACK_WEBHOOK).
 func SensitiveName(name string) (word string, ok bool) {
-	if strings.EqualFold(name, "PWD") || strings.EqualFold(name, "OLDPWD") {
+	if equalFold(name, "PWD") || equalFold(name, "OLDPWD") {
 		return "", false
 	}
 	store := -1 // where the first store word starts
@@ -71,13 +70,13 @@ func SensitiveName(name string) (word string, ok bool) {
 		switch {
 		case sensitiveWord(w):
 			return w, true
-		case store >= 0 && (strings.EqualFold(w, "URL") || strings.EqualFold(w, "URI")):
+		case store >= 0 && (equalFold(w, "URL") || equalFold(w, "URI")):
 			return name[store:end], true
-		case conn >= 0 && (strings.EqualFold(w, "STRING") || strings.EqualFold(w, "STRINGS")):
+		case conn >= 0 && (equalFold(w, "STRING") || equalFold(w, "STRINGS")):
 			return name[conn:end], true
 		}
 		conn = -1
-		if strings.EqualFold(w, "CONNECTION") {
+		if equalFold(w, "CONNECTION") {
 			conn = start
 		}
 		if store < 0 && endsInAny(w, stores) {
@@ -129,9 +128,14 @@ func sameWord(p, c byte) bool {
 		isDigit(p) == isDigit(c)
 }
 
+// endsInAny reports whether w ends in one of the upper-case words of list.
 func endsInAny(w string, list []string) bool {
+	if w == "" {
+		return false
+	}
+	last := toUpper(w[len(w)-1])
 	for _, s := range list {
-		if hasSuffixFold(w, s) {
+		if s[len(s)-1] == last && hasSuffixFold(w, s) {
 			return true
 		}
 	}
@@ -140,22 +144,9 @@ func endsInAny(w string, list []string) bool {
 
 func equalsAny(w string, list []string) bool {
 	for _, s := range list {
-		if strings.EqualFold(w, s) {
+		if equalFold(w, s) {
 			return true
 		}
 	}
 	return false
 }
-
-func hasSuffixFold(s, suffix string) bool {
-	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
-func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-func isAlnum(c byte) bool { return isUpper(c) || isLower(c) || isDigit(c) }

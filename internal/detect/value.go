@@ -9,7 +9,8 @@ import "strings"
 //   - "gitlab-token": glpat-
 //   - "openai-api-key": sk- and a long tail mixing upper case, lower case and digits
 //   - "anthropic-api-key": sk-ant-
-//   - "slack-token": xoxa-, xoxb-, xoxp-, xoxr-, xoxs-
+//   - "slack-token": xoxa-, xoxb-, xoxp-, xoxr-, xoxs-, xoxe-, xoxe.,
+//     xapp-
 //   - "aws-access-key-id": AKIA or ASIA and 16 upper-case letters or digits
 //   - "google-api-key": AIza and 35 characters
 //   - "npm-token": npm_
@@ -64,6 +65,9 @@ var tokenRules = []tokenRule{
 	{prefix: "xoxp-", kind: "slack-token", tail: alnum | dash, min: 20},
 	{prefix: "xoxr-", kind: "slack-token", tail: alnum | dash, min: 20},
 	{prefix: "xoxs-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxe-", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xoxe.", kind: "slack-token", tail: alnum | dash, min: 20},
+	{prefix: "xapp-", kind: "slack-token", tail: alnum | dash, min: 20},
 	{prefix: "AKIA", kind: "aws-access-key-id", tail: upper | digit, min: 16, max: 16},
 	{prefix: "ASIA", kind: "aws-access-key-id", tail: upper | digit, min: 16, max: 16},
 	{prefix: "AIza", kind: "google-api-key", tail: base64url, min: 35, max: 35},
@@ -81,13 +85,11 @@ var tokenRules = []tokenRule{
 	{prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: upper | digit, min: 50},
 }
 
-// startsToken holds the first bytes of the token prefixes, 'e' of a JWT's
-// "eyJ" among them, so that most bytes of a value are passed over at once.
-var startsToken = func() (t [256]bool) {
+// rulesFor[c] are the rules whose prefix starts with the byte c.
+var rulesFor = func() (t [256][]tokenRule) {
 	for _, r := range tokenRules {
-		t[r.prefix[0]] = true
+		t[r.prefix[0]] = append(t[r.prefix[0]], r)
 	}
-	t['e'] = true
 	return t
 }()
 
@@ -104,19 +106,21 @@ var startsToken = func() (t [256]bool) {
 //  4. A long random-looking string: a run of at least 20 characters from the
 //     base64 alphabets (letters, digits, '+', '/', '-', '_') that mixes
 //     upper case, lower case and digits, has a Shannon entropy of at least
-//     3/4 of the most its length and alphabet allow, and is not made of
-//     English-looking syllables. Not judged: values holding any PEM block
-//     (certificates and public keys are public; private keys are caught
-//     above); runs starting with '/' (paths such as macOS's
-//     /var/folders/xx/random/T/); runs of hex digits and dashes, which are
-//     identifiers and not secrets (git and content hashes, UUIDs, trace ids);
-//     subresource-integrity hashes (sha512-...); and SSH public keys.
+//     3/4 of the most its length and alphabet allow, and does not read like
+//     words (most of its letter pairs common in English). In a path (a run
+//     of those characters and dots that starts with '/' or '.') each
+//     component is judged on its own. Not judged: values holding any PEM
+//     block (certificates and public keys are public; private keys are
+//     caught above); runs of hex digits and dashes, which are identifiers,
+//     not secrets (git and content hashes, UUIDs, trace ids);
+//     subresource-integrity hashes (sha512-...); SSH public keys.
 //
-// A random 20-character token lacks a digit or a case about 3% of the time
-// and is then missed by the last detector; from 32 characters on, misses are
-// rare. Hex secrets (some vendors issue 32 hex digits) and lower-case-only
-// secrets are missed too: to a detector they look like the identifiers that
-// fill every environment. Their names usually give them away.
+// The last detector misses about 5% of random 20-character strings (they
+// lack a digit or a case, or happen to read like words), about 1% of 32- to
+// 40-character ones and almost none from 64 on. It misses hex secrets (some
+// vendors issue 32 hex digits) and lower-case-only secrets altogether: to a
+// detector they look like the identifiers that fill every environment. Their
+// names usually give them away.
 func Value(value string) (Kind, bool) {
 	if k, ok := knownToken(value); ok {
 		return k, true
@@ -137,25 +141,35 @@ func Value(value string) (Kind, bool) {
 // knownToken finds a token of a known format or a JWT at the start of a word
 // of v.
 func knownToken(v string) (Kind, bool) {
+	start := true // v[i] starts a word
+	run := true   // v[i] starts a run of base64url characters
 	for i := 0; i < len(v); i++ {
-		if !startsToken[v[i]] || i > 0 && isAlnum(v[i-1]) {
-			continue
-		}
-		s := v[i:]
-		if isJWT(s) {
-			return "jwt", true
-		}
-		for _, r := range tokenRules {
-			if strings.HasPrefix(s, r.prefix) && r.matchTail(s[len(r.prefix):]) {
-				return r.kind, true
+		c := v[i]
+		if start {
+			s := v[i:]
+			// A JWT is a base64url run of its own; checking only at the
+			// start of runs keeps eyJ-eyJ-eyJ-... linear.
+			if run && c == 'e' && isJWT(s) {
+				return "jwt", true
+			}
+			for j := range rulesFor[c] {
+				r := &rulesFor[c][j]
+				if strings.HasPrefix(s, r.prefix) && r.matchTail(s[len(r.prefix):]) {
+					return r.kind, true
+				}
 			}
 		}
+		start = classes[c]&alnum == 0
+		run = classes[c]&base64url == 0
 	}
 	return "", false
 }
 
 func (r *tokenRule) matchTail(s string) bool {
-	n, seen := span(s, r.tail)
+	// Look no further than the rule needs, so that a value made of
+	// prefixes (sk-sk-sk-...) costs linear time, not quadratic.
+	limit := max(r.min, r.max+1)
+	n, seen := span(s[:min(len(s), limit)], r.tail)
 	if n < r.min {
 		return false
 	}
@@ -212,12 +226,17 @@ func urlSecret(v string) (Kind, bool) {
 		if i < 0 {
 			return "", false
 		}
-		scheme := i > 0 && (isUpper(v[i-1]) || isLower(v[i-1]))
+		scheme := i > 0 && isAlnum(v[i-1])
 		v = v[i+3:]
 		if !scheme {
 			continue
 		}
+		// A URL ends at white space, a quote, or the next URL (whose query
+		// then is its own), so that no byte is looked at twice.
 		url := v
+		if next := strings.Index(url, "://"); next >= 0 {
+			url = url[:next]
+		}
 		if end := strings.IndexAny(url, " \t\r\n\"'<>"); end >= 0 {
 			url = url[:end]
 		}
@@ -259,7 +278,7 @@ func secretQuery(rest string) bool {
 		if value == "" {
 			continue
 		}
-		if _, ok := SensitiveName(name); ok || strings.EqualFold(name, "pwd") || strings.EqualFold(name, "sig") {
+		if _, ok := SensitiveName(name); ok || equalFold(name, "pwd") || equalFold(name, "sig") {
 			return true
 		}
 	}
@@ -270,9 +289,9 @@ func secretQuery(rest string) bool {
 // whose secret is the path: Slack, Discord, Microsoft Teams.
 func webhook(host, path string) bool {
 	switch {
-	case strings.EqualFold(host, "hooks.slack.com"):
+	case equalFold(host, "hooks.slack.com"):
 		return len(path) > len("/services/")
-	case strings.EqualFold(host, "discord.com"), strings.EqualFold(host, "discordapp.com"):
+	case equalFold(host, "discord.com"), equalFold(host, "discordapp.com"):
 		return hasPrefixFold(path, "/api/webhooks/") && len(path) > len("/api/webhooks/")
 	case hasSuffixFold(host, ".webhook.office.com"):
 		return len(path) > 1
