@@ -18,7 +18,25 @@ type Tables struct {
 	allowGlobs []Entry
 	deny       map[string]*Source
 	denyGlobs  []Entry
+	// allowFirst and denyFirst hold the bytes a name must start with for
+	// any glob of the list to match, so most names skip the globs.
+	allowFirst, denyFirst firstBytes
 }
+
+// firstBytes is a set of bytes.
+type firstBytes [4]uint64
+
+func (f *firstBytes) addGlob(g string) {
+	if g[0] == '*' || g[0] == '?' {
+		for i := range f {
+			f[i] = ^uint64(0)
+		}
+		return
+	}
+	f[g[0]>>6] |= 1 << (g[0] & 63)
+}
+
+func (f *firstBytes) has(c byte) bool { return f[c>>6]&(1<<(c&63)) != 0 }
 
 func newTables() *Tables {
 	return &Tables{admit: map[string]Admit{}, deny: map[string]*Source{}}
@@ -29,6 +47,9 @@ func newTables() *Tables {
 func (t *Tables) Admit(key string) (a Admit, ok bool) {
 	if a, ok := t.admit[key]; ok {
 		return a, true
+	}
+	if !t.allowFirst.has(key[0]) {
+		return Admit{}, false
 	}
 	for _, e := range t.allowGlobs {
 		if e.Glob.Match(key) {
@@ -42,6 +63,9 @@ func (t *Tables) Admit(key string) (a Admit, ok bool) {
 func (t *Tables) Deny(key string) (*Source, bool) {
 	if s, ok := t.deny[key]; ok {
 		return s, true
+	}
+	if !t.denyFirst.has(key[0]) {
+		return nil, false
 	}
 	for _, e := range t.denyGlobs {
 		if e.Glob.Match(key) {
@@ -72,6 +96,7 @@ func (t *Tables) addLevel(l *Level, c *Catalog) {
 			t.addAdmit(lit, Admit{Source: e.Source, Exact: true})
 		} else {
 			t.allowGlobs = append(t.allowGlobs, e)
+			t.allowFirst.addGlob(e.Glob.String())
 		}
 	}
 	t.addDeny(l)
@@ -85,6 +110,7 @@ func (t *Tables) addDeny(l *Level) {
 			}
 		} else {
 			t.denyGlobs = append(t.denyGlobs, e)
+			t.denyFirst.addGlob(e.Glob.String())
 		}
 	}
 }

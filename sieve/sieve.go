@@ -475,6 +475,23 @@ func reasonOf(s *policy.Source) Reason {
 	return Allow
 }
 
+// compareKeys orders "KEY=value" entries by key in one pass: at the first
+// differing byte, the entry whose key has ended ('=') comes first. Keys are
+// unique, so two entries always differ at or before the shorter key's '='.
 func compareKeys(a, b string) int {
-	return strings.Compare(a[:strings.IndexByte(a, '=')], b[:strings.IndexByte(b, '=')])
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		switch {
+		case ca == '=':
+			return -1
+		case cb == '=':
+			return 1
+		}
+		return int(ca) - int(cb)
+	}
+	return len(a) - len(b)
 }

@@ -79,7 +79,7 @@ func SensitiveName(name string) (word string, ok bool) {
 		if equalFold(w, "CONNECTION") {
 			conn = start
 		}
-		if store < 0 && endsInAny(w, stores) {
+		if store < 0 && endsInAny(w, storesByLast) {
 			store = start
 		}
 		last = w
@@ -93,18 +93,33 @@ func SensitiveName(name string) (word string, ok bool) {
 // sensitiveWord reports whether w is, or ends in, a sensitive word, also in
 // the plural.
 func sensitiveWord(w string) bool {
-	if equalsAny(w, ordinaryWords) {
-		return false
-	}
-	if endsInAny(w, sensitiveWords) {
-		return true
+	if endsInAny(w, sensitiveByLast) {
+		return !equalsAny(w, ordinaryWords)
 	}
 	if n := len(w); n > 1 && (w[n-1] == 'S' || w[n-1] == 's') {
 		w = w[:n-1]
-		return !equalsAny(w, ordinaryWords) && endsInAny(w, sensitiveWords)
+		return endsInAny(w, sensitiveByLast) && !equalsAny(w, ordinaryWords)
 	}
 	return false
 }
+
+// byLast indexes a word list by its words' last (upper-case) letter, so
+// that a suffix test compares only the words that can match.
+type byLast [256][]string
+
+func indexByLast(words []string) *byLast {
+	var t byLast
+	for _, w := range words {
+		c := w[len(w)-1]
+		t[c] = append(t[c], w)
+	}
+	return &t
+}
+
+var (
+	sensitiveByLast = indexByLast(sensitiveWords)
+	storesByLast    = indexByLast(stores)
+)
 
 // nextWord returns the bounds of the first word of name at or after i; start
 // equals end when there is none.
@@ -129,13 +144,12 @@ func sameWord(p, c byte) bool {
 }
 
 // endsInAny reports whether w ends in one of the upper-case words of list.
-func endsInAny(w string, list []string) bool {
+func endsInAny(w string, t *byLast) bool {
 	if w == "" {
 		return false
 	}
-	last := toUpper(w[len(w)-1])
-	for _, s := range list {
-		if s[len(s)-1] == last && hasSuffixFold(w, s) {
+	for _, s := range t[toUpper(w[len(w)-1])] {
+		if hasSuffixFold(w, s) {
 			return true
 		}
 	}
