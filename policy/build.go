@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/envsieve/envsieve/internal/pattern"
 	"github.com/envsieve/envsieve/profiles"
@@ -92,7 +93,7 @@ type builder struct {
 }
 
 func (b *builder) build(raw *rawFile) (*Policy, error) {
-	p := &Policy{profiles: map[string]*Profile{}, Tools: map[string]*Tool{}, catalog: b.c, LocalLvl: b.local}
+	p := &Policy{profiles: map[string]*Profile{}, Tools: map[string]*Tool{}, Secrets: map[string]*Secret{}, catalog: b.c, LocalLvl: b.local}
 	p.Global = b.level("global", &raw.Global)
 	if raw.Shell != nil {
 		if !filepath.IsAbs(raw.Shell.V) {
@@ -141,7 +142,58 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 		}
 		p.Tools[t.Name] = t
 	}
+	for _, rs := range raw.Secrets {
+		if sec := b.secret(rs); sec != nil {
+			p.Secrets[sec.Name] = sec
+		}
+	}
 	return p, nil
+}
+
+func (b *builder) secret(rs rawSecret) *Secret {
+	what := "secret " + rs.Name.V
+	if !ValidName(rs.Name.V) {
+		b.d.errorAt(rs.Name.Pos, "secrets: %q is not a variable name", rs.Name.V)
+		return nil
+	}
+	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, Deliver: DeliverEnv}
+	if rs.From != nil {
+		switch f := SecretFrom(rs.From.V); f {
+		case FromEnv, FromStore, FromCommand:
+			s.From = f
+		default:
+			b.d.errorAt(rs.From.Pos, "%s: from: want env, store or command, got %q", what, rs.From.V)
+		}
+	}
+	for _, c := range rs.Command {
+		s.Command = append(s.Command, c.V)
+	}
+	switch {
+	case s.From == FromCommand && len(s.Command) == 0:
+		b.d.errorAt(rs.Name.Pos, "%s: from command needs a command list, such as [pass, show, name]", what)
+	case s.From != FromCommand && len(s.Command) > 0:
+		b.d.errorAt(rs.Command[0].Pos, "%s: command is used only with from: command", what)
+	}
+	if rs.Timeout != nil {
+		d, err := time.ParseDuration(rs.Timeout.V)
+		switch {
+		case err != nil || d <= 0:
+			b.d.errorAt(rs.Timeout.Pos, "%s: timeout: want a duration such as 5s, got %q", what, rs.Timeout.V)
+		case s.From != FromCommand:
+			b.d.errorAt(rs.Timeout.Pos, "%s: timeout is used only with from: command", what)
+		default:
+			s.Timeout = d
+		}
+	}
+	if rs.Deliver != nil {
+		switch dl := Delivery(rs.Deliver.V); dl {
+		case DeliverEnv, DeliverFile:
+			s.Deliver = dl
+		default:
+			b.d.errorAt(rs.Deliver.Pos, "%s: deliver: want env or file, got %q", what, rs.Deliver.V)
+		}
+	}
+	return s
 }
 
 // refersToBuiltins reports whether a user profile extends or narrows a

@@ -72,6 +72,14 @@ type rawTool struct {
 	InjectsEnv  []str
 }
 
+type rawSecret struct {
+	Name    str
+	From    *str
+	Command []str
+	Timeout *str
+	Deliver *str
+}
+
 type rawFile struct {
 	Version  *num
 	Shell    *str
@@ -79,6 +87,7 @@ type rawFile struct {
 	Profiles []rawProfile
 	Rules    []rawRule
 	Tools    []rawTool
+	Secrets  []rawSecret
 }
 
 type decoder struct {
@@ -493,6 +502,31 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 				"injects_env": func(_ str, v ast.Node) { t.InjectsEnv = d.strList(what+": injects_env", v) },
 			})
 			f.Tools = append(f.Tools, t)
+		})
+	}
+	h["secrets"] = func(_ str, v ast.Node) {
+		d.eachPair(v, "secrets", func(name str, sv ast.Node) {
+			sec := rawSecret{Name: name}
+			what := "secret " + name.V
+			d.fields(sv, what, map[string]func(str, ast.Node){
+				"from": func(_ str, v ast.Node) {
+					if s, ok := d.str(what+": from", v); ok {
+						sec.From = &s
+					}
+				},
+				"command": func(_ str, v ast.Node) { sec.Command = d.strList(what+": command", v) },
+				"timeout": func(_ str, v ast.Node) {
+					if s, ok := d.str(what+": timeout", v); ok {
+						sec.Timeout = &s
+					}
+				},
+				"deliver": func(_ str, v ast.Node) {
+					if s, ok := d.str(what+": deliver", v); ok {
+						sec.Deliver = &s
+					}
+				},
+			})
+			f.Secrets = append(f.Secrets, sec)
 		})
 	}
 	f.Global.Pos = d.nodePos(root)

@@ -43,6 +43,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	for _, r := range raw.Rules {
 		esc(r.Pos, "rules belong in the user's policy")
 	}
+	for _, sec := range raw.Secrets {
+		esc(sec.Name.Pos, "secret %q: secret sources belong in the user's policy", sec.Name.V)
+	}
 	for _, t := range raw.Tools {
 		esc(t.Name.Pos, "tool %q injects secrets", t.Name.V)
 	}

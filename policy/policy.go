@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/envsieve/envsieve/internal/pattern"
 )
@@ -158,6 +159,48 @@ type Tool struct {
 	InjectsEnv  []*Source // List "injects_env", Entry the variable name
 }
 
+// SecretFrom names where a secret's value comes from.
+type SecretFrom string
+
+// Secret sources.
+const (
+	FromEnv     SecretFrom = "env"     // the launcher's own environment
+	FromStore   SecretFrom = "store"   // the encrypted store of `envsieve secrets`
+	FromCommand SecretFrom = "command" // a helper program's standard output
+)
+
+// Delivery says how a secret reaches the child.
+type Delivery string
+
+// Deliveries.
+const (
+	DeliverEnv  Delivery = "env"  // as the variable NAME
+	DeliverFile Delivery = "file" // in a private 0600 file whose path is NAME_FILE
+)
+
+// Secret says where a named secret comes from and how it is delivered. A
+// name the policy does not declare comes from the launcher's environment, as
+// an environment variable.
+type Secret struct {
+	Name    string
+	Pos     Pos
+	From    SecretFrom
+	Command []string      // FromCommand: the helper and its arguments
+	Timeout time.Duration // FromCommand: zero means DefaultSecretTimeout
+	Deliver Delivery
+}
+
+// DefaultSecretTimeout bounds a secret helper command.
+const DefaultSecretTimeout = 10 * time.Second
+
+// SecretSpec returns how the named secret is fetched and delivered.
+func (p *Policy) SecretSpec(name string) *Secret {
+	if s, ok := p.Secrets[name]; ok {
+		return s
+	}
+	return &Secret{Name: name, From: FromEnv, Deliver: DeliverEnv}
+}
+
 // Policy is a loaded, validated and compiled policy. It is immutable and safe
 // for concurrent use.
 type Policy struct {
@@ -168,6 +211,7 @@ type Policy struct {
 	LocalLvl *Level
 	Rules    []*Rule
 	Tools    map[string]*Tool
+	Secrets  map[string]*Secret
 	profiles map[string]*Profile // user and built-in, by name
 	order    []string            // user profiles in file order, then built-ins
 	noneProf *Plan               // the plan when no profile is asked for

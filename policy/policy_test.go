@@ -339,3 +339,37 @@ func TestBuiltinRefForms(t *testing.T) {
 		t.Error("a real mapping was taken for a profile reference")
 	}
 }
+
+func TestSecretSpecs(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte(`version: 1
+secrets:
+  GITHUB_TOKEN: {from: env}
+  TWILIO_AUTH_TOKEN: {from: store, deliver: file}
+  OPENAI_API_KEY: {from: command, command: [pass, show, openai], timeout: 2s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.SecretSpec("OPENAI_API_KEY"); s.From != policy.FromCommand || len(s.Command) != 3 || s.Timeout.Seconds() != 2 {
+		t.Errorf("OPENAI_API_KEY spec = %+v", s)
+	}
+	if s := p.SecretSpec("TWILIO_AUTH_TOKEN"); s.From != policy.FromStore || s.Deliver != policy.DeliverFile {
+		t.Errorf("TWILIO_AUTH_TOKEN spec = %+v", s)
+	}
+	if s := p.SecretSpec("UNDECLARED"); s.From != policy.FromEnv || s.Deliver != policy.DeliverEnv {
+		t.Errorf("an undeclared secret = %+v, want env delivered as env", s)
+	}
+	for _, bad := range []struct{ src, want string }{
+		{"secrets:\n  A: {from: vault}\n", `3:13: secret A: from: want env, store or command, got "vault"`},
+		{"secrets:\n  A: {from: command}\n", "3:3: secret A: from command needs a command list"},
+		{"secrets:\n  A: {command: [x]}\n", "3:17: secret A: command is used only with from: command"},
+		{"secrets:\n  A: {from: command, command: [x], timeout: soon}\n", `secret A: timeout: want a duration such as 5s, got "soon"`},
+		{"secrets:\n  A: {deliver: pigeon}\n", `secret A: deliver: want env or file, got "pigeon"`},
+		{"secrets:\n  \"A-B\": {}\n", `secrets: "A-B" is not a variable name`},
+	} {
+		_, err := policy.Parse("p.yaml", []byte("version: 1\n"+bad.src))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: error %v, want %q", bad.src, err, bad.want)
+		}
+	}
+}

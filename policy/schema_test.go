@@ -59,6 +59,7 @@ func TestSchemaInSync(t *testing.T) {
 		{"rule match", props(rule["properties"].(map[string]any)["match"]), "version: 1\nrules:\n  - {match: {command: x, zz: 1}}\n"},
 		{"tool", props(defs["tool"]), "version: 1\ntools:\n  t: {zz: 1}\n"},
 		{"limits", props(defs["limits"]), "version: 1\nlimits: {zz: 1}\n"},
+		{"secret", props(defs["secret"]), "version: 1\nsecrets:\n  A: {zz: 1}\n"},
 	}
 	for _, c := range cases {
 		if got := parserKeys(c.src); !slices.Equal(got, c.schema) {
