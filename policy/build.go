@@ -517,6 +517,7 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 	rule.Level = b.level(name, &r.rawLevel)
 	rule.Tables = newTables()
 	rule.Tables.addLevel(rule.Level, b.c)
+	rule.Tables.freeze()
 	if r.Command != nil {
 		g, err := pattern.Compile(r.Command.V)
 		if err != nil {

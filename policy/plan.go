@@ -21,6 +21,7 @@ type Tables struct {
 	// allowFirst and denyFirst hold the bytes a name must start with for
 	// any glob of the list to match, so most names skip the globs.
 	allowFirst, denyFirst firstBytes
+	names                 nameTable // admit and deny, frozen for Lookup
 }
 
 // firstBytes is a set of bytes.
@@ -40,6 +41,100 @@ func (f *firstBytes) has(c byte) bool { return f[c>>6]&(1<<(c&63)) != 0 }
 
 func newTables() *Tables {
 	return &Tables{admit: map[string]Admit{}, deny: map[string]*Source{}}
+}
+
+// HashName is the hash the tables are keyed by (FNV-1a): a caller that
+// already hashed a name, while checking it, looks it up without hashing it
+// again.
+func HashName(name string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint32(name[i])) * 16777619
+	}
+	return h
+}
+
+// nameTable is an immutable open-addressing table from exact names to what
+// admits and denies them, keyed by HashName.
+type nameTable struct {
+	slots   []int32 // 0 empty, else 1 + index into entries
+	entries []nameEntry
+	mask    uint32
+}
+
+type nameEntry struct {
+	name     string
+	hash     uint32
+	admit    Admit
+	admitted bool
+	deny     *Source
+}
+
+func (t *nameTable) lookup(h uint32, name string) *nameEntry {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := t.slots[i]
+		if s == 0 {
+			return nil
+		}
+		if e := &t.entries[s-1]; e.hash == h && e.name == name {
+			return e
+		}
+	}
+}
+
+// freeze builds the table from the admit and deny maps.
+func (t *Tables) freeze() {
+	names := map[string]bool{}
+	for k := range t.admit {
+		names[k] = true
+	}
+	for k := range t.deny {
+		names[k] = true
+	}
+	size := 8
+	for size < 2*len(names) {
+		size <<= 1
+	}
+	nt := nameTable{slots: make([]int32, size), mask: uint32(size - 1)}
+	for k := range names {
+		a, admitted := t.admit[k]
+		e := nameEntry{name: k, hash: HashName(k), admit: a, admitted: admitted, deny: t.deny[k]}
+		nt.entries = append(nt.entries, e)
+		i := e.hash & nt.mask
+		for nt.slots[i] != 0 {
+			i = (i + 1) & nt.mask
+		}
+		nt.slots[i] = int32(len(nt.entries))
+	}
+	t.names = nt
+}
+
+// Lookup returns how a key is admitted and what denies it, in one probe of
+// the exact names and, when needed, a scan of the globs. h is HashName(key).
+func (t *Tables) Lookup(h uint32, key string) (a Admit, admitted bool, deny *Source) {
+	if e := t.names.lookup(h, key); e != nil {
+		a, admitted, deny = e.admit, e.admitted, e.deny
+	}
+	if !admitted && len(t.allowGlobs) > 0 && t.allowFirst.has(key[0]) {
+		for _, g := range t.allowGlobs {
+			if g.Glob.Match(key) {
+				a, admitted = Admit{Source: g.Source}, true
+				break
+			}
+		}
+	}
+	if deny == nil && len(t.denyGlobs) > 0 && t.denyFirst.has(key[0]) {
+		for _, g := range t.denyGlobs {
+			if g.Glob.Match(key) {
+				deny = g.Source
+				break
+			}
+		}
+	}
+	return a, admitted, deny
 }
 
 // Admit returns how key is admitted: by exact name (an allow entry or a
@@ -171,6 +266,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 	if local != nil {
 		p.addDeny(local)
 	}
+	p.freeze()
 	idx := map[string]int{}
 	for _, l := range levels {
 		for _, s := range l.Set {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/envsieve/envsieve/policy"
 )
@@ -77,12 +78,24 @@ type keySet struct {
 	mask   uint32
 }
 
+// keySets recycles the tables: a build's only scratch memory.
+var keySets = sync.Pool{New: func() any { return new(keySet) }}
+
 func newKeySet(n int) *keySet {
 	size := 16
 	for size < 2*n {
 		size <<= 1
 	}
-	return &keySet{slots: make([]int32, size), hashes: make([]uint32, 0, n), keys: make([]string, 0, n), mask: uint32(size - 1)}
+	s := keySets.Get().(*keySet)
+	if cap(s.slots) >= size {
+		s.slots = s.slots[:size]
+		clear(s.slots)
+	} else {
+		s.slots = make([]int32, size)
+	}
+	clear(s.keys)
+	s.hashes, s.keys, s.mask = s.hashes[:0], s.keys[:0], uint32(size-1)
+	return s
 }
 
 // add inserts key and reports whether it was new.
@@ -101,8 +114,8 @@ func (s *keySet) add(h uint32, key string) bool {
 	}
 }
 
-// nameHash checks that key is a valid variable name and returns its FNV-1a
-// hash, in the same pass.
+// nameHash checks that key is a valid variable name and returns its hash,
+// policy.HashName (FNV-1a), in the same pass.
 func nameHash(key string) (uint32, bool) {
 	if c := key[0]; c >= '0' && c <= '9' {
 		return 0, false

@@ -46,39 +46,47 @@ import (
 	"github.com/envsieve/envsieve/policy"
 )
 
-// Reason says why a key was kept or dropped. Reasons are stable strings: they
-// appear in `envsieve explain --json` and in the audit log.
-type Reason string
+// Reason says why a key was kept or dropped. Its String form is stable: it
+// appears in `envsieve explain --json` and in the audit log. (A Reason is one
+// byte, so that the decisions of a 300-key build stay small.)
+type Reason uint8
 
 // Reasons for keeping a key.
 const (
-	Base   Reason = "base"   // a key of the base set
-	Group  Reason = "group"  // a key of an included group
-	Allow  Reason = "allow"  // an allow entry
-	Set    Reason = "set"    // a literal value from the policy
-	Secret Reason = "secret" // an injected secret (tool-managed or requested)
+	Base   Reason = iota + 1 // "base": a key of the base set
+	Group                    // "group": a key of an included group
+	Allow                    // "allow": an allow entry
+	Set                      // "set": a literal value from the policy
+	Secret                   // "secret": an injected secret (tool-managed or requested)
+
+	// Reasons for dropping a key.
+
+	InvalidName    // "invalid-name": no '=' or not [A-Za-z_][A-Za-z0-9_]*
+	InvalidValue   // "invalid-value": the value holds a NUL byte
+	Duplicate      // "duplicate": a later copy of a key; the first value wins
+	NotAllowed     // "not-allowed": nothing admits it
+	SensitiveName  // "sensitive-name": a credential-like name admitted only by a wildcard
+	SensitiveValue // "sensitive-value": a credential-like value not admitted by exact name
+	CodeInjection  // "code-injection": injects code into the child; needs an exact name
+	Denied         // "deny": a deny entry removes it
 )
 
-// Reasons for dropping a key.
-const (
-	InvalidName    Reason = "invalid-name"    // no '=' or not [A-Za-z_][A-Za-z0-9_]*
-	InvalidValue   Reason = "invalid-value"   // the value holds a NUL byte
-	Duplicate      Reason = "duplicate"       // a later copy of a key; the first value wins
-	NotAllowed     Reason = "not-allowed"     // nothing admits it
-	SensitiveName  Reason = "sensitive-name"  // a credential-like name admitted only by a wildcard
-	SensitiveValue Reason = "sensitive-value" // a credential-like value not admitted by exact name
-	CodeInjection  Reason = "code-injection"  // injects code into the child; needs an exact name
-	Denied         Reason = "deny"            // a deny entry removes it
-)
+var reasonNames = [...]string{"", "base", "group", "allow", "set", "secret", "invalid-name", "invalid-value",
+	"duplicate", "not-allowed", "sensitive-name", "sensitive-value", "code-injection", "deny"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// MarshalText writes the stable name.
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // Decision is what happened to one key.
 type Decision struct {
-	Key  string // "" for an entry without '=', whose text is never repeated
-	Kept bool
-	// WouldDrop is set in audit mode on a key that was kept but that enforce
-	// mode would drop for Reason.
-	WouldDrop bool
-	Reason    Reason
+	Key string // "" for an entry without '=', whose text is never repeated
 	// Source is the policy entry behind the decision: the allow or deny
 	// entry, the base or group, the set entry or the secret request. It is nil
 	// for reasons that no entry causes (invalid-name, duplicate, not-allowed).
@@ -86,6 +94,11 @@ type Decision struct {
 	// Detail refines the reason: the credential word of a sensitive name
 	// ("TOKEN"), the kind of a sensitive value ("github-token").
 	Detail string
+	Reason Reason
+	Kept   bool
+	// WouldDrop is set in audit mode on a key that was kept but that enforce
+	// mode would drop for Reason.
+	WouldDrop bool
 	// Added is true for a key the parent environment did not have: a set
 	// value or an injected secret.
 	Added bool
@@ -121,6 +134,9 @@ type Input struct {
 	// SecretValues holds the value of every name [SecretNames] returned, from
 	// the caller's secret sources.
 	SecretValues map[string]string
+	// SecretFiles holds, for secrets delivered as files, the path of the file
+	// the caller wrote: the child gets NAME_FILE=path instead of NAME.
+	SecretFiles map[string]string
 }
 
 // Result is a built environment and the decisions behind it.
@@ -320,18 +336,27 @@ func Build(in Input) (*Result, error) {
 		if src, ok := denied(name); ok {
 			return nil, &SecretError{Name: name, Reason: "denied", Source: src}
 		}
-		v, ok := in.SecretValues[name]
-		if !ok {
-			return nil, &SecretError{Name: name, Reason: "not found in any secret source"}
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, &SecretError{Name: name, Reason: "its value holds a NUL byte"}
-		}
 		src := secretSource(p, in.Tool, name)
-		o := override{key: name, env: name + "=" + v, reason: Secret, source: src}
+		var o override
+		if path, ok := in.SecretFiles[name]; ok {
+			key := name + "_FILE"
+			if dsrc, ok := denied(key); ok {
+				return nil, &SecretError{Name: name, Reason: "denied (as " + key + ")", Source: dsrc}
+			}
+			o = override{key: key, env: key + "=" + path, reason: Secret, source: src}
+		} else {
+			v, ok := in.SecretValues[name]
+			if !ok {
+				return nil, &SecretError{Name: name, Reason: "not found in any secret source"}
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return nil, &SecretError{Name: name, Reason: "its value holds a NUL byte"}
+			}
+			o = override{key: name, env: name + "=" + v, reason: Secret, source: src}
+		}
 		replaced := false
 		for i := range ovs {
-			if ovs[i].key == name {
+			if ovs[i].key == o.key {
 				ovs[i], replaced = o, true
 			}
 		}
@@ -344,6 +369,7 @@ func Build(in Input) (*Result, error) {
 	res.Decisions = make([]Decision, 0, len(in.Parent)+len(ovs))
 	env := make([]string, 0, len(in.Parent)/2+len(ovs))
 	seen := newKeySet(len(in.Parent))
+	defer keySets.Put(seen)
 	for _, kv := range in.Parent {
 		eq := strings.IndexByte(kv, '=')
 		if eq <= 0 {
@@ -382,7 +408,7 @@ func Build(in Input) (*Result, error) {
 			res.Decisions = append(res.Decisions, d)
 			continue
 		}
-		d := decide(plan, rt, denied, key, val)
+		d := decide(&plan.Tables, rt, h, key, val)
 		if !d.Kept && res.Mode == policy.Audit && !detect.Injection(key, val) {
 			d.Kept, d.WouldDrop = true, true
 		}
@@ -435,12 +461,17 @@ func secretSource(p *policy.Policy, tool, name string) *policy.Source {
 	return &policy.Source{Level: "request", List: "secret", Entry: name}
 }
 
-// decide runs admit, guard and deny for one parent key under enforce.
-func decide(plan *policy.Plan, rt *policy.Tables, denied func(string) (*policy.Source, bool), key, val string) Decision {
-	a, ok := plan.Admit(key)
-	if rt != nil && (!ok || !a.Exact) {
-		if ra, rok := rt.Admit(key); rok && (!ok || ra.Exact || ra.Curated && !a.Curated) {
+// decide runs admit, guard and deny for one parent key under enforce. h is
+// policy.HashName(key).
+func decide(plan, rt *policy.Tables, h uint32, key, val string) Decision {
+	a, ok, deny := plan.Lookup(h, key)
+	if rt != nil {
+		ra, rok, rdeny := rt.Lookup(h, key)
+		if rok && (!ok || !a.Exact && (ra.Exact || ra.Curated && !a.Curated)) {
 			a, ok = ra, true
+		}
+		if deny == nil {
+			deny = rdeny
 		}
 	}
 	if !ok {
@@ -459,8 +490,8 @@ func decide(plan *policy.Plan, rt *policy.Tables, denied func(string) (*policy.S
 			return Decision{Key: key, Reason: SensitiveValue, Source: a.Source, Detail: string(kind)}
 		}
 	}
-	if src, ok := denied(key); ok {
-		return Decision{Key: key, Reason: Denied, Source: src}
+	if deny != nil {
+		return Decision{Key: key, Reason: Denied, Source: deny}
 	}
 	return Decision{Key: key, Kept: true, Reason: reasonOf(a.Source), Source: a.Source}
 }

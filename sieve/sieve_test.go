@@ -355,3 +355,45 @@ func TestOneDecisionPerParentEntry(t *testing.T) {
 		t.Errorf("%d added decisions, want 1 (Z)", added)
 	}
 }
+
+func TestSecretFiles(t *testing.T) {
+	p := mustParse(t, "version: 1\nbase: none\n")
+	res, err := sieve.Build(sieve.Input{Parent: []string{"DB_PASSWORD=in-parent"}, Policy: p,
+		Request:     sieve.Request{Secrets: []string{"DB_PASSWORD"}},
+		SecretFiles: map[string]string{"DB_PASSWORD": "/run/user/1/envsieve-secrets-1-x/DB_PASSWORD"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"DB_PASSWORD_FILE=/run/user/1/envsieve-secrets-1-x/DB_PASSWORD"}
+	if !slices.Equal(res.Env, want) {
+		t.Fatalf("env keys %v, want only DB_PASSWORD_FILE", keys(res.Env))
+	}
+	if d, _ := decision(res, "DB_PASSWORD"); d.Kept {
+		t.Error("the parent's DB_PASSWORD was kept next to its file")
+	}
+	if !slices.Equal(res.Injected, []string{"DB_PASSWORD"}) {
+		t.Errorf("injected %v", res.Injected)
+	}
+	_, err = sieve.Build(sieve.Input{Parent: []string{}, Policy: mustParse(t, "version: 1\ndeny: [\"*_FILE\"]\n"),
+		Request: sieve.Request{Secrets: []string{"X"}}, SecretFiles: map[string]string{"X": "/p"}})
+	var se *sieve.SecretError
+	if !errors.As(err, &se) {
+		t.Fatalf("a denied NAME_FILE: %v, want a SecretError", err)
+	}
+}
+
+// TestReasonNames pins the stable names of the reasons.
+func TestReasonNames(t *testing.T) {
+	want := map[sieve.Reason]string{sieve.Base: "base", sieve.Group: "group", sieve.Allow: "allow", sieve.Set: "set",
+		sieve.Secret: "secret", sieve.InvalidName: "invalid-name", sieve.InvalidValue: "invalid-value",
+		sieve.Duplicate: "duplicate", sieve.NotAllowed: "not-allowed", sieve.SensitiveName: "sensitive-name",
+		sieve.SensitiveValue: "sensitive-value", sieve.CodeInjection: "code-injection", sieve.Denied: "deny"}
+	for r, name := range want {
+		if r.String() != name {
+			t.Errorf("reason %d is %q, want %q", r, r.String(), name)
+		}
+		if b, _ := r.MarshalText(); string(b) != name {
+			t.Errorf("reason %d marshals as %q", r, b)
+		}
+	}
+}

@@ -22,8 +22,10 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_POLICY", Description: "path of the policy file; --policy wins over it; unset means $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default"},
 	{Name: "ENVSIEVE_PROFILE", Description: "profile used when --profile is not given (useful when envsieve sh is the SHELL of an agent)"},
 	{Name: "ENVSIEVE_DEBUG", Description: "when 1, envsieve prints debug lines on stderr: which policy it loaded and how long each step took"},
-	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file; unset means $HOME/.config"},
-	{Name: "HOME", Description: "used only to find $HOME/.config when XDG_CONFIG_HOME is unset"},
+	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
+	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},
+	{Name: "XDG_RUNTIME_DIR", Description: "where file-delivered secrets are written (a per-user tmpfs); unset means the system temporary directory"},
+	{Name: "HOME", Description: "used only to find $HOME/.config and $HOME/.local/share when the XDG variables are unset"},
 }
 
 // Policy returns ENVSIEVE_POLICY.
@@ -34,6 +36,27 @@ func Profile() string { return os.Getenv("ENVSIEVE_PROFILE") }
 
 // Debug reports whether ENVSIEVE_DEBUG is 1.
 func Debug() bool { return os.Getenv("ENVSIEVE_DEBUG") == "1" }
+
+// DataDir returns envsieve's data directory, $XDG_DATA_HOME/envsieve or
+// $HOME/.local/share/envsieve; "" when neither is set to an absolute path.
+func DataDir() string {
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "envsieve")
+	}
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "share", "envsieve")
+	}
+	return ""
+}
+
+// RuntimeDir returns where short-lived private files go: $XDG_RUNTIME_DIR,
+// else the system temporary directory.
+func RuntimeDir() string {
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		return x
+	}
+	return os.TempDir()
+}
 
 // ConfigDir returns envsieve's configuration directory,
 // $XDG_CONFIG_HOME/envsieve or $HOME/.config/envsieve; "" when neither is set
