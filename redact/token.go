@@ -1,0 +1,34 @@
+package redact
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// FingerprintLen is the length of a [Fingerprint]: 8 lower-case hex digits (32 bits).
+const FingerprintLen = 8
+
+// Fingerprint returns the first 8 lower-case hex digits of HMAC-SHA256(key, value).
+//
+// It is the one keyed fingerprint of the project: the redaction token, the audit log and
+// every message that needs to refer to a secret value use it, so that the same value
+// always gives the same fingerprint under the same per-install key. It reveals nothing
+// about the value to anyone who does not hold the key; to someone who does, a
+// low-entropy value can be guessed offline, so the key must never reach the child.
+func Fingerprint(key, value []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(value)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(mac.Sum(sum[:0])[:FingerprintLen/2])
+}
+
+// Token returns the replacement text for value: "[HIDDEN:" + [Fingerprint](key, value) + "]".
+func Token(key, value []byte) string {
+	return tokenPrefix + Fingerprint(key, value) + tokenSuffix
+}
+
+const (
+	tokenPrefix = "[HIDDEN:"
+	tokenSuffix = "]"
+)
