@@ -4,11 +4,13 @@ go 1.26.8
 
 require (
 	filippo.io/age v1.3.2
+	github.com/creack/pty v1.1.24
 	github.com/goccy/go-yaml v1.19.2
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 
@@ -16,6 +18,5 @@ require (
 	filippo.io/hpke v0.4.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 )

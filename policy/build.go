@@ -142,6 +142,19 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 		}
 		p.Tools[t.Name] = t
 	}
+	p.Redact = Redact{Enabled: true, MinSecretLen: 8}
+	if r := raw.Redact; r != nil {
+		if r.Enabled != nil {
+			p.Redact.Enabled = *r.Enabled
+		}
+		if n := r.MinSecretLen; n != nil {
+			if n.V < 4 || n.V > 1024 {
+				b.d.errorAt(n.Pos, "redact: min_secret_len must be from 4 to 1024, got %d", n.V)
+			} else {
+				p.Redact.MinSecretLen = n.V
+			}
+		}
+	}
 	for _, rs := range raw.Secrets {
 		if sec := b.secret(rs); sec != nil {
 			p.Secrets[sec.Name] = sec

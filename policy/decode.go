@@ -80,9 +80,16 @@ type rawSecret struct {
 	Deliver *str
 }
 
+type rawRedact struct {
+	Pos          Pos
+	Enabled      *bool
+	MinSecretLen *num
+}
+
 type rawFile struct {
 	Version  *num
 	Shell    *str
+	Redact   *rawRedact
 	Global   rawLevel
 	Profiles []rawProfile
 	Rules    []rawRule
@@ -503,6 +510,21 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			})
 			f.Tools = append(f.Tools, t)
 		})
+	}
+	h["redact"] = func(key str, v ast.Node) {
+		r := &rawRedact{Pos: key.Pos}
+		d.fields(v, "redact", map[string]func(str, ast.Node){
+			"enabled": func(_ str, v ast.Node) {
+				b, ok := v.(*ast.BoolNode)
+				if !ok {
+					d.errorf(v, "redact: enabled: want true or false, got %s", kind(v))
+					return
+				}
+				r.Enabled = &b.Value
+			},
+			"min_secret_len": func(_ str, v ast.Node) { r.MinSecretLen = d.num("redact: min_secret_len", v) },
+		})
+		f.Redact = r
 	}
 	h["secrets"] = func(_ str, v ast.Node) {
 		d.eachPair(v, "secrets", func(name str, sv ast.Node) {

@@ -201,6 +201,16 @@ func (p *Policy) SecretSpec(name string) *Secret {
 	return &Secret{Name: name, From: FromEnv, Deliver: DeliverEnv}
 }
 
+// Redact configures the redaction of the child's output.
+type Redact struct {
+	// Enabled masks withheld and injected secret values in the child's
+	// stdout and stderr; default true.
+	Enabled bool
+	// MinSecretLen is the shortest value that is masked (shorter values,
+	// such as "docker", would mask ordinary words); default 8.
+	MinSecretLen int
+}
+
 // Policy is a loaded, validated and compiled policy. It is immutable and safe
 // for concurrent use.
 type Policy struct {
@@ -212,6 +222,7 @@ type Policy struct {
 	Rules    []*Rule
 	Tools    map[string]*Tool
 	Secrets  map[string]*Secret
+	Redact   Redact
 	profiles map[string]*Profile // user and built-in, by name
 	order    []string            // user profiles in file order, then built-ins
 	noneProf *Plan               // the plan when no profile is asked for

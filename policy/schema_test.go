@@ -60,6 +60,7 @@ func TestSchemaInSync(t *testing.T) {
 		{"tool", props(defs["tool"]), "version: 1\ntools:\n  t: {zz: 1}\n"},
 		{"limits", props(defs["limits"]), "version: 1\nlimits: {zz: 1}\n"},
 		{"secret", props(defs["secret"]), "version: 1\nsecrets:\n  A: {zz: 1}\n"},
+		{"redact", props(schema["properties"].(map[string]any)["redact"]), "version: 1\nredact: {zz: 1}\n"},
 	}
 	for _, c := range cases {
 		if got := parserKeys(c.src); !slices.Equal(got, c.schema) {

@@ -231,3 +231,24 @@ func TestFilesStale(t *testing.T) {
 		t.Error("a live launcher's directory was removed")
 	}
 }
+
+func TestInstallKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "redact.key")
+	k1, err := secret.InstallKey(path)
+	if err != nil || len(k1) != 32 {
+		t.Fatalf("first InstallKey: %v", err)
+	}
+	k2, err := secret.InstallKey(path)
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("the key changed between calls: %v", err)
+	}
+	fi, _ := os.Stat(path)
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("key mode %v", fi.Mode().Perm())
+	}
+	os.Chmod(path, 0o644)
+	var pe *secret.PermissionError
+	if _, err := secret.InstallKey(path); !errors.As(err, &pe) {
+		t.Fatalf("a world-readable key was used: %v", err)
+	}
+}

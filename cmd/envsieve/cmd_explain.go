@@ -33,6 +33,31 @@ type explainJSON struct {
 	Env       []envJSON      `json:"env"`
 	Injected  []string       `json:"injected"`
 	Limits    limitsJSON     `json:"limits"`
+	Redact    redactJSON     `json:"redact"`
+}
+
+// redactJSON says which values the launcher would mask in the child's
+// output, by name, and which it cannot because they are too short.
+type redactJSON struct {
+	Enabled      bool     `json:"enabled"`
+	MinSecretLen int      `json:"min_secret_len"`
+	Hidden       []string `json:"hidden"`
+	TooShort     []string `json:"too_short"`
+}
+
+func redactDoc(l *launchPlan) redactJSON {
+	r := redactJSON{Enabled: l.policy.Redact.Enabled, MinSecretLen: l.policy.Redact.MinSecretLen, Hidden: []string{}, TooShort: []string{}}
+	if !r.Enabled {
+		return r
+	}
+	for _, s := range l.hidden() {
+		if len(s.Value) < r.MinSecretLen {
+			r.TooShort = append(r.TooShort, s.Name)
+		} else {
+			r.Hidden = append(r.Hidden, s.Name)
+		}
+	}
+	return r
 }
 
 type ruleJSON struct {
@@ -94,17 +119,20 @@ sensitive keys masked. --json prints the same as a stable document
 			if len(argv) > 0 {
 				commands = [][]string{argv}
 			}
-			res, req, err := buildWith(u, p, &f, commands)
+			l, err := buildWith(u, p, &f, commands)
 			if err != nil {
 				return err
 			}
+			l.cleanup() // explain starts nothing
+			res := l.res
 			path := ""
 			if len(argv) > 0 {
-				if path, err = launch.Resolve(argv[0], res, req.Path); err != nil {
+				if path, err = launch.Resolve(argv[0], res, l.req.Path); err != nil {
 					u.warnf("%v", err)
 				}
 			}
 			doc := explainDoc(p, res, argv, path)
+			doc.Redact = redactDoc(l)
 			if asJSON {
 				enc := json.NewEncoder(u.out)
 				enc.SetIndent("", "  ")
@@ -227,6 +255,13 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r := doc.Redact; r.Enabled && len(r.Hidden)+len(r.TooShort) > 0 {
+		fmt.Fprintf(w, "\nredaction: the values of %s are masked in the output", strings.Join(r.Hidden, " "))
+		if len(r.TooShort) > 0 {
+			fmt.Fprintf(w, "; not masked, shorter than %d bytes: %s", r.MinSecretLen, strings.Join(r.TooShort, " "))
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "\nchild environment (%d variables):\n", len(doc.Env))
 	for _, e := range doc.Env {

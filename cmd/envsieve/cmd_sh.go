@@ -151,7 +151,7 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 			if shell == "" {
 				shell = defaultShell
 			}
-			res, _, err := buildWith(u, p, &a.flags, commands)
+			l, err := buildWith(u, p, &a.flags, commands)
 			if err != nil {
 				return err
 			}
@@ -160,12 +160,12 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 				argv = append(argv, "-c", a.command)
 			}
 			argv = append(argv, a.rest...)
-			path, err := launch.LookPath(shell, res.Env)
+			path, err := launch.LookPath(shell, l.res.Env)
 			if err != nil {
+				l.cleanup()
 				return err
 			}
-			u.debugf("exec %s", path)
-			return launch.Exec(path, argv, res.Env)
+			return start(u, l, path, argv)
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
 )
 
@@ -91,45 +93,99 @@ func loadPolicy(u *ui, flagPath string) (*policy.Policy, error) {
 	return p.Narrow(policy.LocalName, src)
 }
 
-// secretsFromEnv fetches the values of the named secrets from the launcher's
-// own environment, the only secret source of this version. A missing name is
-// left out; the engine reports it.
-func secretsFromEnv(parent, names []string) map[string]string {
-	if len(names) == 0 {
-		return nil
-	}
-	vals := make(map[string]string, len(names))
-	for _, n := range names {
-		for _, kv := range parent {
-			if len(kv) > len(n) && kv[len(n)] == '=' && kv[:len(n)] == n {
-				vals[n] = kv[len(n)+1:]
-				break
-			}
-		}
-	}
-	return vals
+// launchPlan is one built launch: the engine's result and what the launcher
+// must do while the child runs.
+type launchPlan struct {
+	policy *policy.Policy
+	parent []string
+	res    *sieve.Result
+	req    sieve.Request
+	// injected holds the fetched secret values by name, for redaction.
+	injected map[string]string
+	// files holds file-delivered secrets; nil when there are none.
+	files *secret.Files
 }
 
-// build loads the policy and builds the environment for argv. It returns the
-// result and the program path to exec, found in the child's PATH.
-func build(u *ui, f *policyFlags, argv []string) (*sieve.Result, string, error) {
+// cleanup removes file-delivered secrets.
+func (l *launchPlan) cleanup() {
+	if l != nil && l.files != nil {
+		_ = l.files.Remove()
+	}
+}
+
+// fetchSecrets fetches the named secrets from the sources the policy names,
+// writing file-delivered ones to a private directory.
+func fetchSecrets(u *ui, p *policy.Policy, parent, names []string) (values, files map[string]string, dir *secret.Files, err error) {
+	values = map[string]string{}
+	ctx := context.Background()
+	var store *secret.Store
+	for _, name := range names {
+		spec := p.SecretSpec(name)
+		var src secret.Source
+		switch spec.From {
+		case policy.FromStore:
+			if store == nil {
+				if store, err = userStore(); err != nil {
+					return nil, nil, dir, err
+				}
+			}
+			src = store
+		case policy.FromCommand:
+			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: parent, Stderr: u.err}
+		default:
+			src = secret.Env(parent)
+		}
+		v, ferr := src.Fetch(ctx, name)
+		if errors.Is(ferr, secret.ErrNotFound) {
+			continue // the engine reports a missing secret by name
+		}
+		if ferr != nil {
+			return nil, nil, dir, ferr
+		}
+		values[name] = v
+		if spec.Deliver == policy.DeliverFile {
+			if dir == nil {
+				if dir, err = secret.NewFiles(envknob.RuntimeDir()); err != nil {
+					return nil, nil, nil, err
+				}
+				files = map[string]string{}
+			}
+			path, werr := dir.Write(name, v)
+			if werr != nil {
+				return nil, nil, dir, werr
+			}
+			files[name] = path
+		}
+		u.debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
+	}
+	return values, files, dir, nil
+}
+
+// build loads the policy and builds the launch of argv. The program path is
+// found in the child's PATH.
+func build(u *ui, f *policyFlags, argv []string) (*launchPlan, string, error) {
 	p, err := loadPolicy(u, f.policy)
 	if err != nil {
 		return nil, "", err
 	}
-	res, req, err := buildWith(u, p, f, [][]string{argv})
+	l, err := buildWith(u, p, f, [][]string{argv})
 	if err != nil {
 		return nil, "", err
 	}
-	path, err := launch.Resolve(argv[0], res, req.Path)
-	return res, path, err
+	path, err := launch.Resolve(argv[0], l.res, l.req.Path)
+	if err != nil {
+		l.cleanup()
+		return nil, "", err
+	}
+	return l, path, nil
 }
 
-// buildWith builds the environment for commands under a loaded policy.
-func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*sieve.Result, sieve.Request, error) {
+// buildWith builds the launch of commands under a loaded policy. On success
+// the caller owns the plan's cleanup.
+func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*launchPlan, error) {
 	req, err := f.request(commands)
 	if err != nil {
-		return nil, req, err
+		return nil, err
 	}
 	parent := os.Environ()
 	if len(commands) > 0 && len(commands[0]) > 0 {
@@ -139,14 +195,29 @@ func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*s
 	}
 	names, err := sieve.SecretNames(p, req)
 	if err != nil {
-		return nil, req, err
+		return nil, err
 	}
-	res, err := sieve.Build(sieve.Input{Parent: parent, Policy: p, Request: req, SecretValues: secretsFromEnv(parent, names)})
+	l := &launchPlan{policy: p, parent: parent, req: req}
+	values, files, dir, err := fetchSecrets(u, p, parent, names)
+	l.files, l.injected = dir, values
 	if err != nil {
-		return nil, req, err
+		l.cleanup()
+		return nil, err
 	}
+	env := map[string]string{}
+	for name, v := range values {
+		if _, asFile := files[name]; !asFile {
+			env[name] = v
+		}
+	}
+	res, err := sieve.Build(sieve.Input{Parent: parent, Policy: p, Request: req, SecretValues: env, SecretFiles: files})
+	if err != nil {
+		l.cleanup()
+		return nil, err
+	}
+	l.res = res
 	u.debugf("environment built: %d of %d parent entries kept, %d variables", kept(res), len(parent), len(res.Env))
-	return res, req, nil
+	return l, nil
 }
 
 func kept(res *sieve.Result) int {

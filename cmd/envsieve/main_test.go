@@ -30,6 +30,11 @@ func TestScripts(t *testing.T) {
 		Setup: func(e *testscript.Env) error {
 			// The scripts must not see the developer's or CI's policy.
 			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
+			e.Setenv("XDG_DATA_HOME", e.WorkDir+"/.data")
+			e.Setenv("XDG_RUNTIME_DIR", e.WorkDir+"/.run")
+			if err := os.Mkdir(e.WorkDir+"/.run", 0o700); err != nil {
+				return err
+			}
 			e.Setenv("ENVSIEVE_POLICY", "")
 			e.Setenv("ENVSIEVE_PROFILE", "")
 			// The installed envsieve, for scripts that run it with env -i.

@@ -1,0 +1,165 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// Resident says how a launcher that stays resident (to redact the child's
+// output, or to remove file-delivered secrets when it exits) runs the child.
+type Resident struct {
+	// Stdin is the launcher's standard input, handed to the child (on a pty,
+	// copied to it).
+	Stdin *os.File
+	// Stdout and Stderr receive the child's output, usually redacting
+	// writers. On a pty the child's stdout and stderr are one stream, sent to
+	// Stdout.
+	Stdout, Stderr io.Writer
+	// PTY runs the child on a pseudo-terminal, so that a child whose output
+	// the launcher filters still sees a terminal (colours, line editing).
+	// Window-size changes are forwarded.
+	PTY bool
+	// TTY is the launcher's terminal for the pty's size and raw mode; nil
+	// when the launcher has none.
+	TTY *os.File
+}
+
+// MakeNonDumpable marks the calling process non-dumpable (PR_SET_DUMPABLE 0):
+// a child running as the same user can then no longer read the launcher's
+// /proc/PID/environ or memory, where the user's secrets live.
+func MakeNonDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+	}
+	return nil
+}
+
+// forwarded are the signals a resident launcher passes on to its child.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
+
+// Supervise runs c as a resident launcher's child: it starts c, forwards
+// signals, waits, and returns the exit status a shell would report (128+N
+// for a child killed by signal N). The caller flushes its writers after.
+//
+// Without a pty the child stays in the launcher's process group, so a
+// terminal's SIGINT and SIGQUIT already reach it: those two are forwarded
+// only when stdin is not a terminal, so that a Ctrl-C is not delivered twice.
+func Supervise(c *Cmd, r Resident) (int, error) {
+	if c.Env == nil {
+		return 0, ErrNilEnv
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+	var (
+		ptmx *os.File
+		err  error
+	)
+	if r.PTY {
+		ptmx, err = c.startPTY(r.TTY)
+	} else {
+		c.Stdin, c.Stdout, c.Stderr = r.Stdin, r.Stdout, r.Stderr
+		err = c.Start()
+	}
+	if err != nil {
+		return 0, err
+	}
+	proc := c.cmd.Process
+	stdinTTY := r.Stdin != nil && term.IsTerminal(int(r.Stdin.Fd()))
+	var copies sync.WaitGroup
+	if ptmx != nil {
+		if r.TTY != nil && term.IsTerminal(int(r.TTY.Fd())) {
+			if old, err := term.MakeRaw(int(r.TTY.Fd())); err == nil {
+				defer term.Restore(int(r.TTY.Fd()), old)
+			}
+		}
+		if r.Stdin != nil {
+			go func() { _, _ = io.Copy(ptmx, r.Stdin) }()
+		}
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			// Reading the pty fails with EIO once the child and all its
+			// descendants have closed it: that is the end of the stream.
+			_, _ = io.Copy(r.Stdout, ptmx)
+		}()
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	for {
+		select {
+		case sig := <-sigs:
+			s := sig.(syscall.Signal)
+			switch {
+			case s == syscall.SIGWINCH:
+				if ptmx != nil && r.TTY != nil {
+					_ = pty.InheritSize(r.TTY, ptmx)
+				}
+				if ptmx == nil {
+					_ = proc.Signal(s)
+				}
+			case (s == syscall.SIGINT || s == syscall.SIGQUIT) && ptmx == nil && stdinTTY:
+				// The terminal sent it to the whole process group already.
+			default:
+				_ = proc.Signal(s)
+			}
+		case werr := <-done:
+			if ptmx != nil {
+				copies.Wait()
+				ptmx.Close()
+			}
+			return exitStatus(c.ProcessState(), werr)
+		}
+	}
+}
+
+// startPTY starts the child as the leader of a new session on a new pty.
+func (c *Cmd) startPTY(tty *os.File) (*os.File, error) {
+	if c.cmd != nil {
+		return nil, errors.New("launch: already started")
+	}
+	if err := checkNUL(c.Args, c.Env); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(c.Path)
+	cmd.Args, cmd.Env, cmd.Dir = c.Args, c.Env, c.Dir
+	if len(c.Env) == 0 {
+		cmd.Env = []string{}
+	}
+	var size *pty.Winsize
+	if tty != nil {
+		size, _ = pty.GetsizeFull(tty)
+	}
+	c.cmd = cmd
+	ptmx, err := pty.StartWithSize(cmd, size)
+	if err != nil {
+		return nil, execError(c.Path, err)
+	}
+	return ptmx, nil
+}
+
+// exitStatus turns a finished child into the status a shell reports.
+func exitStatus(st *os.ProcessState, err error) (int, error) {
+	if st == nil {
+		return 0, err
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), nil
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
+		return st.ExitCode(), err
+	}
+	return st.ExitCode(), nil
+}
