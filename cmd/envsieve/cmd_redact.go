@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/redact"
+)
+
+func redactCmd(u *ui) *cobra.Command {
+	var f policyFlags
+	c := &cobra.Command{
+		Use:   "redact [--secret NAME ...] [--policy FILE] [--profile NAME]",
+		Short: "Mask secrets in stdin, as run masks a child's output",
+		Long: `redact copies stdin to stdout, masking the values run would mask: every
+sensitive value of the current environment that the policy withholds, and the
+secrets named with --secret and --tool, in their encoded forms too, as
+[HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
+		Example: `  some-build 2>&1 | envsieve redact --secret NPM_TOKEN`,
+		Args:    cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			p, err := loadPolicy(u, f.policy)
+			if err != nil {
+				return err
+			}
+			l, err := buildWith(u, p, &f, nil)
+			if err != nil {
+				return err
+			}
+			l.cleanup()
+			l.policy.Redact.Enabled = true
+			set, err := l.redactionSet(u)
+			if err != nil {
+				return err
+			}
+			var w io.Writer = u.out
+			var rw *redact.Writer
+			if set != nil {
+				rw = redact.NewWriter(u.out, set)
+				w = rw
+			}
+			if _, err := io.Copy(w, os.Stdin); err != nil {
+				return fmt.Errorf("redact: %w", err)
+			}
+			if rw != nil {
+				return rw.Close()
+			}
+			return nil
+		},
+	}
+	f.register(c.Flags(), true)
+	c.Flags().Lookup("mode").Hidden = true
+	return c
+}
