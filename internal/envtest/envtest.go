@@ -6,16 +6,19 @@
 package envtest
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Commands returns the helper programs by name.
 func Commands() map[string]func() {
 	return map[string]func(){
 		"envdump": Dump,
+		"envping": Ping,
 	}
 }
 
@@ -36,5 +39,15 @@ func Dump() {
 	}
 	for _, kv := range env {
 		fmt.Println(kv)
+	}
+}
+
+// Ping answers each line read on stdin with one line holding the wall-clock
+// time of the answer in nanoseconds, written at once. Tests use it to measure
+// the latency a launcher adds between a child's write and its own.
+func Ping() {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		fmt.Fprintf(os.Stdout, "%d\n", time.Now().UnixNano())
 	}
 }
