@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/spf13/cobra"
-
 )
 
 func runCmd(u *ui) *cobra.Command {
