@@ -142,6 +142,12 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 		}
 		p.Tools[t.Name] = t
 	}
+	if raw.Audit != nil {
+		if raw.Audit.V == "" {
+			b.d.errorAt(raw.Audit.Pos, "audit: path: want a file path or \"-\" for stderr")
+		}
+		p.AuditPath = raw.Audit.V
+	}
 	p.Redact = Redact{Enabled: true, MinSecretLen: 8}
 	if r := raw.Redact; r != nil {
 		if r.Enabled != nil {

@@ -89,6 +89,8 @@ type rawRedact struct {
 type rawFile struct {
 	Version  *num
 	Shell    *str
+	Audit    *str // audit: {path: ...}
+	AuditPos Pos
 	Redact   *rawRedact
 	Global   rawLevel
 	Profiles []rawProfile
@@ -509,6 +511,16 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 				"injects_env": func(_ str, v ast.Node) { t.InjectsEnv = d.strList(what+": injects_env", v) },
 			})
 			f.Tools = append(f.Tools, t)
+		})
+	}
+	h["audit"] = func(key str, v ast.Node) {
+		f.AuditPos = key.Pos
+		d.fields(v, "audit", map[string]func(str, ast.Node){
+			"path": func(_ str, v ast.Node) {
+				if s, ok := d.str("audit: path", v); ok {
+					f.Audit = &s
+				}
+			},
 		})
 	}
 	h["redact"] = func(key str, v ast.Node) {

@@ -49,6 +49,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	for _, t := range raw.Tools {
 		esc(t.Name.Pos, "tool %q injects secrets", t.Name.V)
 	}
+	if raw.AuditPos.IsValid() {
+		esc(raw.AuditPos, "audit belongs in the user's policy")
+	}
 	if raw.Redact != nil {
 		esc(raw.Redact.Pos, "redact belongs in the user's policy")
 	}

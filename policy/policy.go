@@ -223,7 +223,10 @@ type Policy struct {
 	Tools    map[string]*Tool
 	Secrets  map[string]*Secret
 	Redact   Redact
-	profiles map[string]*Profile // user and built-in, by name
+	// AuditPath is where the audit log goes: a file ("~/" is the home
+	// directory), "-" for stderr, "" for no log.
+	AuditPath string
+	profiles  map[string]*Profile // user and built-in, by name
 	order    []string            // user profiles in file order, then built-ins
 	noneProf *Plan               // the plan when no profile is asked for
 	catalog  *Catalog

@@ -19,7 +19,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", []string{"1:1: the policy is empty"}},
 		{"no version", "base: safe\n", []string{`1:1: policy: missing "version: 1"`}},
 		{"wrong version", "version: 3\n", []string{"1:10: version: this envsieve reads version 1, not 3"}},
-		{"unknown key", "version: 1\nallow_all: true\n", []string{`2:1: policy: unknown key "allow_all" (known: allow, base`}},
+		{"unknown key", "version: 1\nallow_all: true\n", []string{`2:1: policy: unknown key "allow_all" (known: allow, audit, base`}},
 		{"wrong type", "version: 1\nallow: FOO\n", []string{"2:8: global: allow: want a list, got a string"}},
 		{"bad glob byte", "version: 1\ndeny: [\"A[B\"]\n", []string{`2:8: global: deny: "A[B": byte '[' at offset 1`}},
 		{"digit start", "version: 1\nallow: [\"1AB\"]\n", []string{"2:9: global: allow: \"1AB\": a variable name cannot start with a digit"}},

@@ -61,6 +61,7 @@ func TestSchemaInSync(t *testing.T) {
 		{"limits", props(defs["limits"]), "version: 1\nlimits: {zz: 1}\n"},
 		{"secret", props(defs["secret"]), "version: 1\nsecrets:\n  A: {zz: 1}\n"},
 		{"redact", props(schema["properties"].(map[string]any)["redact"]), "version: 1\nredact: {zz: 1}\n"},
+		{"audit", props(schema["properties"].(map[string]any)["audit"]), "version: 1\naudit: {zz: 1}\n"},
 	}
 	for _, c := range cases {
 		if got := parserKeys(c.src); !slices.Equal(got, c.schema) {

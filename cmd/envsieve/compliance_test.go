@@ -39,7 +39,8 @@ func runCanary(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	bindir := filepath.Dir(binary(t, "envdump"))
 	argv := append(append([]string{"envsieve"}, args...), "--", "envdump")
-	out, stderr, err := startRaw(binary(t, "envsieve"), argv, canaryEnv(bindir), t.TempDir())
+	env := append(canaryEnv(bindir), "ENVSIEVE_AUDIT="+suiteAudit)
+	out, stderr, err := startRaw(binary(t, "envsieve"), argv, env, t.TempDir())
 	if err != nil {
 		t.Fatalf("envsieve %v: %v\n%s", args, err, stderr)
 	}
@@ -147,5 +148,6 @@ func TestComplianceWildcards(t *testing.T) {
 	take(t, env, "HOME", "/home/canary")
 	take(t, env, "ANTHROPIC_API_KEY", "sk-ant-"+strings.Repeat("k3y", 12))
 	take(t, env, "PROOF_ENV", "innocent")
+	take(t, env, "ENVSIEVE_AUDIT", suiteAudit) // innocent too: "*" admits it
 	leftover(t, env)
 }

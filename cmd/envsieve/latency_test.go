@@ -19,7 +19,7 @@ func pingLatencies(t *testing.T, n int, secret bool, args ...string) []time.Dura
 	t.Helper()
 	bindir := filepath.Dir(binary(t, "envping"))
 	cmd := exec.Command(binary(t, "envsieve"), append(append([]string{"run"}, args...), "--", "envping")...)
-	cmd.Env = []string{"PATH=" + bindir + ":/usr/bin:/bin", "HOME=" + t.TempDir()}
+	cmd.Env = []string{"PATH=" + bindir + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "ENVSIEVE_AUDIT=" + suiteAudit}
 	if secret {
 		cmd.Env = append(cmd.Env, "GITHUB_TOKEN=ghp_"+strings.Repeat("Zq9X", 9))
 	}

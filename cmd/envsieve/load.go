@@ -24,6 +24,7 @@ type policyFlags struct {
 	mode    string
 	tool    string
 	secrets []string
+	audit   string
 }
 
 func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
@@ -34,7 +35,8 @@ func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
 	fs.StringVar(&f.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
 	fs.StringVar(&f.mode, "mode", "", "override the policy's mode: enforce or audit")
 	fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
-	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME` from the launcher's environment (repeatable)")
+	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
+	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
 }
 
 // request turns the flags into an engine request for commands.
@@ -104,6 +106,8 @@ type launchPlan struct {
 	injected map[string]string
 	// files holds file-delivered secrets; nil when there are none.
 	files *secret.Files
+	// auditPath is --audit; "" means the policy's audit.path.
+	auditPath string
 }
 
 // cleanup removes file-delivered secrets.
@@ -197,7 +201,7 @@ func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*l
 	if err != nil {
 		return nil, err
 	}
-	l := &launchPlan{policy: p, parent: parent, req: req}
+	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit}
 	values, files, dir, err := fetchSecrets(u, p, parent, names)
 	l.files, l.injected = dir, values
 	if err != nil {

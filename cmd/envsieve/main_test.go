@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,7 +20,74 @@ func TestMain(m *testing.M) {
 	cmds := envtest.Commands()
 	cmds["envsieve"] = func() { os.Exit(Main()) }
 	cmds["envsieve-sh"] = func() { os.Exit(Main()) }
-	testscript.Main(m, cmds)
+	if _, child := cmds[filepath.Base(os.Args[0])]; child {
+		testscript.Main(m, cmds)
+		return
+	}
+	dir, err := os.MkdirTemp("", "envsieve-audit-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	suiteAudit = filepath.Join(dir, "audit.jsonl")
+	testscript.Main(auditedRun{m}, cmds)
+}
+
+// suiteAudit is the audit log every envsieve started by this package's
+// tests writes to (through ENVSIEVE_AUDIT).
+var suiteAudit string
+
+// auditedRun runs the tests, then checks the whole suite's audit log.
+type auditedRun struct{ m *testing.M }
+
+func (a auditedRun) Run() int {
+	code := a.m.Run()
+	if code != 0 {
+		return code
+	}
+	if err := checkAuditLog(suiteAudit); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: audit log:", err)
+		return 1
+	}
+	return 0
+}
+
+// canaries are the secret values the tests plant, assembled at run time.
+// None may ever appear in an audit log.
+func canaries() []string {
+	return []string{
+		"ghp" + "_" + strings.Repeat("Zq9X", 9),
+		"sk-ant-" + strings.Repeat("k3y", 12),
+		"wJalrXUtnFEMI",
+		"hunter2",
+		"correct-horse-battery-staple",
+		"AC5ef872f6da5a21de157d80997a64bd",
+		"helper-made-value-42",
+		"half-printed-value",
+		"npm_abcdefghijklmnop",
+		"tok-for-gh-only",
+		"sk_live_4eC39",
+		"fc-123456789",
+		"k-for-deploy",
+	}
+}
+
+// checkAuditLog reads the suite's audit log: it must hold events (so the
+// check cannot pass on an empty file) and no canary value.
+func checkAuditLog(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(data), `"msg":"decision"`) || !strings.Contains(string(data), `"msg":"inject"`) {
+		return fmt.Errorf("%s holds no decision or inject events (%d bytes): the check would be vacuous", path, len(data))
+	}
+	for _, c := range canaries() {
+		if strings.Contains(string(data), c) {
+			return fmt.Errorf("%s holds a canary value (%d bytes long)", path, len(c))
+		}
+	}
+	return nil
 }
 
 // TestScripts runs the CLI behaviours under testdata/script, one behaviour per
@@ -31,6 +100,7 @@ func TestScripts(t *testing.T) {
 			// The scripts must not see the developer's or CI's policy.
 			e.Setenv("XDG_CONFIG_HOME", e.WorkDir+"/.config")
 			e.Setenv("XDG_DATA_HOME", e.WorkDir+"/.data")
+			e.Setenv("ENVSIEVE_AUDIT", suiteAudit)
 			e.Setenv("XDG_RUNTIME_DIR", e.WorkDir+"/.run")
 			if err := os.Mkdir(e.WorkDir+"/.run", 0o700); err != nil {
 				return err

@@ -24,7 +24,7 @@ func TestPTY(t *testing.T) {
 	token := "ghp" + "_" + strings.Repeat("Zq9X", 9)
 	script := `test -t 0 && test -t 1 && echo "child has a terminal"; read line; echo "got:$line token:$GITHUB_TOKEN"`
 	cmd := exec.Command(binary(t, "envsieve"), "run", "--secret", "GITHUB_TOKEN", "--", "sh", "-c", script)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "GITHUB_TOKEN=" + token}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "GITHUB_TOKEN=" + token, "ENVSIEVE_AUDIT=" + suiteAudit}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {

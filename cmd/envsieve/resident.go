@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"golang.org/x/term"
 
+	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
@@ -73,13 +75,9 @@ func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
 	if len(hide) == 0 {
 		return nil, nil
 	}
-	dir := envknob.DataDir()
-	if dir == "" {
-		return nil, errors.New("redaction: set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
-	}
-	key, err := secret.InstallKey(filepath.Join(dir, "redact.key"))
+	key, err := installKey()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("redaction: %w", err)
 	}
 	set, err := redact.Compile(key, hide, redact.Options{MinLen: l.policy.Redact.MinSecretLen})
 	if err != nil {
@@ -95,6 +93,61 @@ func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
 	return set, nil
 }
 
+// openAudit opens the audit log, when --audit or the policy names one, and
+// records the launch, every decision, the injected secrets (by name and
+// fingerprint) and what redaction masks. A nil log records nothing.
+func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
+	path := l.auditPath
+	if path == "" {
+		path = envknob.Audit()
+	}
+	if path == "" {
+		path = l.policy.AuditPath
+	}
+	if path == "" {
+		return nil, nil
+	}
+	home, _ := os.UserHomeDir()
+	alog, err := audit.Open(path, home)
+	if err != nil {
+		return nil, err
+	}
+	alog.Launch(argv, l.policy, l.res)
+	alog.Decisions(l.res)
+	if len(l.injected) > 0 {
+		key, err := installKey()
+		if err != nil {
+			alog.Close()
+			return nil, err
+		}
+		for _, name := range l.res.Injected {
+			spec := l.policy.SecretSpec(name)
+			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.Fingerprint(key, []byte(l.injected[name])))
+		}
+	}
+	if l.policy.Redact.Enabled {
+		var masked, short []string
+		for _, s := range l.hidden() {
+			if len(s.Value) < l.policy.Redact.MinSecretLen {
+				short = append(short, s.Name)
+			} else {
+				masked = append(masked, s.Name)
+			}
+		}
+		alog.Redaction(masked, short)
+	}
+	return alog, nil
+}
+
+// installKey returns this install's HMAC key.
+func installKey() ([]byte, error) {
+	dir := envknob.DataDir()
+	if dir == "" {
+		return nil, errors.New("set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
+	}
+	return secret.InstallKey(filepath.Join(dir, "redact.key"))
+}
+
 // start runs the planned launch: in place (exec) when nothing needs the
 // launcher afterwards, else as a resident, non-dumpable launcher that
 // redacts the child's output and removes file-delivered secrets when the
@@ -105,9 +158,18 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		l.cleanup()
 		return err
 	}
+	alog, err := l.openAudit(argv)
+	if err != nil {
+		l.cleanup()
+		return err
+	}
+	defer alog.Close()
 	if set == nil && l.files == nil {
 		u.debugf("exec %s", path)
-		return launch.Exec(path, argv, l.res.Env)
+		alog.Exec(path)
+		err := launch.Exec(path, argv, l.res.Env)
+		alog.Exit(125, err)
+		return err
 	}
 	defer l.cleanup()
 	if err := launch.MakeNonDumpable(); err != nil {
@@ -129,6 +191,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		outW.Close()
 		errW.Close()
 	}
+	alog.Exit(status, err)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ type Knob struct {
 var Knobs = []Knob{
 	{Name: "ENVSIEVE_POLICY", Description: "path of the policy file; --policy wins over it; unset means $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default"},
 	{Name: "ENVSIEVE_PROFILE", Description: "profile used when --profile is not given (useful when envsieve sh is the SHELL of an agent)"},
+	{Name: "ENVSIEVE_AUDIT", Description: "audit log path (- for stderr) when --audit is not given; wins over the policy's audit.path"},
 	{Name: "ENVSIEVE_DEBUG", Description: "when 1, envsieve prints debug lines on stderr: which policy it loaded and how long each step took"},
 	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
 	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},
@@ -33,6 +34,9 @@ func Policy() string { return os.Getenv("ENVSIEVE_POLICY") }
 
 // Profile returns ENVSIEVE_PROFILE.
 func Profile() string { return os.Getenv("ENVSIEVE_PROFILE") }
+
+// Audit returns ENVSIEVE_AUDIT.
+func Audit() string { return os.Getenv("ENVSIEVE_AUDIT") }
 
 // Debug reports whether ENVSIEVE_DEBUG is 1.
 func Debug() bool { return os.Getenv("ENVSIEVE_DEBUG") == "1" }

@@ -1,0 +1,175 @@
+// Package audit writes envsieve's audit log: JSON Lines (log/slog), one
+// event per launch, per decision, per injected secret, per warning and per
+// exit, all carrying the launch's id so they can be put back together.
+//
+// # Security
+//
+// The API takes names, reasons, policy positions and fingerprints, never a
+// value: there is no method that could put a secret in the log. A
+// fingerprint is the same HMAC as in [HIDDEN:xxxxxxxx], so a log line can be
+// matched with masked output without revealing anything.
+package audit
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/sieve"
+)
+
+// Log is an open audit log. A nil *Log discards everything, so callers need
+// not check whether auditing is on.
+type Log struct {
+	l      *slog.Logger
+	closer io.Closer
+	id     string
+}
+
+// Open opens the audit log at path for appending: "-" means stderr; a
+// leading "~/" is the user's home. The file is created 0600 in a 0700
+// directory.
+func Open(path, home string) (*Log, error) {
+	var w io.Writer
+	var closer io.Closer
+	if path == "-" {
+		w = os.Stderr
+	} else {
+		if rest, ok := strings.CutPrefix(path, "~/"); ok {
+			if home == "" {
+				return nil, fmt.Errorf("audit log %s: HOME is not set", path)
+			}
+			path = filepath.Join(home, rest)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("audit log %s: %w", path, err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("audit log %s: %w", path, err)
+		}
+		w, closer = f, f
+	}
+	id := make([]byte, 6)
+	if _, err := rand.Read(id); err != nil {
+		return nil, err
+	}
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
+	launch := "l_" + hex.EncodeToString(id)
+	return &Log{l: slog.New(h).With("launch", launch), closer: closer, id: launch}, nil
+}
+
+// ID returns the launch id every event carries.
+func (a *Log) ID() string {
+	if a == nil {
+		return ""
+	}
+	return a.id
+}
+
+// Close closes the log file.
+func (a *Log) Close() error {
+	if a == nil || a.closer == nil {
+		return nil
+	}
+	return a.closer.Close()
+}
+
+func source(s *policy.Source) slog.Attr {
+	if s == nil {
+		return slog.Attr{}
+	}
+	return slog.Group("source", "level", s.Level, "list", s.List, "entry", s.Entry, "pos", s.Pos.String())
+}
+
+// Launch records a launch: the command, the policy and local file, the
+// profile, the rule and the mode.
+func (a *Log) Launch(argv []string, p *policy.Policy, res *sieve.Result) {
+	if a == nil {
+		return
+	}
+	rule := ""
+	if res.Rule != nil {
+		rule = res.Rule.Name
+	}
+	a.l.Info("launch", "argv", argv, "policy", p.File, "local_policy", p.Local, "profile", res.Profile,
+		"rule", rule, "mode", string(res.Mode), "pid", os.Getpid())
+}
+
+// Decisions records one event per decision of a build.
+func (a *Log) Decisions(res *sieve.Result) {
+	if a == nil {
+		return
+	}
+	for _, d := range res.Decisions {
+		attrs := []any{"key", d.Key, "kept", d.Kept, "reason", d.Reason.String()}
+		if d.WouldDrop {
+			attrs = append(attrs, "would_drop", true)
+		}
+		if d.Added {
+			attrs = append(attrs, "added", true)
+		}
+		if d.Detail != "" {
+			attrs = append(attrs, "detail", d.Detail)
+		}
+		if d.Source != nil {
+			attrs = append(attrs, source(d.Source))
+		}
+		a.l.Info("decision", attrs...)
+	}
+}
+
+// Injected records a secret handed to the child: its name, where it came
+// from, how it was delivered, and its fingerprint.
+func (a *Log) Injected(name, from, deliver, fingerprint string) {
+	if a == nil {
+		return
+	}
+	a.l.Info("inject", "name", name, "from", from, "deliver", deliver, "fingerprint", fingerprint)
+}
+
+// Redaction records which names' values are masked in the output, and
+// which are too short to mask.
+func (a *Log) Redaction(masked, tooShort []string) {
+	if a == nil {
+		return
+	}
+	a.l.Info("redaction", "masked", masked, "too_short", tooShort)
+}
+
+// Warn records a warning.
+func (a *Log) Warn(msg string) {
+	if a == nil {
+		return
+	}
+	a.l.Warn("warning", "message", msg)
+}
+
+// Exec records that the launcher replaced itself with the program: no exit
+// event follows, the program's status is its own.
+func (a *Log) Exec(path string) {
+	if a == nil {
+		return
+	}
+	a.l.Info("exec", "path", path)
+}
+
+// Exit records the child's exit status (128+N for signal N), or the error
+// that stopped the launch.
+func (a *Log) Exit(status int, err error) {
+	if a == nil {
+		return
+	}
+	if err != nil {
+		a.l.Info("exit", "status", status, "error", err.Error())
+		return
+	}
+	a.l.Info("exit", "status", status)
+}
