@@ -227,11 +227,11 @@ type Policy struct {
 	// directory), "-" for stderr, "" for no log.
 	AuditPath string
 	profiles  map[string]*Profile // user and built-in, by name
-	order    []string            // user profiles in file order, then built-ins
-	noneProf *Plan               // the plan when no profile is asked for
-	catalog  *Catalog
-	raw      *rawFile // kept to rebuild with a project-local level
-	src      []byte
+	order     []string            // user profiles in file order, then built-ins
+	noneProf  *Plan               // the plan when no profile is asked for
+	catalog   *Catalog
+	raw       *rawFile // kept to rebuild with a project-local level
+	src       []byte
 
 	builtinsEager bool // the built-ins are in profiles already
 	lazyOnce      sync.Once
