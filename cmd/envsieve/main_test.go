@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,10 +77,16 @@ func canaries() []string {
 // check cannot pass on an empty file) and no canary value.
 func checkAuditLog(path string) error {
 	data, err := os.ReadFile(path)
+	// A run filtered with -run may start no envsieve at all; a full run
+	// must have written events, or the check below would prove nothing.
+	partial := flag.Lookup("test.run").Value.String() != ""
+	if partial && os.IsNotExist(err) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(string(data), `"msg":"decision"`) || !strings.Contains(string(data), `"msg":"inject"`) {
+	if !partial && !strings.Contains(string(data), `"msg":"decision"`) || !strings.Contains(string(data), `"msg":"inject"`) {
 		return fmt.Errorf("%s holds no decision or inject events (%d bytes): the check would be vacuous", path, len(data))
 	}
 	for _, c := range canaries() {
