@@ -107,8 +107,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 	if path == "" {
 		return nil, nil
 	}
-	home, _ := os.UserHomeDir()
-	alog, err := audit.Open(path, home)
+	alog, err := audit.Open(path, envknob.Home())
 	if err != nil {
 		return nil, err
 	}

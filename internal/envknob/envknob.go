@@ -41,6 +41,14 @@ func Audit() string { return os.Getenv("ENVSIEVE_AUDIT") }
 // Debug reports whether ENVSIEVE_DEBUG is 1.
 func Debug() bool { return os.Getenv("ENVSIEVE_DEBUG") == "1" }
 
+// Home returns $HOME when it is an absolute path, else "".
+func Home() string {
+	if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+		return h
+	}
+	return ""
+}
+
 // DataDir returns envsieve's data directory, $XDG_DATA_HOME/envsieve or
 // $HOME/.local/share/envsieve; "" when neither is set to an absolute path.
 func DataDir() string {
