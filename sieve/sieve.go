@@ -394,6 +394,13 @@ func Build(in Input) (*Result, error) {
 			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: InvalidValue})
 			continue
 		}
+		if _, asFile := in.SecretFiles[key]; asFile {
+			// Delivered as a file: the value never travels in the
+			// environment, whatever admits the parent's copy.
+			res.Decisions = append(res.Decisions, Decision{Key: key, Reason: Secret, Detail: "delivered as a file",
+				Source: secretSource(p, in.Tool, key)})
+			continue
+		}
 		if o := findOverride(ovs, key); o != nil {
 			d := Decision{Key: key, Kept: true, Reason: o.reason, Source: o.source}
 			if o.reason == Set {

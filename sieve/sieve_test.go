@@ -357,7 +357,9 @@ func TestOneDecisionPerParentEntry(t *testing.T) {
 }
 
 func TestSecretFiles(t *testing.T) {
-	p := mustParse(t, "version: 1\nbase: none\n")
+	// The policy even allows the parent's DB_PASSWORD by exact name: a file
+	// delivery still keeps the value out of the environment.
+	p := mustParse(t, "version: 1\nbase: none\nallow: [DB_PASSWORD]\n")
 	res, err := sieve.Build(sieve.Input{Parent: []string{"DB_PASSWORD=in-parent"}, Policy: p,
 		Request:     sieve.Request{Secrets: []string{"DB_PASSWORD"}},
 		SecretFiles: map[string]string{"DB_PASSWORD": "/run/user/1/envsieve-secrets-1-x/DB_PASSWORD"}})
