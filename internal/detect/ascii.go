@@ -14,11 +14,13 @@ const (
 	dot                        // .
 	plus                       // +
 	slash                      // /
+	equals                     // =
 
 	alnum     = upper | lower | digit
 	base64url = alnum | dash | under
 	base64any = base64url | plus | slash // both base64 alphabets
 	hexDash   = digit | hexUpper | hexLower | dash
+	token     = base64any | dot | equals // what [Scan] takes for one token
 )
 
 // classes[c] is the class of the byte c: none for bytes outside the sets above.
@@ -36,7 +38,7 @@ var classes = func() (t [256]class) {
 		t[c] |= hexUpper
 		t[c+'a'-'A'] |= hexLower
 	}
-	t['-'], t['_'], t['.'], t['+'], t['/'] = dash, under, dot, plus, slash
+	t['-'], t['_'], t['.'], t['+'], t['/'], t['='] = dash, under, dot, plus, slash, equals
 	return t
 }()
 

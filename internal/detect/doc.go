@@ -1,9 +1,9 @@
 // Package detect recognises credentials and code-injection hooks in
 // environment variables. The engine (sieve) uses it to decide which keys are
-// sensitive (DESIGN.md, section 2, step 4); the redactor will use it to find
-// secrets that no policy named.
+// sensitive (DESIGN.md, section 2, step 4); [Scan] finds, in what the agent
+// reads back, the secrets that no policy named (section 4).
 //
-// There are three detectors, each a pure function of its arguments:
+// There are four detectors, each a pure function of its arguments:
 //
 //   - [SensitiveName]: the variable's name looks like a credential's, judged
 //     word by word (GITHUB_TOKEN, myApiKey, DATABASE_URL), never by substring
@@ -14,12 +14,18 @@
 //   - [Injection]: the variable can make a child process run code it did not
 //     ask for (LD_PRELOAD, BASH_ENV, NODE_OPTIONS, a bash exported function).
 //     This is the code-injection floor that even audit mode removes.
+//   - [Scan]: the credential-looking strings in a text (a build log, JSON,
+//     source code), by byte offsets and [Kind]: the formats [Value] knows,
+//     whole PEM private keys, the passwords in URLs, values that their
+//     sensitive names give away, and long random strings, but not hashes,
+//     UUIDs, integrity strings or paths, for the redactor to mask.
 //
 // # Guarantees
 //
 // The detectors do no I/O, read no environment and no clock, keep no state,
 // do not allocate, and are safe for concurrent use. Their cost is linear in
-// the length of their input.
+// the length of their input. [Scan] reads about 200 to 300 MB/s of typical
+// build output on one core (BenchmarkScan).
 //
 // # Security
 //

@@ -24,12 +24,15 @@ import "strings"
 //   - "age-secret-key": AGE-SECRET-KEY-1
 //   - "jwt": three base64url parts joined by dots, the first starting eyJ
 //   - "pem-private-key": a PEM block whose label holds PRIVATE KEY
-//   - "url-password": scheme://user:password@host, the user possibly empty
+//   - "url-password": scheme://user:password@host, the user possibly empty,
+//     the password not a placeholder such as *** or ${DB_PASSWORD}
 //   - "url-query-secret": a URL with a query parameter such as password=,
 //     access_token=, api_key= or X-Amz-Credential=
 //   - "webhook-url": a Slack, Discord or Microsoft Teams incoming webhook,
 //     whose path is the secret
 //   - "high-entropy": a long random-looking string, see [Value]
+//   - "named-secret": a value that only its sensitive name gives away, see
+//     [Scan] (Scan only)
 type Kind string
 
 // A tokenRule recognises a vendor's token format: a fixed prefix, then a tail
@@ -44,6 +47,7 @@ type tokenRule struct {
 	tail     class
 	min, max int
 	mixed    bool
+	id       kindID // kind's index in kinds, for Scan; set by rulesFor
 }
 
 // tokenRules are tried in order, so a longer prefix comes before a shorter
@@ -88,6 +92,7 @@ var tokenRules = []tokenRule{
 // rulesFor[c] are the rules whose prefix starts with the byte c.
 var rulesFor = func() (t [256][]tokenRule) {
 	for _, r := range tokenRules {
+		r.id = kindIDOf(r.kind)
 		t[r.prefix[0]] = append(t[r.prefix[0]], r)
 	}
 	return t
@@ -105,15 +110,22 @@ var rulesFor = func() (t [256][]tokenRule) {
 //     or an incoming webhook URL.
 //  4. A long random-looking string: a run of at least 20 characters from the
 //     base64 alphabets (letters, digits, '+', '/', '-', '_') that mixes
-//     upper case, lower case and digits, has a Shannon entropy of at least
-//     3/4 of the most its length and alphabet allow, and does not read like
-//     words (most of its letter pairs common in English). In a path (a run
-//     of those characters and dots that starts with '/' or '.') each
-//     component is judged on its own. Not judged: values holding any PEM
-//     block (certificates and public keys are public; private keys are
-//     caught above); runs of hex digits and dashes, which are identifiers,
-//     not secrets (git and content hashes, UUIDs, trace ids);
-//     subresource-integrity hashes (sha512-...); SSH public keys.
+//     upper case, lower case and digits, changes between them in at least
+//     one in three adjacent pairs (a random string does in three in five),
+//     has a Shannon entropy of at least 3/4 of the most its length and
+//     alphabet allow, does not read like words (most of its letter pairs
+//     common in English), and is not the base64 of English text. In a path
+//     (a run of those characters and dots that starts with '/' or '.') each
+//     component is judged on its own, unless the run has fewer slashes than
+//     one in ten characters and looks random as a whole (base64 that starts
+//     with a slash). Not judged: values holding any PEM block (certificates
+//     and public keys are public; private keys are caught above); runs of
+//     hex digits and dashes, which are identifiers, not secrets (git and
+//     content hashes, UUIDs, trace ids), and names made of words, numbers
+//     and such hex strings (Linux-go-e3910c83...); subresource-integrity
+//     hashes (sha512-...); Content-Security-Policy nonces (nonce-...); SSH
+//     public keys; runs after h1:, sha256: and the like (hashes), after
+//     -buildid (Go build ids) and after ;base64, (data: URLs).
 //
 // The last detector misses about 5% of random 20-character strings (they
 // lack a digit or a case, or happen to read like words), about 1% of 32- to
@@ -221,80 +233,149 @@ func pemPrivateKey(v string) bool {
 // userinfo (scheme://user:password@host, the user possibly empty), a query
 // parameter named like a credential, or a webhook's secret path.
 func urlSecret(v string) (Kind, bool) {
-	for {
-		i := strings.Index(v, "://")
-		if i < 0 {
-			return "", false
-		}
-		scheme := i > 0 && isAlnum(v[i-1])
-		v = v[i+3:]
-		if !scheme {
-			continue
-		}
-		// A URL ends at white space, a quote, or the next URL (whose query
-		// then is its own), so that no byte is looked at twice.
-		url := v
-		if next := strings.Index(url, "://"); next >= 0 {
-			url = url[:next]
-		}
-		if end := strings.IndexAny(url, " \t\r\n\"'<>"); end >= 0 {
-			url = url[:end]
-		}
-		hostEnd := len(url)
-		if end := strings.IndexAny(url, "/?#"); end >= 0 {
-			hostEnd = end
-		}
-		host := url[:hostEnd]
-		if at := strings.LastIndexByte(host, '@'); at >= 0 {
-			userinfo := host[:at]
-			if colon := strings.IndexByte(userinfo, ':'); colon >= 0 && colon < len(userinfo)-1 {
-				return "url-password", true
-			}
-			host = host[at+1:]
-		}
-		if secretQuery(url[hostEnd:]) {
+	for i := strings.Index(v, "://"); i >= 0; {
+		u, next := parseURL(v, i)
+		switch {
+		case !u.ok:
+		case u.password < u.at:
+			return "url-password", true
+		case firstSecretParam(v, u.query, u.queryEnd) < u.queryEnd:
 			return "url-query-secret", true
-		}
-		if webhook(host, url[hostEnd:]) {
+		case webhookSecret(v, u) < u.pathEnd:
 			return "webhook-url", true
 		}
+		i = next
 	}
+	return "", false
 }
 
-// secretQuery reports whether the path, query and fragment of a URL hold a
-// query parameter with a value whose name is sensitive by [SensitiveName]
-// (password, access_token, api_key, X-Amz-Credential) or is pwd or sig (an
-// Azure shared access signature).
-func secretQuery(rest string) bool {
-	_, query, ok := strings.Cut(rest, "?")
-	if !ok {
+// A urlParts holds the bounds of the parts of a URL in a text.
+type urlParts struct {
+	ok              bool // the "://" follows a scheme
+	password, at    int  // the password is [password, at), empty when there is none
+	host, hostEnd   int  // host and port
+	pathEnd         int  // the path is [hostEnd, pathEnd)
+	query, queryEnd int  // the query, after '?' and before '#'; empty when there is none
+}
+
+// parseURL parses the URL whose "://" is at s[i:]. It returns its parts and
+// where the next "://" is, or -1. A URL ends at white space, a quote, '<',
+// '>' or '`', or at the next "://" (whose query then is its own), so that no
+// byte is looked at twice.
+func parseURL(s string, i int) (u urlParts, next int) {
+	start := i + len("://")
+	end := len(s)
+	next = strings.Index(s[start:], "://")
+	if next >= 0 {
+		next += start
+		end = next
+	}
+	if i == 0 || !isAlnum(s[i-1]) {
+		return u, next
+	}
+	u.ok = true
+	for j := start; j < end; j++ {
+		if urlStop[s[j]] {
+			end = j
+			break
+		}
+	}
+	u.host, u.hostEnd = start, end
+	for j := start; j < end; j++ {
+		if c := s[j]; c == '/' || c == '?' || c == '#' {
+			u.hostEnd = j
+			break
+		}
+	}
+	u.password, u.at = u.hostEnd, u.hostEnd
+	if at := strings.LastIndexByte(s[start:u.hostEnd], '@'); at >= 0 {
+		at += start
+		if colon := strings.IndexByte(s[start:at], ':'); colon >= 0 && !placeholder(s[start+colon+1:at]) {
+			u.password, u.at = start+colon+1, at
+		}
+		u.host = at + 1
+	}
+	u.pathEnd, u.query, u.queryEnd = end, end, end
+	if j := strings.IndexAny(s[u.hostEnd:end], "?#"); j >= 0 {
+		u.pathEnd = u.hostEnd + j
+		if s[u.pathEnd] == '?' {
+			u.query = u.pathEnd + 1
+			if k := strings.IndexByte(s[u.query:end], '#'); k >= 0 {
+				u.queryEnd = u.query + k
+			}
+		}
+	}
+	return u, next
+}
+
+// placeholder reports whether a URL's password stands for one rather than
+// being one: masked (***), a variable (${DB_PASSWORD}, $PASS), a template
+// ({{ .Password }}, <password>), or already redacted ([HIDDEN:...]).
+func placeholder(pw string) bool {
+	if pw == "" {
 		return false
 	}
-	query, _, _ = strings.Cut(query, "#")
-	for query != "" {
-		var param string
-		param, query, _ = strings.Cut(query, "&")
-		name, value, _ := strings.Cut(param, "=")
-		if value == "" {
-			continue
-		}
-		if _, ok := SensitiveName(name); ok || equalFold(name, "pwd") || equalFold(name, "sig") {
-			return true
-		}
+	switch pw[0] {
+	case '$', '<', '{', '[':
+		return true
 	}
-	return false
+	return strings.Trim(pw, "*") == ""
 }
 
-// webhook reports whether host and path are those of an incoming webhook,
-// whose secret is the path: Slack, Discord, Microsoft Teams.
-func webhook(host, path string) bool {
+// urlStop holds the bytes that end a URL in a text.
+var urlStop = func() (t [256]bool) {
+	for _, c := range []byte(" \t\r\n\"'<>`") {
+		t[c] = true
+	}
+	return t
+}()
+
+// firstSecretParam returns where the value of the first query parameter in
+// s[from:to] that carries a secret starts, or to when none does. Such a
+// parameter has a value and a name that is sensitive by [SensitiveName]
+// (password, access_token, api_key, X-Amz-Credential) or is pwd or sig (an
+// Azure shared access signature).
+func firstSecretParam(s string, from, to int) int {
+	for from < to {
+		end := to
+		if j := strings.IndexByte(s[from:to], '&'); j >= 0 {
+			end = from + j
+		}
+		if eq := strings.IndexByte(s[from:end], '='); eq >= 0 && from+eq+1 < end {
+			name := s[from : from+eq]
+			if _, ok := SensitiveName(name); ok || equalFold(name, "pwd") || equalFold(name, "sig") {
+				return from + eq + 1
+			}
+		}
+		from = end + 1
+	}
+	return to
+}
+
+// webhookSecret returns where the secret part of the path of u starts when
+// u is an incoming webhook, whose path is the secret (Slack, Discord,
+// Microsoft Teams), or u.pathEnd when it is not one.
+func webhookSecret(s string, u urlParts) int {
+	host, path := s[u.host:u.hostEnd], s[u.hostEnd:u.pathEnd]
+	var public string // the part of the path that is the same for everyone
 	switch {
 	case equalFold(host, "hooks.slack.com"):
-		return len(path) > len("/services/")
+		if len(path) <= len("/services/") {
+			return u.pathEnd
+		}
+		public = "/"
+		if hasPrefixFold(path, "/services/") {
+			public = "/services/"
+		}
 	case equalFold(host, "discord.com"), equalFold(host, "discordapp.com"):
-		return hasPrefixFold(path, "/api/webhooks/") && len(path) > len("/api/webhooks/")
+		public = "/api/webhooks/"
+		if !hasPrefixFold(path, public) {
+			return u.pathEnd
+		}
 	case hasSuffixFold(host, ".webhook.office.com"):
-		return len(path) > 1
+		public = "/"
+	default:
+		return u.pathEnd
 	}
-	return false
+	return u.hostEnd + min(len(public), len(path))
 }
