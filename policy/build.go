@@ -148,10 +148,27 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 		}
 		p.AuditPath = raw.Audit.V
 	}
-	p.Redact = Redact{Enabled: true, MinSecretLen: 8}
+	p.Redact = Redact{Enabled: true, MinSecretLen: 8, Entropy: true}
 	if r := raw.Redact; r != nil {
 		if r.Enabled != nil {
 			p.Redact.Enabled = *r.Enabled
+		}
+		if r.Entropy != nil {
+			p.Redact.Entropy = *r.Entropy
+		}
+		if n := r.EntropyMinLen; n != nil {
+			if n.V < 8 || n.V > 1024 {
+				b.d.errorAt(n.Pos, "redact: entropy_min_len must be from 8 to 1024, got %d", n.V)
+			} else {
+				p.Redact.EntropyMinLen = n.V
+			}
+		}
+		if t := r.EntropyThreshold; t != nil {
+			if *t <= 0 || *t > 1 {
+				b.d.errorAt(r.ThresholdPos, "redact: entropy_threshold must be above 0 and at most 1, got %g", *t)
+			} else {
+				p.Redact.EntropyThreshold = *t
+			}
 		}
 		if n := r.MinSecretLen; n != nil {
 			if n.V < 4 || n.V > 1024 {

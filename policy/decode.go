@@ -81,9 +81,13 @@ type rawSecret struct {
 }
 
 type rawRedact struct {
-	Pos          Pos
-	Enabled      *bool
-	MinSecretLen *num
+	Pos              Pos
+	Enabled          *bool
+	MinSecretLen     *num
+	Entropy          *bool
+	EntropyMinLen    *num
+	EntropyThreshold *float64
+	ThresholdPos     Pos
 }
 
 type rawFile struct {
@@ -525,16 +529,29 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 	}
 	h["redact"] = func(key str, v ast.Node) {
 		r := &rawRedact{Pos: key.Pos}
-		d.fields(v, "redact", map[string]func(str, ast.Node){
-			"enabled": func(_ str, v ast.Node) {
+		boolean := func(what string, dst **bool) func(str, ast.Node) {
+			return func(_ str, v ast.Node) {
 				b, ok := v.(*ast.BoolNode)
 				if !ok {
-					d.errorf(v, "redact: enabled: want true or false, got %s", kind(v))
+					d.errorf(v, "redact: %s: want true or false, got %s", what, kind(v))
 					return
 				}
-				r.Enabled = &b.Value
+				*dst = &b.Value
+			}
+		}
+		d.fields(v, "redact", map[string]func(str, ast.Node){
+			"enabled":         boolean("enabled", &r.Enabled),
+			"min_secret_len":  func(_ str, v ast.Node) { r.MinSecretLen = d.num("redact: min_secret_len", v) },
+			"entropy":         boolean("entropy", &r.Entropy),
+			"entropy_min_len": func(_ str, v ast.Node) { r.EntropyMinLen = d.num("redact: entropy_min_len", v) },
+			"entropy_threshold": func(_ str, v ast.Node) {
+				f, ok := v.(*ast.FloatNode)
+				if !ok {
+					d.errorf(v, "redact: entropy_threshold: want a number such as 0.75, got %s", kind(v))
+					return
+				}
+				r.EntropyThreshold, r.ThresholdPos = &f.Value, d.nodePos(v)
 			},
-			"min_secret_len": func(_ str, v ast.Node) { r.MinSecretLen = d.num("redact: min_secret_len", v) },
 		})
 		f.Redact = r
 	}

@@ -209,6 +209,16 @@ type Redact struct {
 	// MinSecretLen is the shortest value that is masked (shorter values,
 	// such as "docker", would mask ordinary words); default 8.
 	MinSecretLen int
+	// Entropy also masks credential-looking strings nobody named: known
+	// token formats and high-entropy tokens; default true.
+	Entropy bool
+	// EntropyMinLen is the shortest token the entropy test judges; 0 means
+	// the detector's default (20).
+	EntropyMinLen int
+	// EntropyThreshold is the least Shannon entropy of a flagged token, as a
+	// share of the most its length and alphabet allow; 0 means the
+	// detector's default (0.75).
+	EntropyThreshold float64
 }
 
 // Policy is a loaded, validated and compiled policy. It is immutable and safe

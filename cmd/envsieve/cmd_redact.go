@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"github.com/envsieve/envsieve/redact"
 )
 
 func redactCmd(u *ui) *cobra.Command {
@@ -17,8 +15,9 @@ func redactCmd(u *ui) *cobra.Command {
 		Short: "Mask secrets in stdin, as run masks a child's output",
 		Long: `redact copies stdin to stdout, masking the values run would mask: every
 sensitive value of the current environment that the policy withholds, and the
-secrets named with --secret and --tool, in their encoded forms too, as
-[HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
+secrets named with --secret and --tool, in their encoded forms too, and (with
+the policy's redact.entropy, on by default) credential-looking strings nobody
+named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 		Example: `  some-build 2>&1 | envsieve redact --secret NPM_TOKEN`,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
@@ -36,17 +35,17 @@ secrets named with --secret and --tool, in their encoded forms too, as
 			if err != nil {
 				return err
 			}
-			var w io.Writer = u.out
-			var rw *redact.Writer
-			if set != nil {
-				rw = redact.NewWriter(u.out, set)
-				w = rw
+			w, closers, err := l.filter(u.out, set)
+			if err != nil {
+				return err
 			}
 			if _, err := io.Copy(w, os.Stdin); err != nil {
 				return fmt.Errorf("redact: %w", err)
 			}
-			if rw != nil {
-				return rw.Close()
+			for _, c := range closers {
+				if err := c(); err != nil {
+					return err
+				}
 			}
 			return nil
 		},

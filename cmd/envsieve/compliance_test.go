@@ -38,11 +38,18 @@ func canaryEnv(bindir string) []string {
 func runCanary(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	bindir := filepath.Dir(binary(t, "envdump"))
-	argv := append(append([]string{"envsieve"}, args...), "--", "envdump")
+	// The child writes its environment to a file: its stdout passes through
+	// the launcher's redaction, which would mask the API key it prints.
+	dump := filepath.Join(t.TempDir(), "env.txt")
+	argv := append(append([]string{"envsieve"}, args...), "--", "envdump", "-o", dump)
 	env := append(canaryEnv(bindir), "ENVSIEVE_AUDIT="+suiteAudit)
-	out, stderr, err := startRaw(binary(t, "envsieve"), argv, env, t.TempDir())
+	_, stderr, err := startRaw(binary(t, "envsieve"), argv, env, t.TempDir())
 	if err != nil {
 		t.Fatalf("envsieve %v: %v\n%s", args, err, stderr)
+	}
+	out, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
 	}
 	got := map[string]string{}
 	for _, kv := range envLines(out) {

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"golang.org/x/term"
 
@@ -93,6 +95,32 @@ func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
 	return set, nil
 }
 
+// detectorIdle is how long the unknown-secret stage holds a word that may
+// still be growing when the child writes nothing more (a prompt, an echo).
+const detectorIdle = 20 * time.Millisecond
+
+// filter returns the writer that masks a child's output on its way to dst:
+// the known values (set), then, when the policy's redact.entropy is on,
+// credential-looking strings nobody named. The closers flush in order.
+func (l *launchPlan) filter(dst io.Writer, set *redact.Set) (io.Writer, []func() error, error) {
+	var w io.Writer = dst
+	var closers []func() error
+	if l.policy.Redact.Entropy {
+		key, err := installKey()
+		if err != nil {
+			return nil, nil, err
+		}
+		opt := detect.ScanOptions{MinLen: l.policy.Redact.EntropyMinLen, MinEntropy: l.policy.Redact.EntropyThreshold}
+		d := redact.NewDetector(dst, key, opt, detectorIdle)
+		w, closers = d, []func() error{d.Close}
+	}
+	if set != nil {
+		rw := redact.NewWriter(w, set)
+		w, closers = rw, append([]func() error{rw.Close}, closers...)
+	}
+	return w, closers, nil
+}
+
 // openAudit opens the audit log, when --audit or the policy names one, and
 // records the launch, every decision, the injected secrets (by name and
 // fingerprint) and what redaction masks. A nil log records nothing.
@@ -176,19 +204,25 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 	}
 	c := &launch.Cmd{Path: path, Args: argv, Env: l.res.Env}
 	r := launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	var outW, errW *redact.Writer
+	var closers []func() error
 	if set != nil {
-		outW, errW = redact.NewWriter(os.Stdout, set), redact.NewWriter(os.Stderr, set)
-		r.Stdout, r.Stderr = outW, errW
+		out, closeOut, err := l.filter(os.Stdout, set)
+		if err != nil {
+			return err
+		}
+		errw, closeErr, err := l.filter(os.Stderr, set)
+		if err != nil {
+			return err
+		}
+		r.Stdout, r.Stderr, closers = out, errw, append(closeOut, closeErr...)
 		if term.IsTerminal(int(os.Stdout.Fd())) {
 			r.PTY, r.TTY = true, os.Stdout
 		}
 	}
-	u.debugf("resident launcher: redaction %v, pty %v, secret files %v", set != nil, r.PTY, l.files != nil)
+	u.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil)
 	status, err := launch.Supervise(c, r)
-	if outW != nil {
-		outW.Close()
-		errW.Close()
+	for _, c := range closers {
+		c()
 	}
 	alog.Exit(status, err)
 	if err != nil {

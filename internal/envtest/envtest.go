@@ -24,9 +24,21 @@ func Commands() map[string]func() {
 
 // Dump prints the process's environment, one KEY=VALUE per line in the order
 // the kernel handed it over. With -keys it prints the keys only, sorted, so
-// that a test's output never carries a value.
+// that a test's output never carries a value. With -o FILE it writes the
+// lines to FILE instead of stdout (past a launcher that masks its output).
 func Dump() {
 	env := os.Environ()
+	if len(os.Args) > 2 && os.Args[1] == "-o" {
+		var b strings.Builder
+		for _, kv := range env {
+			b.WriteString(kv + "\n")
+		}
+		if err := os.WriteFile(os.Args[2], []byte(b.String()), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-keys" {
 		keys := make([]string, 0, len(env))
 		for _, kv := range env {
