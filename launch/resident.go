@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
@@ -63,11 +65,11 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 	var (
-		ptmx *os.File
-		err  error
+		ptmx, slave *os.File
+		err         error
 	)
 	if r.PTY {
-		ptmx, err = c.startPTY(r.TTY)
+		ptmx, slave, err = c.startPTY(r.TTY)
 	} else {
 		c.Stdin, c.Stdout, c.Stderr = r.Stdin, r.Stdout, r.Stderr
 		err = c.Start()
@@ -78,6 +80,7 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	proc := c.cmd.Process
 	stdinTTY := r.Stdin != nil && term.IsTerminal(int(r.Stdin.Fd()))
 	var copies sync.WaitGroup
+	var copied atomic.Int64
 	if ptmx != nil {
 		if r.TTY != nil && term.IsTerminal(int(r.TTY.Fd())) {
 			if old, err := term.MakeRaw(int(r.TTY.Fd())); err == nil {
@@ -90,9 +93,9 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			// Reading the pty fails with EIO once the child and all its
-			// descendants have closed it: that is the end of the stream.
-			_, _ = io.Copy(r.Stdout, ptmx)
+			// Reading the pty fails with EIO once every holder of the
+			// slave side has closed it: that is the end of the stream.
+			_, _ = io.Copy(&progressWriter{w: r.Stdout, n: &copied}, ptmx)
 		}()
 	}
 	done := make(chan error, 1)
@@ -116,6 +119,17 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 			}
 		case werr := <-done:
 			if ptmx != nil {
+				// The launcher holds a slave fd of its own, so the pty does
+				// not hang up the moment the child exits: Linux may drop
+				// what the child wrote just before exiting when the last
+				// slave closes. Wait until the output is quiet, then close.
+				for last, quiet := copied.Load(), 0; quiet < 4; quiet++ {
+					time.Sleep(10 * time.Millisecond)
+					if n := copied.Load(); n != last {
+						last, quiet = n, 0
+					}
+				}
+				slave.Close()
 				copies.Wait()
 				ptmx.Close()
 			}
@@ -124,29 +138,51 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	}
 }
 
-// startPTY starts the child as the leader of a new session on a new pty.
-func (c *Cmd) startPTY(tty *os.File) (*os.File, error) {
+// startPTY starts the child as the leader of a new session on a new pty. It
+// returns the master and the launcher's own slave fd, which the caller
+// closes once the child's output has drained.
+func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 	if c.cmd != nil {
-		return nil, errors.New("launch: already started")
+		return nil, nil, errors.New("launch: already started")
 	}
 	if err := checkNUL(c.Args, c.Env); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	ptmx, slave, err = pty.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open a pty: %w", err)
+	}
+	if tty != nil {
+		if size, err := pty.GetsizeFull(tty); err == nil {
+			_ = pty.Setsize(ptmx, size)
+		}
 	}
 	cmd := exec.Command(c.Path)
 	cmd.Args, cmd.Env, cmd.Dir = c.Args, c.Env, c.Dir
 	if len(c.Env) == 0 {
 		cmd.Env = []string{}
 	}
-	var size *pty.Winsize
-	if tty != nil {
-		size, _ = pty.GetsizeFull(tty)
-	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	c.cmd = cmd
-	ptmx, err := pty.StartWithSize(cmd, size)
-	if err != nil {
-		return nil, execError(c.Path, err)
+	if err := cmd.Start(); err != nil {
+		ptmx.Close()
+		slave.Close()
+		return nil, nil, execError(c.Path, err)
 	}
-	return ptmx, nil
+	return ptmx, slave, nil
+}
+
+// progressWriter counts what passes through it.
+type progressWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.n.Add(int64(n))
+	return n, err
 }
 
 // exitStatus turns a finished child into the status a shell reports.

@@ -30,11 +30,12 @@ func TestPTY(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tty.Close()
+	// The test keeps its slave fd open until envsieve has exited, so the
+	// pty cannot hang up (and drop the last output) before it is read.
 	out := make(chan []byte)
 	go func() {
 		var buf bytes.Buffer
-		_, _ = io.Copy(&buf, ptmx) // ends with EIO when the session closes
+		_, _ = io.Copy(&buf, ptmx) // ends with EIO once tty is closed below
 		out <- buf.Bytes()
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -52,6 +53,8 @@ func TestPTY(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("envsieve did not finish")
 	}
+	time.Sleep(50 * time.Millisecond)
+	tty.Close()
 	got := string(<-out)
 	for _, want := range []string{"child has a terminal", "got:hello token:[HIDDEN:"} {
 		if !strings.Contains(got, want) {
