@@ -31,10 +31,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./sieve/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy/
 	$(GO) test -run '^$$' -fuzz '^FuzzCommands$$' -fuzztime $(FUZZTIME) ./internal/shellcmd/
+	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./internal/detect/
+	$(GO) test -run '^$$' -fuzz '^FuzzChunking$$' -fuzztime $(FUZZTIME) ./redact/
+	$(GO) test -run '^$$' -fuzz '^FuzzDetectorChunking$$' -fuzztime $(FUZZTIME) ./redact/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./internal/...
+	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...
 	bash bench/compare.sh
+	bash bench/detect.sh
 
 clean:
 	rm -rf $(BIN)
