@@ -174,7 +174,8 @@ type Cmd struct {
 	// Result is the engine's result that built Env, when Command built it.
 	Result *sieve.Result
 
-	cmd *exec.Cmd
+	cmd     *exec.Cmd
+	isolate bool // set by Isolate: start in new namespaces
 }
 
 // Command builds the environment for argv under p from the parent environment
@@ -244,15 +245,25 @@ func (c *Cmd) StartContext(ctx context.Context) error {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
+	if c.isolate {
+		cmd.SysProcAttr = isolateAttr()
+	}
 	c.cmd = cmd
 	if err := cmd.Start(); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return execError(c.Path, pe.Err)
-		}
-		return err
+		return c.startError(err)
 	}
 	return nil
+}
+
+func (c *Cmd) startError(err error) error {
+	if c.isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)) {
+		return fmt.Errorf("isolate: %w: %v (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces)", ErrNamespaces, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return execError(c.Path, pe.Err)
+	}
+	return err
 }
 
 // Wait waits for the command to exit; see exec.Cmd.Wait.

@@ -34,6 +34,10 @@ type Resident struct {
 	// TTY is the launcher's terminal for the pty's size and raw mode; nil
 	// when the launcher has none.
 	TTY *os.File
+	// AfterStart, when set, runs once the child has started (an isolated
+	// child's uid map must be written before the launcher turns
+	// non-dumpable).
+	AfterStart func() error
 }
 
 // MakeNonDumpable marks the calling process non-dumpable (PR_SET_DUMPABLE 0):
@@ -78,6 +82,13 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 		return 0, err
 	}
 	proc := c.cmd.Process
+	if r.AfterStart != nil {
+		if err := r.AfterStart(); err != nil {
+			_ = proc.Kill()
+			_ = c.Wait()
+			return 0, err
+		}
+	}
 	stdinTTY := r.Stdin != nil && term.IsTerminal(int(r.Stdin.Fd()))
 	var copies sync.WaitGroup
 	var copied atomic.Int64
@@ -163,12 +174,16 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 		cmd.Env = []string{}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if c.isolate {
+		cmd.SysProcAttr = isolateAttr()
+	}
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true
 	c.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		ptmx.Close()
 		slave.Close()
-		return nil, nil, execError(c.Path, err)
+		return nil, nil, c.startError(err)
 	}
 	return ptmx, slave, nil
 }

@@ -71,6 +71,8 @@ func parseShArgs(args []string) (*shArgs, error) {
 			}
 			switch {
 			case matched:
+			case arg == "--isolate":
+				a.flags.isolate = true
 			case arg == "--login":
 				a.opts = append(a.opts, "-l")
 			case arg == "--noprofile" || arg == "--norc":

@@ -25,6 +25,7 @@ type policyFlags struct {
 	tool    string
 	secrets []string
 	audit   string
+	isolate bool
 }
 
 func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
@@ -37,6 +38,7 @@ func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
 	fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
 	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
 	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
+	fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
 }
 
 // request turns the flags into an engine request for commands.
@@ -108,6 +110,8 @@ type launchPlan struct {
 	files *secret.Files
 	// auditPath is --audit; "" means the policy's audit.path.
 	auditPath string
+	// isolate runs the child in namespaces of its own (--isolate).
+	isolate bool
 }
 
 // cleanup removes file-delivered secrets.
@@ -201,7 +205,7 @@ func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*l
 	if err != nil {
 		return nil, err
 	}
-	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit}
+	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate}
 	values, files, dir, err := fetchSecrets(u, p, parent, names)
 	l.files, l.injected = dir, values
 	if err != nil {

@@ -28,6 +28,10 @@ func main() { os.Exit(Main()) }
 // invalid policy.
 func Main() int {
 	args := os.Args[1:]
+	// The init of an isolated child's namespaces: nothing else runs.
+	if len(args) > 0 && args[0] == launch.IsolateInitArg {
+		return launch.IsolateInit(args[1:])
+	}
 	// Installed as a link named envsieve-sh, envsieve is a drop-in SHELL.
 	if filepath.Base(os.Args[0]) == "envsieve-sh" {
 		args = append([]string{"sh"}, args...)

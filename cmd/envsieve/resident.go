@@ -191,7 +191,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		return err
 	}
 	defer alog.Close()
-	if set == nil && l.files == nil {
+	if set == nil && l.files == nil && !l.isolate {
 		u.debugf("exec %s", path)
 		alog.Exec(path)
 		err := launch.Exec(path, argv, l.res.Env)
@@ -199,11 +199,20 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		return err
 	}
 	defer l.cleanup()
-	if err := launch.MakeNonDumpable(); err != nil {
-		return err
-	}
 	c := &launch.Cmd{Path: path, Args: argv, Env: l.res.Env}
 	r := launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if l.isolate {
+		// The child's uid map is written from here, which a non-dumpable
+		// launcher cannot do; the child cannot see the launcher in its own
+		// pid namespace anyway, so the launcher turns non-dumpable just
+		// after the start.
+		if c, err = launch.Isolate(c); err != nil {
+			return err
+		}
+		r.AfterStart = launch.MakeNonDumpable
+	} else if err := launch.MakeNonDumpable(); err != nil {
+		return err
+	}
 	var closers []func() error
 	if set != nil {
 		out, closeOut, err := l.filter(os.Stdout, set)
@@ -219,7 +228,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 			r.PTY, r.TTY = true, os.Stdout
 		}
 	}
-	u.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil)
+	u.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil, l.isolate)
 	status, err := launch.Supervise(c, r)
 	for _, c := range closers {
 		c()
