@@ -32,6 +32,9 @@ func Main() int {
 	if len(args) > 0 && args[0] == launch.IsolateInitArg {
 		return launch.IsolateInit(args[1:])
 	}
+	if len(args) > 0 && args[0] == probeArg {
+		return probeMain()
+	}
 	// Installed as a link named envsieve-sh, envsieve is a drop-in SHELL.
 	if filepath.Base(os.Args[0]) == "envsieve-sh" {
 		args = append([]string{"sh"}, args...)
@@ -93,7 +96,7 @@ Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
 	root.SetVersionTemplate("envsieve {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(runCmd(ui), shCmd(ui), explainCmd(ui), checkCmd(ui), profilesCmd(ui), manifestCmd(ui), secretsCmd(ui), redactCmd(ui), scanCmd(ui))
+	root.AddCommand(runCmd(ui), shCmd(ui), explainCmd(ui), checkCmd(ui), profilesCmd(ui), manifestCmd(ui), secretsCmd(ui), redactCmd(ui), scanCmd(ui), verifyCmd(ui))
 	return root
 }
 
