@@ -86,7 +86,7 @@ func checkAuditLog(path string) error {
 	if err != nil {
 		return err
 	}
-	if !partial && !strings.Contains(string(data), `"msg":"decision"`) || !strings.Contains(string(data), `"msg":"inject"`) {
+	if !partial && (!strings.Contains(string(data), `"msg":"decision"`) || !strings.Contains(string(data), `"msg":"inject"`)) {
 		return fmt.Errorf("%s holds no decision or inject events (%d bytes): the check would be vacuous", path, len(data))
 	}
 	for _, c := range canaries() {
