@@ -88,7 +88,7 @@ func FuzzChunking(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		s := mustCompile(t, fuzzSecrets(rng), fuzzOptions(rng))
 		if s.Len() == 0 {
-			t.Skip("no pattern")
+			return // no pattern: nothing to check
 		}
 		var in []byte
 		for rest := data; ; {
@@ -128,7 +128,7 @@ func FuzzPassThrough(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, 23))
 		s := mustCompile(t, fuzzSecrets(rng), fuzzOptions(rng))
 		if findPattern(s, data) >= 0 {
-			t.Skip("the data holds a pattern")
+			return // the data holds a pattern: not a pass-through case
 		}
 		var out bytes.Buffer
 		w := NewWriter(&out, s)

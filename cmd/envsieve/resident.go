@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -40,7 +41,7 @@ func (l *launchPlan) hidden() []redact.Secret {
 		if d.Kept || d.Key == "" {
 			continue
 		}
-		_, val, _ := cutEnv(kv)
+		_, val, _ := strings.Cut(kv, "=")
 		_, byName := detect.SensitiveName(d.Key)
 		_, byValue := detect.Value(val)
 		if byName || byValue {
@@ -56,15 +57,6 @@ func (l *launchPlan) hidden() []redact.Secret {
 		add(n, l.injected[n])
 	}
 	return out
-}
-
-func cutEnv(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }
 
 // redactionSet compiles the values to hide under the install's key; nil when
