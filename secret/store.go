@@ -47,6 +47,9 @@ type storeFile struct {
 // Fetch returns the value stored under name.
 func (s *Store) Fetch(_ context.Context, name string) (string, error) {
 	data, err := s.read()
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("secret %s: %w: there is no store yet at %s (envsieve secrets set %s)", name, ErrNotFound, s.Path, name)
+	}
 	if err != nil {
 		return "", err
 	}

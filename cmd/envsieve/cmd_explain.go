@@ -119,7 +119,7 @@ sensitive keys masked. --json prints the same as a stable document
 			if len(argv) > 0 {
 				commands = [][]string{argv}
 			}
-			l, err := buildWith(u, p, &f, commands)
+			l, err := buildWith(u, p, &f, commands, true)
 			if err != nil {
 				return err
 			}

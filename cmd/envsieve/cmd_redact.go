@@ -25,7 +25,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			if err != nil {
 				return err
 			}
-			l, err := buildWith(u, p, &f, nil)
+			l, err := buildWith(u, p, &f, nil, false)
 			if err != nil {
 				return err
 			}

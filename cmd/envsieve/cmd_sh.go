@@ -153,7 +153,7 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 			if shell == "" {
 				shell = defaultShell
 			}
-			l, err := buildWith(u, p, &a.flags, commands)
+			l, err := buildWith(u, p, &a.flags, commands, false)
 			if err != nil {
 				return err
 			}

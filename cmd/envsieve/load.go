@@ -121,14 +121,29 @@ func (l *launchPlan) cleanup() {
 	}
 }
 
+// notFetched stands in for a secret that explain does not fetch: it starts
+// nothing, so it runs no helper and opens no store.
+const notFetched = "<not fetched by explain>"
+
 // fetchSecrets fetches the named secrets from the sources the policy names,
-// writing file-delivered ones to a private directory.
-func fetchSecrets(u *ui, p *policy.Policy, parent, names []string) (values, files map[string]string, dir *secret.Files, err error) {
+// writing file-delivered ones to a private directory. With dryRun (explain)
+// only the launcher's own environment is read, and nothing is written.
+func fetchSecrets(u *ui, p *policy.Policy, parent, names []string, dryRun bool) (values, files map[string]string, dir *secret.Files, err error) {
 	values = map[string]string{}
 	ctx := context.Background()
 	var store *secret.Store
 	for _, name := range names {
 		spec := p.SecretSpec(name)
+		if dryRun {
+			if spec.From == policy.FromEnv {
+				if v, err := secret.Env(parent).Fetch(ctx, name); err == nil {
+					values[name] = v
+				}
+			} else {
+				values[name] = notFetched
+			}
+			continue
+		}
 		var src secret.Source
 		switch spec.From {
 		case policy.FromStore:
@@ -144,7 +159,7 @@ func fetchSecrets(u *ui, p *policy.Policy, parent, names []string) (values, file
 			src = secret.Env(parent)
 		}
 		v, ferr := src.Fetch(ctx, name)
-		if errors.Is(ferr, secret.ErrNotFound) {
+		if errors.Is(ferr, secret.ErrNotFound) && spec.From == policy.FromEnv {
 			continue // the engine reports a missing secret by name
 		}
 		if ferr != nil {
@@ -176,7 +191,7 @@ func build(u *ui, f *policyFlags, argv []string) (*launchPlan, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	l, err := buildWith(u, p, f, [][]string{argv})
+	l, err := buildWith(u, p, f, [][]string{argv}, false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -189,8 +204,9 @@ func build(u *ui, f *policyFlags, argv []string) (*launchPlan, string, error) {
 }
 
 // buildWith builds the launch of commands under a loaded policy. On success
-// the caller owns the plan's cleanup.
-func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*launchPlan, error) {
+// the caller owns the plan's cleanup. dryRun fetches no secret that has a
+// side effect (see fetchSecrets).
+func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string, dryRun bool) (*launchPlan, error) {
 	req, err := f.request(commands)
 	if err != nil {
 		return nil, err
@@ -206,7 +222,7 @@ func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string) (*l
 		return nil, err
 	}
 	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate}
-	values, files, dir, err := fetchSecrets(u, p, parent, names)
+	values, files, dir, err := fetchSecrets(u, p, parent, names, dryRun)
 	l.files, l.injected = dir, values
 	if err != nil {
 		l.cleanup()
