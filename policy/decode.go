@@ -268,6 +268,15 @@ func kind(n ast.Node) string {
 	return strings.ToLower(n.Type().String())
 }
 
+// optStr returns a handler that decodes an optional string into *dst.
+func (d *decoder) optStr(what string, dst **str) func(str, ast.Node) {
+	return func(_ str, v ast.Node) {
+		if s, ok := d.str(what, v); ok {
+			*dst = &s
+		}
+	}
+}
+
 // str decodes a string scalar.
 func (d *decoder) str(what string, n ast.Node) (str, bool) {
 	if n == nil {
@@ -394,16 +403,8 @@ func (d *decoder) sequence(what string, n ast.Node, fn func(ast.Node)) {
 // levelHandlers returns the handlers for the keys every level shares.
 func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, ast.Node) {
 	return map[string]func(str, ast.Node){
-		"base": func(_ str, v ast.Node) {
-			if s, ok := d.str(what+": base", v); ok {
-				l.Base = &s
-			}
-		},
-		"mode": func(_ str, v ast.Node) {
-			if s, ok := d.str(what+": mode", v); ok {
-				l.Mode = &s
-			}
-		},
+		"base":   d.optStr(what+": base", &l.Base),
+		"mode":   d.optStr(what+": mode", &l.Mode),
 		"groups": func(_ str, v ast.Node) { l.Groups = d.strList(what+": groups", v) },
 		"allow":  func(_ str, v ast.Node) { l.Allow = d.strList(what+": allow", v) },
 		"deny":   func(_ str, v ast.Node) { l.Deny = d.strList(what+": deny", v) },
@@ -428,27 +429,15 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 	f := &rawFile{}
 	h := d.levelHandlers("global", &f.Global)
 	h["version"] = func(_ str, v ast.Node) { f.Version = d.num("version", v) }
-	h["shell"] = func(_ str, v ast.Node) {
-		if s, ok := d.str("shell", v); ok {
-			f.Shell = &s
-		}
-	}
-	h["description"] = func(_ str, v ast.Node) {
-		if s, ok := d.str("description", v); ok {
-			f.Global.Description = &s
-		}
-	}
+	h["shell"] = d.optStr("shell", &f.Shell)
+	h["description"] = d.optStr("description", &f.Global.Description)
 	h["profiles"] = func(_ str, v ast.Node) {
 		d.eachPair(v, "profiles", func(name str, pv ast.Node) {
 			p := rawProfile{Name: name}
 			p.Pos = name.Pos
 			what := "profile " + name.V
 			ph := d.levelHandlers(what, &p.rawLevel)
-			ph["description"] = func(_ str, v ast.Node) {
-				if s, ok := d.str(what+": description", v); ok {
-					p.Description = &s
-				}
-			}
+			ph["description"] = d.optStr(what+": description", &p.Description)
 			ph["extends"] = func(_ str, v ast.Node) {
 				d.sequence(what+": extends", v, func(n ast.Node) {
 					if s, ok := d.profileRef(what+": extends entry", n); ok {
@@ -472,24 +461,12 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			what := fmt.Sprintf("rule %d", len(f.Rules)+1)
 			rh := d.levelHandlers(what, &r.rawLevel)
 			delete(rh, "base") // the base belongs to the policy and profiles
-			rh["name"] = func(_ str, v ast.Node) {
-				if s, ok := d.str(what+": name", v); ok {
-					r.Name = &s
-				}
-			}
-			rh["description"] = func(_ str, v ast.Node) {
-				if s, ok := d.str(what+": description", v); ok {
-					r.Description = &s
-				}
-			}
+			rh["name"] = d.optStr(what+": name", &r.Name)
+			rh["description"] = d.optStr(what+": description", &r.Description)
 			rh["match"] = func(key str, v ast.Node) {
 				d.fields(v, what+": match", map[string]func(str, ast.Node){
-					"command": func(_ str, v ast.Node) {
-						if s, ok := d.str(what+": match: command", v); ok {
-							r.Command = &s
-						}
-					},
-					"args": func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
+					"command": d.optStr(what+": match: command", &r.Command),
+					"args":    func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
 				})
 				if r.Command == nil {
 					d.errorAt(key.Pos, "%s: match needs a command", what)
@@ -507,11 +484,7 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			t := rawTool{Name: name}
 			what := "tool " + name.V
 			d.fields(tv, what, map[string]func(str, ast.Node){
-				"description": func(_ str, v ast.Node) {
-					if s, ok := d.str(what+": description", v); ok {
-						t.Description = &s
-					}
-				},
+				"description": d.optStr(what+": description", &t.Description),
 				"injects_env": func(_ str, v ast.Node) { t.InjectsEnv = d.strList(what+": injects_env", v) },
 			})
 			f.Tools = append(f.Tools, t)
@@ -520,11 +493,7 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 	h["audit"] = func(key str, v ast.Node) {
 		f.AuditPos = key.Pos
 		d.fields(v, "audit", map[string]func(str, ast.Node){
-			"path": func(_ str, v ast.Node) {
-				if s, ok := d.str("audit: path", v); ok {
-					f.Audit = &s
-				}
-			},
+			"path": d.optStr("audit: path", &f.Audit),
 		})
 	}
 	h["redact"] = func(key str, v ast.Node) {
@@ -560,22 +529,10 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			sec := rawSecret{Name: name}
 			what := "secret " + name.V
 			d.fields(sv, what, map[string]func(str, ast.Node){
-				"from": func(_ str, v ast.Node) {
-					if s, ok := d.str(what+": from", v); ok {
-						sec.From = &s
-					}
-				},
+				"from":    d.optStr(what+": from", &sec.From),
 				"command": func(_ str, v ast.Node) { sec.Command = d.strList(what+": command", v) },
-				"timeout": func(_ str, v ast.Node) {
-					if s, ok := d.str(what+": timeout", v); ok {
-						sec.Timeout = &s
-					}
-				},
-				"deliver": func(_ str, v ast.Node) {
-					if s, ok := d.str(what+": deliver", v); ok {
-						sec.Deliver = &s
-					}
-				},
+				"timeout": d.optStr(what+": timeout", &sec.Timeout),
+				"deliver": d.optStr(what+": deliver", &sec.Deliver),
 			})
 			f.Secrets = append(f.Secrets, sec)
 		})
