@@ -38,7 +38,7 @@ func FuzzBuild(f *testing.F) {
 		if len(envSeed) > 200 || len(allowSeed) > 20 || len(denySeed) > 20 {
 			return
 		}
-		var parent []string
+		parent := []string{} // never nil: the engine refuses a nil parent
 		for i := 0; i+1 < len(envSeed); i += 2 {
 			parent = append(parent, fuzzNames[int(envSeed[i])%len(fuzzNames)]+"="+fuzzValues[int(envSeed[i+1])%len(fuzzValues)])
 		}
