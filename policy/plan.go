@@ -14,6 +14,8 @@ type Admit struct {
 // Tables are a level's or a plan's allow and deny entries, compiled for
 // lookup: exact names in maps, the rest as globs. Tables are immutable.
 type Tables struct {
+	// admit and deny collect the exact names while a policy is built;
+	// freeze turns them into names, the table every lookup reads.
 	admit      map[string]Admit
 	allowGlobs []Entry
 	deny       map[string]*Source
@@ -118,6 +120,9 @@ func (t *Tables) Lookup(h uint32, key string) (a Admit, admitted bool, deny *Sou
 	if e := t.names.lookup(h, key); e != nil {
 		a, admitted, deny = e.admit, e.admitted, e.deny
 	}
+	if key == "" {
+		return a, admitted, deny
+	}
 	if !admitted && len(t.allowGlobs) > 0 && t.allowFirst.has(key[0]) {
 		for _, g := range t.allowGlobs {
 			if g.Glob.Match(key) {
@@ -138,36 +143,18 @@ func (t *Tables) Lookup(h uint32, key string) (a Admit, admitted bool, deny *Sou
 }
 
 // Admit returns how key is admitted: by exact name (an allow entry or a
-// curated base or group key) first, then by the first matching glob.
+// curated base or group key) first, then by the first matching glob. It is
+// Lookup without a precomputed hash.
 func (t *Tables) Admit(key string) (a Admit, ok bool) {
-	if a, ok := t.admit[key]; ok {
-		return a, true
-	}
-	if !t.allowFirst.has(key[0]) {
-		return Admit{}, false
-	}
-	for _, e := range t.allowGlobs {
-		if e.Glob.Match(key) {
-			return Admit{Source: e.Source}, true
-		}
-	}
-	return Admit{}, false
+	a, ok, _ = t.Lookup(HashName(key), key)
+	return a, ok
 }
 
-// Deny returns the first deny entry that removes key.
+// Deny returns the first deny entry that removes key: an exact name first,
+// then the first matching glob.
 func (t *Tables) Deny(key string) (*Source, bool) {
-	if s, ok := t.deny[key]; ok {
-		return s, true
-	}
-	if !t.denyFirst.has(key[0]) {
-		return nil, false
-	}
-	for _, e := range t.denyGlobs {
-		if e.Glob.Match(key) {
-			return e.Source, true
-		}
-	}
-	return nil, false
+	_, _, d := t.Lookup(HashName(key), key)
+	return d, d != nil
 }
 
 // addAdmit records an exact admission, keeping the strongest: an exact allow

@@ -373,3 +373,27 @@ secrets:
 		}
 	}
 }
+
+// TestTablesOneView: Admit and Deny answer as the engine's hashed Lookup
+// does, for exact names, globs, the empty name and absent names.
+func TestTablesOneView(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nallow: [\"MYAPP_*\", EDITOR]\ndeny: [\"MYAPP_X*\", HOME]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := p.Plan("")
+	for _, key := range []string{"MYAPP_A", "MYAPP_XY", "EDITOR", "HOME", "PATH", "NOPE", ""} {
+		a1, ok1 := plan.Admit(key)
+		d1, den1 := plan.Deny(key)
+		a2, ok2, d2 := plan.Lookup(policy.HashName(key), key)
+		if ok1 != ok2 || a1 != a2 || d1 != d2 || den1 != (d2 != nil) {
+			t.Errorf("%q: Admit/Deny and Lookup disagree", key)
+		}
+	}
+	if _, ok := plan.Admit("MYAPP_A"); !ok {
+		t.Error("a glob admit was lost")
+	}
+	if _, ok := plan.Deny("HOME"); !ok {
+		t.Error("an exact deny was lost")
+	}
+}
