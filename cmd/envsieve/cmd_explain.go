@@ -47,15 +47,8 @@ type redactJSON struct {
 
 func redactDoc(l *launchPlan) redactJSON {
 	r := redactJSON{Enabled: l.policy.Redact.Enabled, MinSecretLen: l.policy.Redact.MinSecretLen, Hidden: []string{}, TooShort: []string{}}
-	if !r.Enabled {
-		return r
-	}
-	for _, s := range l.hidden() {
-		if len(s.Value) < r.MinSecretLen {
-			r.TooShort = append(r.TooShort, s.Name)
-		} else {
-			r.Hidden = append(r.Hidden, s.Name)
-		}
+	if r.Enabled {
+		r.Hidden, r.TooShort = l.maskedNames()
 	}
 	return r
 }

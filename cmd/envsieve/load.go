@@ -13,6 +13,7 @@ import (
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
 )
@@ -112,6 +113,8 @@ type launchPlan struct {
 	auditPath string
 	// isolate runs the child in namespaces of its own (--isolate).
 	isolate bool
+	// hide caches hidden(): nil until computed.
+	hide []redact.Secret
 }
 
 // cleanup removes file-delivered secrets.

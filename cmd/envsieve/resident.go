@@ -23,9 +23,30 @@ import (
 // hidden returns the values to mask in the child's output: every value the
 // policy withheld from the parent environment that is sensitive (by name or
 // by value), and every injected secret. The first decisions of a result are
-// the parent's entries, in order.
+// the parent's entries, in order. It is computed once per launch.
 func (l *launchPlan) hidden() []redact.Secret {
-	var out []redact.Secret
+	if l.hide == nil {
+		l.hide = l.findHidden()
+	}
+	return l.hide
+}
+
+// maskedNames splits the names of the hidden values into those redaction
+// masks and those too short to mask (redact.min_secret_len).
+func (l *launchPlan) maskedNames() (masked, tooShort []string) {
+	masked, tooShort = []string{}, []string{}
+	for _, s := range l.hidden() {
+		if len(s.Value) < l.policy.Redact.MinSecretLen {
+			tooShort = append(tooShort, s.Name)
+		} else {
+			masked = append(masked, s.Name)
+		}
+	}
+	return masked, tooShort
+}
+
+func (l *launchPlan) findHidden() []redact.Secret {
+	out := []redact.Secret{}
 	seen := map[string]bool{}
 	add := func(name, value string) {
 		if value != "" && !seen[value] {
@@ -145,15 +166,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 		}
 	}
 	if l.policy.Redact.Enabled {
-		var masked, short []string
-		for _, s := range l.hidden() {
-			if len(s.Value) < l.policy.Redact.MinSecretLen {
-				short = append(short, s.Name)
-			} else {
-				masked = append(masked, s.Name)
-			}
-		}
-		alog.Redaction(masked, short)
+		alog.Redaction(l.maskedNames())
 	}
 	return alog, nil
 }
