@@ -1,6 +1,7 @@
 // Package audit writes envsieve's audit log: JSON Lines (log/slog), one
-// event per launch, per decision, per injected secret, per warning and per
-// exit, all carrying the launch's id so they can be put back together.
+// event per launch, per decision, per injected secret, for what redaction
+// masks, and per exec or exit, all carrying the launch's id so they can be
+// put back together.
 //
 // # Security
 //
@@ -142,14 +143,6 @@ func (a *Log) Redaction(masked, tooShort []string) {
 		return
 	}
 	a.l.Info("redaction", "masked", masked, "too_short", tooShort)
-}
-
-// Warn records a warning.
-func (a *Log) Warn(msg string) {
-	if a == nil {
-		return
-	}
-	a.l.Warn("warning", "message", msg)
 }
 
 // Exec records that the launcher replaced itself with the program: no exit
