@@ -252,3 +252,32 @@ func TestInstallKey(t *testing.T) {
 		t.Fatalf("a world-readable key was used: %v", err)
 	}
 }
+
+// TestStoreConcurrentSet: updates are read-modify-write under a file lock, so
+// concurrent writers (each its own open file description, as separate
+// processes would be) lose none of each other's names.
+func TestStoreConcurrentSet(t *testing.T) {
+	s := newStore(t)
+	if err := s.Set("FIRST", "x"); err != nil { // create the store and key first
+		t.Fatal(err)
+	}
+	const n = 12
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			errs <- (&secret.Store{Path: s.Path, KeyPath: s.KeyPath}).Set("NAME_"+string(rune('A'+i)), "value")
+		}(i)
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := s.Names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != n+1 {
+		t.Fatalf("%d names after %d concurrent sets, want %d: an update was lost", len(names), n, n+1)
+	}
+}
