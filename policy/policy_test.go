@@ -183,6 +183,9 @@ func TestNarrow(t *testing.T) {
 		{"rule", "version: 1\nrules:\n  - {match: {command: gh}, allow: [GITHUB_TOKEN]}\n", []string{"3:5: escalation: rules belong in the user's policy"}},
 		{"tool", "version: 1\ntools:\n  t: {injects_env: [X]}\n", []string{`3:3: escalation: tool "t" injects secrets`}},
 		{"shell", "version: 1\nshell: /bin/evil\n", []string{"2:8: escalation: shell chooses the program that runs"}},
+		{"secrets", "version: 1\nsecrets:\n  X: {from: command, command: [evil]}\n", []string{`3:3: escalation: secret "X": secret sources belong in the user's policy`}},
+		{"redact", "version: 1\nredact: {enabled: false}\n", []string{"2:1: escalation: redact belongs in the user's policy"}},
+		{"audit", "version: 1\naudit: {path: /tmp/x}\n", []string{"2:1: escalation: audit belongs in the user's policy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -182,3 +182,31 @@ func BenchmarkWriterAndDetector(b *testing.B) {
 		d.Flush()
 	}
 }
+
+// TestDetectorPassesOddBytes: CRLF, bare CR, NUL, invalid UTF-8, binary bytes
+// and a 1 MiB line with nothing credential-like pass byte for byte, however
+// they are split into writes.
+func TestDetectorPassesOddBytes(t *testing.T) {
+	long := bytes.Repeat([]byte("word another-word 1234 "), (1<<20)/23)
+	cases := map[string][]byte{
+		"crlf":         []byte("line one\r\nline two\r\n\r\n\rbare cr\n"),
+		"nul":          []byte("a\x00b\x00\x00c d\n"),
+		"invalid utf8": []byte("\xff\xfe\xc3(\xe2\x82 ok \xf0\x28\x8c\x28\n"),
+		"binary":       {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0x0d, 'I', 'H', 'D', 'R', 0xde, 0xad, 0xbe, 0xef},
+		"long line":    long,
+	}
+	for name, in := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := detectAll(t, in); got != string(in) {
+				t.Fatalf("one write: output differs from the input")
+			}
+			var chunks [][]byte
+			for i := 0; i < len(in); i += 7 {
+				chunks = append(chunks, in[i:min(len(in), i+7)])
+			}
+			if got := detectAll(t, chunks...); got != string(in) {
+				t.Fatalf("7-byte writes: output differs from the input")
+			}
+		})
+	}
+}
