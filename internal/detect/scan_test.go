@@ -214,16 +214,7 @@ func TestScanAgreesWithValue(t *testing.T) {
 // which it misses random strings there.
 func TestScanRandom(t *testing.T) {
 	f := newFaker()
-	for _, tt := range []struct {
-		alphabet string
-		n        int
-		maxMiss  float64
-	}{
-		{base62Chars, 20, 0.08},
-		{base62Chars, 32, 0.03},
-		{b64StdChars, 40, 0.02},
-		{b64URLChars, 64, 0.01},
-	} {
+	for _, tt := range randomMissBounds {
 		const runs = 2000
 		missed, partial := 0, 0
 		for i := range runs {
