@@ -41,7 +41,7 @@ func Main() int {
 	}
 	ui := newUI(os.Stdout, os.Stderr, envknob.Debug())
 	ui.debugf("envsieve %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	root := rootCmd(ui)
+	root := rootCmd(ui, verb(args))
 	root.SetArgs(args)
 	return exitCode(ui, root.Execute())
 }
@@ -78,7 +78,34 @@ func exitCode(ui *ui, err error) int {
 	return 125
 }
 
-func rootCmd(ui *ui) *cobra.Command {
+// verbs builds each command. Main builds only the one it runs: building all
+// of them costs about as much as the rest of a launch.
+var verbs = []struct {
+	name string
+	cmd  func(*ui) *cobra.Command
+}{
+	{"run", runCmd}, {"sh", shCmd}, {"explain", explainCmd}, {"check", checkCmd},
+	{"profiles", profilesCmd}, {"manifest", manifestCmd}, {"secrets", secretsCmd},
+	{"redact", redactCmd}, {"scan", scanCmd}, {"verify", verifyCmd},
+	{"lint-env", lintEnvCmd}, {"daemon", daemonCmd}, {"client", clientCmd},
+}
+
+// verb returns the command args name when it is one of verbs, or "" when
+// every command is needed (help, a flag of the root, a mistake to report).
+func verb(args []string) string {
+	if len(args) > 0 {
+		for _, v := range verbs {
+			if v.name == args[0] {
+				return v.name
+			}
+		}
+	}
+	return ""
+}
+
+// rootCmd returns the command tree: with only the command named only, or
+// with every command when only is "".
+func rootCmd(ui *ui, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "envsieve",
 		Short: "Start programs from an empty environment, admitting only what a policy allows",
@@ -96,7 +123,11 @@ Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
 	root.SetVersionTemplate("envsieve {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(runCmd(ui), shCmd(ui), explainCmd(ui), checkCmd(ui), profilesCmd(ui), manifestCmd(ui), secretsCmd(ui), redactCmd(ui), scanCmd(ui), verifyCmd(ui), lintEnvCmd(ui), daemonCmd(ui), clientCmd(ui))
+	for _, v := range verbs {
+		if only == "" || only == v.name {
+			root.AddCommand(v.cmd(ui))
+		}
+	}
 	return root
 }
 

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+)
+
+// TestVerbs checks that the command Main builds alone for a verb is the one
+// of that name, and that the whole tree holds every verb.
+func TestVerbs(t *testing.T) {
+	u := newUI(io.Discard, io.Discard, false)
+	var all []string
+	for _, c := range rootCmd(u, "").Commands() {
+		all = append(all, c.Name())
+	}
+	for _, v := range verbs {
+		if !slices.Contains(all, v.name) {
+			t.Errorf("the whole tree lacks %q", v.name)
+		}
+		if got := verb([]string{v.name, "--help"}); got != v.name {
+			t.Errorf("verb(%q) = %q", v.name, got)
+		}
+		cmds := rootCmd(u, v.name).Commands()
+		if len(cmds) != 1 || cmds[0].Name() != v.name {
+			t.Errorf("rootCmd(%q) holds %v, want only %q", v.name, cmds, v.name)
+		}
+	}
+	for _, args := range [][]string{nil, {"help", "run"}, {"--version"}, {"rn"}, {"-h"}} {
+		if got := verb(args); got != "" {
+			t.Errorf("verb(%q) = %q, want the whole tree", args, got)
+		}
+	}
+}
