@@ -55,7 +55,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, rpcError(CodeInvalidParams, "session/exec: cwd must be an absolute path")
 	case p.Timeout < 0 || math.IsNaN(p.Timeout) || math.IsInf(p.Timeout, 0):
 		return nil, rpcError(CodeInvalidParams, "session/exec: timeout must be a number of seconds, 0 for none")
-	case p.ExecID != "" && !idPattern.MatchString(p.ExecID):
+	case p.ExecID != "" && !validID(p.ExecID):
 		return nil, rpcError(CodeInvalidParams, "session/exec: exec_id must be 1 to 64 characters of [A-Za-z0-9_.:-]")
 	case p.Stdin != "" && p.StdinB64 != "":
 		return nil, rpcError(CodeInvalidParams, "session/exec: give at most one of stdin and stdin_b64")

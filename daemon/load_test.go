@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -122,4 +123,18 @@ func keys(m map[string]string) []string {
 	}
 	sort.Strings(k)
 	return k
+}
+
+// TestValidID checks validID against the pattern it stands for.
+func TestValidID(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	ids := []string{"", "a", "A-z_0.9:x", strings.Repeat("x", 64), strings.Repeat("x", 65), "a b", "a/b", "é", "a\n", "id\x00", "-", "::", "ab$"}
+	for c := 0; c < 256; c++ {
+		ids = append(ids, string(rune(c)), "x"+string([]byte{byte(c)}))
+	}
+	for _, id := range ids {
+		if got, want := validID(id), re.MatchString(id); got != want {
+			t.Errorf("validID(%q) = %v, want %v", id, got, want)
+		}
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -430,7 +429,21 @@ func method[P, R any](c *conn, fn func(context.Context, *P) (R, error)) jrpc2.Ha
 	}
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+// validID reports whether id is 1 to 64 bytes of [A-Za-z0-9_.:-]: a client
+// or exec id. (A regexp here would be compiled at every start of envsieve.)
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -445,7 +458,7 @@ func (c *conn) initialize(_ context.Context, p *InitializeParams) (*InitializeRe
 	if p.Env == nil {
 		return nil, rpcError(CodeInvalidParams, `initialize: env is required (send [] for an empty environment)`)
 	}
-	if p.ClientID != "" && !idPattern.MatchString(p.ClientID) {
+	if p.ClientID != "" && !validID(p.ClientID) {
 		return nil, rpcError(CodeInvalidParams, "initialize: client_id must be 1 to 64 characters of [A-Za-z0-9_.:-]")
 	}
 	if err := checkSnapshot(p.Env, s.snap); err != nil {
