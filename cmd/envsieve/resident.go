@@ -196,6 +196,13 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		return err
 	}
 	defer alog.Close()
+	// Registering the forwarded signals overlaps the shim's set-up when the
+	// launcher is likely to stay resident. It is never undone: the launcher
+	// exits when the child has, and a late signal cannot cut its clean-up.
+	var sigs *launch.Signals
+	if set != nil || l.files != nil || l.isolate || !l.noShim {
+		sigs = launch.NotifySignals()
+	}
 	sh, err := startShim(u, l, path, alog)
 	if err != nil {
 		l.cleanup()
@@ -211,7 +218,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 	}
 	defer l.cleanup()
 	c := &launch.Cmd{Path: path, Args: argv, Env: l.res.Env}
-	r := launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	r := launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
 	if l.isolate {
 		// The child's uid map is written from here, which a non-dumpable
 		// launcher cannot do; the child cannot see the launcher in its own
