@@ -1,7 +1,12 @@
 package shim_test
 
 import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -175,5 +180,78 @@ func TestExecArgvTooLarge(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no argv-too-large notice: %+v", rec.notices)
+	}
+}
+
+// fakeLauncher answers every exec request with GRANT=evil: what another
+// user listening at a dead launcher's socket path could answer.
+const fakeLauncher = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen(64)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    m = c.recv(65536)
+    if len(m) > 1 and m[1:2] == b"X":
+        c.send(m[0:1] + b"R+GRANT=evil\0")
+    c.close()
+`
+
+// TestExecForeignLauncher: the shim neither asks nor reports to a
+// listener of another user, so that nobody can hand a program variables
+// through a dead launcher's path. The same listener run by the program's
+// own user is obeyed, which shows the test can fail.
+func TestExecForeignLauncher(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the listener as another user")
+	}
+	// The system's python3: one under root's home is out of nobody's reach.
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Fatal("python3 is needed for the stand-in launcher: ", err)
+	}
+	lib := shimtest.Lib(t)
+	prog := shimtest.Program(t, "execs", execC)
+	for _, tc := range []struct {
+		name  string
+		attr  *syscall.SysProcAttr
+		grant string
+	}{
+		{"another user", asNobody(), "none"},
+		{"same user", nil, "evil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "foreign-launcher-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			if err := os.Chmod(dir, 0o777); err != nil {
+				t.Fatal(err)
+			}
+			sock := filepath.Join(dir, "s")
+			srv := exec.Command(python, "-c", fakeLauncher, sock)
+			srv.Env = []string{"PATH=/usr/bin:/bin"}
+			srv.SysProcAttr = tc.attr
+			out, err := srv.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Stderr = os.Stderr
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+				t.Fatalf("stand-in launcher: %q", line)
+			}
+			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1")
+			got := run(t, env, nil, prog)
+			if n := strings.Count(got, ":"+tc.grant); n != len(vias) {
+				t.Errorf("want %d programs with GRANT %s, got %q", len(vias), tc.grant, got)
+			}
+		})
 	}
 }

@@ -25,8 +25,8 @@
  *     system calls and bounded stack buffers. Only the constructor and
  *     setenv/putenv of a hidden key allocate.
  *   - Never re-enter: nothing here calls an interposed function.
- *   - Fail closed and carry on: when the launcher is gone, slow, full or
- *     not a socket, a report is dropped and an exec proceeds without
+ *   - Fail closed and carry on: when the launcher is gone, slow, full,
+ *     not a socket or another user's, a report is dropped and an exec proceeds without
  *     grants (minus the keys granted to this process, which it must not
  *     pass on).
  */
@@ -202,13 +202,21 @@ static size_t put_pid(char *buf, size_t at, size_t cap) {
 	return put(buf, at, cap, tmp, (size_t)n);
 }
 
+/* dial connects to the launcher. The listener must be this process's own
+ * user (or root): once the launcher has exited and its directory is gone,
+ * another user could listen at the same path and answer exec requests with
+ * variables of its choosing. */
 static int dial(void) {
 	if (g_addrlen == 0)
 		return -1;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+	    (cred.uid != getuid() && cred.uid != geteuid() && cred.uid != 0)) {
 		close(fd);
 		return -1;
 	}
@@ -311,12 +319,14 @@ static void report(char op, const char *name, size_t len, uint64_t h) {
 	int slot = claim(op, h, &key);
 	if (slot < 0)
 		return;
+	int saved = errno; /* a failed connect must not show through getenv */
 	int fd = report_fd();
 	/* Another thread is connecting: give it a moment. */
 	for (int spin = 0; fd < 0 && spin < 200 && atomic_load(&g_fd) == -2; spin++) {
 		sched_yield();
 		fd = report_fd();
 	}
+	errno = saved;
 	if (fd < 0) {
 		release(slot, key);
 		return;
