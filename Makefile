@@ -1,5 +1,6 @@
 # envsieve's build. `make build` builds envsieve (statically: it needs no cgo,
-# and a static binary starts ~1 ms sooner) and its shim into bin/.
+# and a static binary starts ~1 ms sooner), envsieve-daemon (the program
+# behind `envsieve daemon` and `envsieve client`) and the shim into bin/.
 # `make test` is what CI runs: vet, staticcheck (pinned), and every test with
 # the race detector (the tests build the shim themselves).
 
@@ -11,6 +12,7 @@ BIN := $(CURDIR)/bin
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve-daemon ./cmd/envsieve-daemon
 	$(MAKE) -s -C shim/libenvsieve OUT=$(BIN)/libenvsieve.so
 
 test: vet staticcheck race

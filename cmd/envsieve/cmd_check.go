@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/policy"
 )
 
-func checkCmd(u *ui) *cobra.Command {
+func checkCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	c := &cobra.Command{
 		Use:   "check [--policy FILE]",
@@ -20,11 +21,11 @@ file, line, column and a source excerpt. Exit status 0 when the policy is
 valid, 1 when it is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			p, err := loadPolicy(u, f.policy)
+			p, err := cli.LoadPolicy(u, f.policy)
 			var pe policy.ErrorList
 			if errors.As(err, &pe) {
-				u.printError(err)
-				return exitStatus(1)
+				u.PrintError(err)
+				return cli.ExitStatus(1)
 			}
 			if err != nil {
 				return err
@@ -35,9 +36,9 @@ valid, 1 when it is not.`,
 					user++
 				}
 			}
-			fmt.Fprintf(u.out, "%s: ok (%d profiles, %d rules, %d tools)\n", p.File, user, len(p.Rules), len(p.Tools))
+			fmt.Fprintf(u.Out, "%s: ok (%d profiles, %d rules, %d tools)\n", p.File, user, len(p.Rules), len(p.Tools))
 			if p.Local != "" {
-				fmt.Fprintf(u.out, "%s: ok (narrows %s)\n", p.Local, p.File)
+				fmt.Fprintf(u.Out, "%s: ok (narrows %s)\n", p.Local, p.File)
 			}
 			return nil
 		},

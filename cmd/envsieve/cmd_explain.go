@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
@@ -127,7 +128,7 @@ type limitsJSON struct {
 	MaxValueBytes int `json:"max_value_bytes"`
 }
 
-func explainCmd(u *ui) *cobra.Command {
+func explainCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	var asJSON bool
 	c := &cobra.Command{
@@ -141,7 +142,7 @@ sensitive keys masked. --json prints the same as a stable document
 		Example: `  envsieve explain --profile claude -- claude
   envsieve explain --json -- gh pr list | jq '.decisions[] | select(.kept)'`,
 		RunE: func(_ *cobra.Command, argv []string) error {
-			p, err := loadPolicy(u, f.policy)
+			p, err := cli.LoadPolicy(u, f.policy)
 			if err != nil {
 				return err
 			}
@@ -158,18 +159,18 @@ sensitive keys masked. --json prints the same as a stable document
 			path := ""
 			if len(argv) > 0 {
 				if path, err = launch.Resolve(argv[0], res, l.req.Path); err != nil {
-					u.warnf("%v", err)
+					u.Warnf("%v", err)
 				}
 			}
 			doc := explainDoc(p, res, argv, path)
 			doc.Redact = redactDoc(l)
 			doc.Shim = shimDoc(l, path)
 			if asJSON {
-				enc := json.NewEncoder(u.out)
+				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(doc)
 			}
-			return printExplain(u.out, doc)
+			return printExplain(u.Out, doc)
 		},
 	}
 	c.Flags().SetInterspersed(false)

@@ -2,18 +2,17 @@ package main
 
 import (
 	"bufio"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/shim"
@@ -25,9 +24,19 @@ var universal = map[string]bool{"NO_COLOR": true, "CI": true, "HOME": true, "USE
 	"SHELL": true, "TERM": true, "XDG_CONFIG_HOME": true, "XDG_DATA_HOME": true, "XDG_CACHE_HOME": true,
 	"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true}
 
-var prefixRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// isVarName reports whether s is a variable name: a letter or _, then
+// letters, digits and _.
+func isVarName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
 
-func lintEnvCmd(u *ui) *cobra.Command {
+func lintEnvCmd(u *cli.UI) *cobra.Command {
 	var prefix string
 	c := &cobra.Command{
 		Use:   "lint-env --prefix PREFIX -- CMD [ARGS...]",
@@ -46,8 +55,8 @@ result.`,
 		Example: `  envsieve lint-env --prefix MY_TOOL -- ./my-tool --version`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, argv []string) error {
-			if !prefixRE.MatchString(prefix) {
-				return usageError{fmt.Errorf("--prefix: want a variable name prefix such as MY_TOOL, got %q", prefix)}
+			if !isVarName(prefix) {
+				return cli.UsageError{Err: fmt.Errorf("--prefix: want a variable name prefix such as MY_TOOL, got %q", prefix)}
 			}
 			return lintEnv(u, strings.TrimSuffix(prefix, "_"), argv)
 		},
@@ -75,7 +84,7 @@ func (r *readSet) Exec(*shim.Exec) ([]string, []string, bool) { return nil, nil,
 func (r *readSet) Notice(*shim.Notice)                        {}
 func (r *readSet) Refused(string)                             {}
 
-func lintEnv(u *ui, prefix string, argv []string) error {
+func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	parent := os.Environ()
 	path, err := launch.LookPath(argv[0], parent)
 	if err != nil {
@@ -116,22 +125,34 @@ func lintEnv(u *ui, prefix string, argv []string) error {
 	}
 	sort.Strings(found)
 	if status != 0 {
-		u.warnf("lint-env: %s exited with status %d; the list covers what it read until then", argv[0], status)
+		u.Warnf("lint-env: %s exited with status %d; the list covers what it read until then", argv[0], status)
 	}
 	if len(found) == 0 {
-		fmt.Fprintf(u.err, "envsieve: lint-env: %s read no variable outside %s_* and the universal exceptions\n", argv[0], prefix)
+		fmt.Fprintf(u.Err, "envsieve: lint-env: %s read no variable outside %s_* and the universal exceptions\n", argv[0], prefix)
 		return nil
 	}
 	for _, name := range found {
-		fmt.Fprintln(u.out, name)
+		fmt.Fprintln(u.Out, name)
 	}
-	fmt.Fprintf(u.err, "envsieve: lint-env: %s read %d variable(s) outside %s_* and the universal exceptions\n", argv[0], len(found), prefix)
-	return exitStatus(1)
+	fmt.Fprintf(u.Err, "envsieve: lint-env: %s read %d variable(s) outside %s_* and the universal exceptions\n", argv[0], len(found), prefix)
+	return cli.ExitStatus(1)
 }
 
-// copiers are interpreters that copy the environment at start and never
-// read it through getenv.
-var copiers = regexp.MustCompile(`^(python[0-9.]*|perl[0-9.]*|bash|sh|dash|zsh|ksh)$`)
+// copiesEnv reports whether the interpreter called name copies the
+// environment at start and never reads it through getenv: python and perl,
+// with or without a version (python3.12), and the shells.
+func copiesEnv(name string) bool {
+	switch name {
+	case "bash", "sh", "dash", "zsh", "ksh":
+		return true
+	}
+	for _, lang := range []string{"python", "perl"} {
+		if version, ok := strings.CutPrefix(name, lang); ok {
+			return strings.Trim(version, "0123456789.") == ""
+		}
+	}
+	return false
+}
 
 // unseen says why the shim cannot see the reads of the program at path, or
 // "" when it can.
@@ -143,14 +164,14 @@ func unseen(path string) string {
 	if static {
 		return "is statically linked (the shim cannot load)"
 	}
-	if f, err := elf.Open(path); err == nil {
-		defer f.Close()
-		if f.Section(".go.buildinfo") != nil {
-			return "is a Go program (it reads its own copy of the environment)"
-		}
-		return ""
+	goProgram, err := shim.GoProgram(path)
+	if err != nil {
+		return "cannot be inspected (" + err.Error() + ")"
 	}
-	if interp := scriptInterpreter(path); interp != "" && copiers.MatchString(filepath.Base(interp)) {
+	if goProgram {
+		return "is a Go program (it reads its own copy of the environment)"
+	}
+	if interp := scriptInterpreter(path); interp != "" && copiesEnv(filepath.Base(interp)) {
 		return "runs under " + filepath.Base(interp) + ", which reads its own copy of the environment"
 	}
 	return ""

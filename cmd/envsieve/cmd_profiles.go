@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/policy"
 )
@@ -35,7 +36,7 @@ type profileJSON struct {
 	Groups      []string `json:"groups"`
 }
 
-func profilesCmd(u *ui) *cobra.Command {
+func profilesCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	var asJSON bool
 	c := &cobra.Command{
@@ -43,17 +44,17 @@ func profilesCmd(u *ui) *cobra.Command {
 		Short: "List the bases, groups, and the built-in and user profiles with their keys",
 		Args:  cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			p, err := loadPolicy(u, f.policy)
+			p, err := cli.LoadPolicy(u, f.policy)
 			if err != nil {
 				return err
 			}
 			doc := profilesDoc(p)
 			if asJSON {
-				enc := json.NewEncoder(u.out)
+				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(doc)
 			}
-			w := u.out
+			w := u.Out
 			fmt.Fprintln(w, "bases:")
 			for _, g := range doc.Bases {
 				fmt.Fprintf(w, "  %-10s %s\n", g.Name, g.Description)
@@ -117,13 +118,13 @@ func profilesDoc(p *policy.Policy) *profilesJSON {
 	return doc
 }
 
-func manifestCmd(u *ui) *cobra.Command {
+func manifestCmd(u *cli.UI) *cobra.Command {
 	return &cobra.Command{
 		Use:   "manifest",
 		Short: "Print, as JSON, every environment variable envsieve itself reads",
 		Args:  cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			enc := json.NewEncoder(u.out)
+			enc := json.NewEncoder(u.Out)
 			enc.SetIndent("", "  ")
 			return enc.Encode(struct {
 				Name        string         `json:"name"`

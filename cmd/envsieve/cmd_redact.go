@@ -6,9 +6,11 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/cli"
 )
 
-func redactCmd(u *ui) *cobra.Command {
+func redactCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	c := &cobra.Command{
 		Use:   "redact [--secret NAME ...] [--policy FILE] [--profile NAME]",
@@ -21,7 +23,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 		Example: `  some-build 2>&1 | envsieve redact --secret NPM_TOKEN`,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			p, err := loadPolicy(u, f.policy)
+			p, err := cli.LoadPolicy(u, f.policy)
 			if err != nil {
 				return err
 			}
@@ -35,7 +37,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			if err != nil {
 				return err
 			}
-			w, closers, err := l.filter(u.out, set)
+			w, closers, err := l.filter(u.Out, set)
 			if err != nil {
 				return err
 			}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/cli"
 )
 
-func runCmd(u *ui) *cobra.Command {
+func runCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	c := &cobra.Command{
 		Use:   "run [flags] -- CMD [ARGS...]",

@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/secret"
 )
 
-func scanCmd(u *ui) *cobra.Command {
+func scanCmd(u *cli.UI) *cobra.Command {
 	var noEntropy bool
 	c := &cobra.Command{
 		Use:   "scan FILE...",
@@ -47,10 +48,10 @@ something was found, 0 when not. "-" reads stdin.`,
 				if err != nil {
 					return fmt.Errorf("scan: %w", err)
 				}
-				found += scanOne(u.out, name, src, key, detect.ScanOptions{NoEntropy: noEntropy})
+				found += scanOne(u.Out, name, src, key, detect.ScanOptions{NoEntropy: noEntropy})
 			}
 			if found > 0 {
-				return exitStatus(1)
+				return cli.ExitStatus(1)
 			}
 			return nil
 		},

@@ -6,27 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/policy"
-	"github.com/envsieve/envsieve/secret"
 )
 
-// userStore returns the user's encrypted secret store.
-func userStore() (*secret.Store, error) {
-	cfg, data := envknob.ConfigDir(), envknob.DataDir()
-	if cfg == "" || data == "" {
-		return nil, errors.New("secret store: set HOME (or XDG_CONFIG_HOME and XDG_DATA_HOME) to an absolute path")
-	}
-	return &secret.Store{Path: filepath.Join(cfg, "secrets.age"), KeyPath: filepath.Join(data, "store.key")}, nil
-}
-
-func secretsCmd(u *ui) *cobra.Command {
+func secretsCmd(u *cli.UI) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "secrets",
 		Short: "Manage the encrypted secret store (values from stdin or a prompt, never from argv)",
@@ -41,30 +30,30 @@ and --secret NAME (or a tool's injects_env).`,
 		Short: "Store a secret; the value comes from stdin, or from a prompt that does not echo",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageError{errors.New("secrets set: a value is never taken from the command line, where other processes can read it; pipe it on stdin or type it at the prompt")}
+				return cli.UsageError{Err: errors.New("secrets set: a value is never taken from the command line, where other processes can read it; pipe it on stdin or type it at the prompt")}
 			}
 			if len(args) != 1 {
-				return usageError{errors.New("secrets set: want one NAME")}
+				return cli.UsageError{Err: errors.New("secrets set: want one NAME")}
 			}
 			return nil
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			name := args[0]
 			if !policy.ValidName(name) {
-				return usageError{fmt.Errorf("secrets set: %q is not a variable name", name)}
+				return cli.UsageError{Err: fmt.Errorf("secrets set: %q is not a variable name", name)}
 			}
 			value, err := readSecretValue(u, os.Stdin, name)
 			if err != nil {
 				return err
 			}
-			s, err := userStore()
+			s, err := cli.UserStore()
 			if err != nil {
 				return err
 			}
 			if err := s.Set(name, value); err != nil {
 				return err
 			}
-			fmt.Fprintf(u.err, "envsieve: stored %s (%d bytes) in %s\n", name, len(value), s.Path)
+			fmt.Fprintf(u.Err, "envsieve: stored %s (%d bytes) in %s\n", name, len(value), s.Path)
 			return nil
 		},
 	})
@@ -73,7 +62,7 @@ and --secret NAME (or a tool's injects_env).`,
 		Short: "List the stored names (never the values)",
 		Args:  cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			s, err := userStore()
+			s, err := cli.UserStore()
 			if err != nil {
 				return err
 			}
@@ -82,7 +71,7 @@ and --secret NAME (or a tool's injects_env).`,
 				return err
 			}
 			for _, n := range names {
-				fmt.Fprintln(u.out, n)
+				fmt.Fprintln(u.Out, n)
 			}
 			return nil
 		},
@@ -92,7 +81,7 @@ and --secret NAME (or a tool's injects_env).`,
 		Short: "Remove a stored secret",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			s, err := userStore()
+			s, err := cli.UserStore()
 			if err != nil {
 				return err
 			}
@@ -104,11 +93,11 @@ and --secret NAME (or a tool's injects_env).`,
 
 // readSecretValue reads a value from a terminal without echo, or from
 // stdin when it is not a terminal (one trailing newline removed).
-func readSecretValue(u *ui, in *os.File, name string) (string, error) {
+func readSecretValue(u *cli.UI, in *os.File, name string) (string, error) {
 	if term.IsTerminal(int(in.Fd())) {
-		fmt.Fprintf(u.err, "value for %s (not echoed): ", name)
+		fmt.Fprintf(u.Err, "value for %s (not echoed): ", name)
 		b, err := term.ReadPassword(int(in.Fd()))
-		fmt.Fprintln(u.err)
+		fmt.Fprintln(u.Err)
 		if err != nil {
 			return "", fmt.Errorf("read the value of %s: %w", name, err)
 		}

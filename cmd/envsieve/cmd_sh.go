@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/shellcmd"
 	"github.com/envsieve/envsieve/launch"
 )
@@ -39,7 +40,7 @@ func parseShArgs(args []string) (*shArgs, error) {
 			return false, nil
 		}
 		if i+1 >= len(args) {
-			return false, usageError{fmt.Errorf("sh: --%s needs a value", name)}
+			return false, cli.UsageError{Err: fmt.Errorf("sh: --%s needs a value", name)}
 		}
 		i++
 		*dst = args[i]
@@ -78,7 +79,7 @@ func parseShArgs(args []string) (*shArgs, error) {
 			case arg == "--noprofile" || arg == "--norc":
 				a.opts = append(a.opts, arg)
 			default:
-				return nil, usageError{fmt.Errorf("sh: unknown option %s", arg)}
+				return nil, cli.UsageError{Err: fmt.Errorf("sh: unknown option %s", arg)}
 			}
 			continue
 		}
@@ -86,33 +87,33 @@ func parseShArgs(args []string) (*shArgs, error) {
 			switch ch {
 			case 'c':
 				if arg[0] == '+' {
-					return nil, usageError{fmt.Errorf("sh: +c is not an option")}
+					return nil, cli.UsageError{Err: fmt.Errorf("sh: +c is not an option")}
 				}
 				a.hasC = true
 			case 'l', 'i', 'e', 'u', 'x', 'v', 'f', 'n':
 				a.opts = append(a.opts, string(arg[0])+string(ch))
 			case 'o':
 				if i+1 >= len(args) {
-					return nil, usageError{fmt.Errorf("sh: %co needs an option name", arg[0])}
+					return nil, cli.UsageError{Err: fmt.Errorf("sh: %co needs an option name", arg[0])}
 				}
 				i++
 				a.opts = append(a.opts, string(arg[0])+"o", args[i])
 			default:
-				return nil, usageError{fmt.Errorf("sh: unknown option %c%c", arg[0], ch)}
+				return nil, cli.UsageError{Err: fmt.Errorf("sh: unknown option %c%c", arg[0], ch)}
 			}
 		}
 	}
 	a.rest = args[i:]
 	if a.hasC {
 		if len(a.rest) == 0 {
-			return nil, usageError{fmt.Errorf("sh: -c needs a command string")}
+			return nil, cli.UsageError{Err: fmt.Errorf("sh: -c needs a command string")}
 		}
 		a.command, a.rest = a.rest[0], a.rest[1:]
 	}
 	return a, nil
 }
 
-func shCmd(u *ui) *cobra.Command {
+func shCmd(u *cli.UI) *cobra.Command {
 	return &cobra.Command{
 		Use:   "sh [--policy FILE] [--profile NAME] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
 		Short: "Run a shell string with the environment the policy allows (a drop-in SHELL)",
@@ -142,10 +143,10 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 				if cmds, ok := shellcmd.Commands(a.command); ok {
 					commands = cmds
 				} else {
-					u.debugf("sh: the string cannot be analysed statically: no rule applies")
+					u.Debugf("sh: the string cannot be analysed statically: no rule applies")
 				}
 			}
-			p, err := loadPolicy(u, a.flags.policy)
+			p, err := cli.LoadPolicy(u, a.flags.policy)
 			if err != nil {
 				return err
 			}

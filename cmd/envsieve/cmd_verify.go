@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/cli"
 )
 
 // probeArg runs envsieve as the built-in probe of `verify`.
@@ -106,7 +108,7 @@ func newCanaries() ([]string, error) {
 	return out, nil
 }
 
-func verifyCmd(u *ui) *cobra.Command {
+func verifyCmd(u *cli.UI) *cobra.Command {
 	var f policyFlags
 	var asJSON bool
 	c := &cobra.Command{
@@ -153,7 +155,7 @@ would read it).`,
 			// its environment as an agent would.
 			sh := exec.Command("/bin/sh", append([]string{"-c", `"$@"; exit $?`, "agent"}, run...)...)
 			sh.Env = append(os.Environ(), canaries...)
-			sh.Stderr = u.err
+			sh.Stderr = u.Err
 			if !custom {
 				sh.Stdin = strings.NewReader(strings.Join(canaries, "\n") + "\n")
 			}
@@ -179,7 +181,7 @@ would read it).`,
 				leaks += len(found[ch])
 			}
 			if asJSON {
-				enc := json.NewEncoder(u.out)
+				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(map[string]any{"canaries": canaryNames, "leaks": found, "leaked": leaks > 0}); err != nil {
 					return err
@@ -188,7 +190,7 @@ would read it).`,
 				printMatrix(u, channels, found)
 			}
 			if leaks > 0 {
-				return exitStatus(1)
+				return cli.ExitStatus(1)
 			}
 			return nil
 		},
@@ -201,8 +203,8 @@ would read it).`,
 	return c
 }
 
-func printMatrix(u *ui, channels []string, found map[string][]string) {
-	tw := tabwriter.NewWriter(u.out, 0, 4, 2, ' ', 0)
+func printMatrix(u *cli.UI, channels []string, found map[string][]string) {
+	tw := tabwriter.NewWriter(u.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "CANARY\t%s\n", strings.Join(channels, "\t"))
 	names := append([]string(nil), canaryNames...)
 	sort.Strings(names)
@@ -223,8 +225,8 @@ func printMatrix(u *ui, channels []string, found map[string][]string) {
 		leaks += len(found[ch])
 	}
 	if leaks == 0 {
-		fmt.Fprintln(u.out, "\nno canary leaked")
+		fmt.Fprintln(u.Out, "\nno canary leaked")
 	} else {
-		fmt.Fprintf(u.out, "\n%d leaks\n", leaks)
+		fmt.Fprintf(u.Out, "\n%d leaks\n", leaks)
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
@@ -54,50 +53,9 @@ func (f *policyFlags) request(commands [][]string) (sieve.Request, error) {
 	case "", policy.Enforce, policy.Audit:
 		req.Mode = policy.Mode(f.mode)
 	default:
-		return req, usageError{fmt.Errorf("--mode: want enforce or audit, got %q", f.mode)}
+		return req, cli.UsageError{Err: fmt.Errorf("--mode: want enforce or audit, got %q", f.mode)}
 	}
 	return req, nil
-}
-
-// loadPolicy finds and loads the policy: --policy, else ENVSIEVE_POLICY, else
-// $XDG_CONFIG_HOME/envsieve/policy.yaml, else the embedded default; then
-// narrows it with ./.envsieve.yaml when that file exists.
-func loadPolicy(u *ui, flagPath string) (*policy.Policy, error) {
-	path, from := flagPath, "--policy"
-	if path == "" {
-		path, from = envknob.Policy(), "ENVSIEVE_POLICY"
-	}
-	if path == "" {
-		if dir := envknob.ConfigDir(); dir != "" {
-			cand := filepath.Join(dir, "policy.yaml")
-			if _, err := os.Stat(cand); err == nil {
-				path, from = cand, "the user's config directory"
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("load policy %s: %w", cand, err)
-			}
-		}
-	}
-	var p *policy.Policy
-	var err error
-	if path == "" {
-		p, err = policy.Default()
-		u.debugf("policy: embedded default (no --policy, ENVSIEVE_POLICY or user policy file)")
-	} else {
-		p, err = policy.Load(path)
-		u.debugf("policy: %s (from %s)", path, from)
-	}
-	if err != nil {
-		return nil, err
-	}
-	src, err := os.ReadFile(policy.LocalName)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return p, nil
-	case err != nil:
-		return nil, fmt.Errorf("load project-local policy %s: %w", policy.LocalName, err)
-	}
-	u.debugf("project-local policy: %s", policy.LocalName)
-	return p.Narrow(policy.LocalName, src)
 }
 
 // launchPlan is one built launch: the engine's result and what the launcher
@@ -138,7 +96,7 @@ const notFetched = "<not fetched by explain>"
 // fetchSecrets fetches the named secrets from the sources the policy names,
 // writing file-delivered ones to a private directory. With dryRun (explain)
 // only the launcher's own environment is read, and nothing is written.
-func fetchSecrets(u *ui, p *policy.Policy, parent, names []string, dryRun bool) (values, files map[string]string, dir *secret.Files, err error) {
+func fetchSecrets(u *cli.UI, p *policy.Policy, parent, names []string, dryRun bool) (values, files map[string]string, dir *secret.Files, err error) {
 	values = map[string]string{}
 	ctx := context.Background()
 	var store *secret.Store
@@ -158,13 +116,13 @@ func fetchSecrets(u *ui, p *policy.Policy, parent, names []string, dryRun bool) 
 		switch spec.From {
 		case policy.FromStore:
 			if store == nil {
-				if store, err = userStore(); err != nil {
+				if store, err = cli.UserStore(); err != nil {
 					return nil, nil, dir, err
 				}
 			}
 			src = store
 		case policy.FromCommand:
-			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: parent, Stderr: u.err}
+			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: parent, Stderr: u.Err}
 		default:
 			src = secret.Env(parent)
 		}
@@ -189,15 +147,15 @@ func fetchSecrets(u *ui, p *policy.Policy, parent, names []string, dryRun bool) 
 			}
 			files[name] = path
 		}
-		u.debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
+		u.Debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
 	}
 	return values, files, dir, nil
 }
 
 // build loads the policy and builds the launch of argv. The program path is
 // found in the child's PATH.
-func build(u *ui, f *policyFlags, argv []string) (*launchPlan, string, error) {
-	p, err := loadPolicy(u, f.policy)
+func build(u *cli.UI, f *policyFlags, argv []string) (*launchPlan, string, error) {
+	p, err := cli.LoadPolicy(u, f.policy)
 	if err != nil {
 		return nil, "", err
 	}
@@ -216,7 +174,7 @@ func build(u *ui, f *policyFlags, argv []string) (*launchPlan, string, error) {
 // buildWith builds the launch of commands under a loaded policy. On success
 // the caller owns the plan's cleanup. dryRun fetches no secret that has a
 // side effect (see fetchSecrets).
-func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string, dryRun bool) (*launchPlan, error) {
+func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string, dryRun bool) (*launchPlan, error) {
 	req, err := f.request(commands)
 	if err != nil {
 		return nil, err
@@ -251,7 +209,7 @@ func buildWith(u *ui, p *policy.Policy, f *policyFlags, commands [][]string, dry
 		return nil, err
 	}
 	l.res = res
-	u.debugf("environment built: %d of %d parent entries kept, %d variables", kept(res), len(parent), len(res.Env))
+	u.Debugf("environment built: %d of %d parent entries kept, %d variables", kept(res), len(parent), len(res.Env))
 	return l, nil
 }
 

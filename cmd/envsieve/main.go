@@ -3,18 +3,15 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/policy"
-	"github.com/envsieve/envsieve/sieve"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -39,50 +36,18 @@ func Main() int {
 	if filepath.Base(os.Args[0]) == "envsieve-sh" {
 		args = append([]string{"sh"}, args...)
 	}
-	ui := newUI(os.Stdout, os.Stderr, envknob.Debug())
-	ui.debugf("envsieve %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	ui := cli.NewUI(os.Stdout, os.Stderr, envknob.Debug())
+	ui.Debugf("envsieve %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	root := rootCmd(ui, verb(args))
 	root.SetArgs(args)
-	return exitCode(ui, root.Execute())
-}
-
-// exitStatus carries an exit status decided by a command that has already
-// said everything it had to say.
-type exitStatus int
-
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// usageError marks a mistake on the command line.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// exitCode is the one place that maps errors to exit statuses and prints them.
-func exitCode(ui *ui, err error) int {
-	if err == nil {
-		return 0
-	}
-	var st exitStatus
-	if errors.As(err, &st) {
-		return int(st)
-	}
-	ui.printError(err)
-	var nf *launch.NotFoundError
-	switch {
-	case errors.As(err, &nf):
-		return 127
-	case errors.Is(err, launch.ErrNotExecutable):
-		return 126
-	}
-	return 125
+	return cli.ExitCode(ui, root.Execute())
 }
 
 // verbs builds each command. Main builds only the one it runs: building all
 // of them costs about as much as the rest of a launch.
 var verbs = []struct {
 	name string
-	cmd  func(*ui) *cobra.Command
+	cmd  func(*cli.UI) *cobra.Command
 }{
 	{"run", runCmd}, {"sh", shCmd}, {"explain", explainCmd}, {"check", checkCmd},
 	{"profiles", profilesCmd}, {"manifest", manifestCmd}, {"secrets", secretsCmd},
@@ -105,7 +70,7 @@ func verb(args []string) string {
 
 // rootCmd returns the command tree: with only the command named only, or
 // with every command when only is "".
-func rootCmd(ui *ui, only string) *cobra.Command {
+func rootCmd(ui *cli.UI, only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "envsieve",
 		Short: "Start programs from an empty environment, admitting only what a policy allows",
@@ -118,10 +83,10 @@ Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.SetOut(ui.out)
-	root.SetErr(ui.err)
+	root.SetOut(ui.Out)
+	root.SetErr(ui.Err)
 	root.SetVersionTemplate("envsieve {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError{Err: err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	for _, v := range verbs {
 		if only == "" || only == v.name {
@@ -129,29 +94,4 @@ Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
 		}
 	}
 	return root
-}
-
-// hint returns the advice line printed under an error, or "".
-func hint(err error) string {
-	var nf *launch.NotFoundError
-	var le *sieve.LimitError
-	var pe policy.ErrorList
-	var se *sieve.SecretError
-	switch {
-	case errors.Is(err, policy.ErrUnknownProfile):
-		return "'envsieve profiles' lists the profiles"
-	case errors.Is(err, sieve.ErrUnknownTool):
-		return "tools are declared under tools: in the policy"
-	case errors.As(err, &nf):
-		return "the program is looked up in the child's PATH; relative PATH entries such as '.' are ignored"
-	case errors.As(err, &le):
-		return fmt.Sprintf("raise limits.%s in the policy, or deny the variables you do not need", le.Limit)
-	case errors.As(err, &pe):
-		return "'envsieve check' validates a policy; docs/policy.md is the reference"
-	case errors.As(err, &se) && se.Reason == "denied":
-		return "a deny entry wins over every request; remove it from the policy to hand this secret over"
-	case errors.As(err, new(usageError)):
-		return "'envsieve help' lists the commands and their flags"
-	}
-	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/envsieve/envsieve/internal/daemoncli"
 	"github.com/envsieve/envsieve/internal/envtest"
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -22,6 +23,9 @@ func TestMain(m *testing.M) {
 	cmds := envtest.Commands()
 	cmds["envsieve"] = func() { os.Exit(Main()) }
 	cmds["envsieve-sh"] = func() { os.Exit(Main()) }
+	// envsieve hands 'daemon' and 'client' over to this one, found beside
+	// it in the same directory.
+	cmds["envsieve-daemon"] = func() { os.Exit(daemoncli.Main(version)) }
 	if _, child := cmds[filepath.Base(os.Args[0])]; child {
 		testscript.Main(m, cmds)
 		return

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,11 +11,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/redact"
-	"github.com/envsieve/envsieve/secret"
 )
 
 // hidden returns the values to mask in the child's output: every value the
@@ -82,7 +80,7 @@ func (l *launchPlan) findHidden() []redact.Secret {
 
 // redactionSet compiles the values to hide under the install's key; nil when
 // redaction is off or there is nothing to hide.
-func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
+func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
 	if !l.policy.Redact.Enabled {
 		return nil, nil
 	}
@@ -90,7 +88,7 @@ func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
 	if len(hide) == 0 {
 		return nil, nil
 	}
-	key, err := installKey()
+	key, err := cli.InstallKey()
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
@@ -99,12 +97,12 @@ func (l *launchPlan) redactionSet(u *ui) (*redact.Set, error) {
 		return nil, err
 	}
 	if skipped := set.Skipped(); len(skipped) > 0 {
-		u.debugf("redaction: not masked, shorter than min_secret_len %d: %v", l.policy.Redact.MinSecretLen, skipped)
+		u.Debugf("redaction: not masked, shorter than min_secret_len %d: %v", l.policy.Redact.MinSecretLen, skipped)
 	}
 	if set.Len() == 0 {
 		return nil, nil
 	}
-	u.debugf("redaction: %d values, %d patterns", len(hide)-len(set.Skipped()), set.Len())
+	u.Debugf("redaction: %d values, %d patterns", len(hide)-len(set.Skipped()), set.Len())
 	return set, nil
 }
 
@@ -119,7 +117,7 @@ func (l *launchPlan) filter(dst io.Writer, set *redact.Set) (io.Writer, []func()
 	var w io.Writer = dst
 	var closers []func() error
 	if l.policy.Redact.Entropy {
-		key, err := installKey()
+		key, err := cli.InstallKey()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -155,7 +153,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 	alog.Launch(argv, l.policy, l.res)
 	alog.Decisions(l.res)
 	if len(l.injected) > 0 {
-		key, err := installKey()
+		key, err := cli.InstallKey()
 		if err != nil {
 			alog.Close()
 			return nil, err
@@ -171,20 +169,11 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 	return alog, nil
 }
 
-// installKey returns this install's HMAC key.
-func installKey() ([]byte, error) {
-	dir := envknob.DataDir()
-	if dir == "" {
-		return nil, errors.New("set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
-	}
-	return secret.InstallKey(filepath.Join(dir, "redact.key"))
-}
-
 // start runs the planned launch: in place (exec) when nothing needs the
 // launcher afterwards, else as a resident, non-dumpable launcher that
 // redacts the child's output and removes file-delivered secrets when the
 // child exits. It returns only on failure or with the child's exit status.
-func start(u *ui, l *launchPlan, path string, argv []string) error {
+func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 	set, err := l.redactionSet(u)
 	if err != nil {
 		l.cleanup()
@@ -210,7 +199,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 	}
 	defer sh.close()
 	if set == nil && l.files == nil && !l.isolate && sh == nil {
-		u.debugf("exec %s", path)
+		u.Debugf("exec %s", path)
 		alog.Exec(path)
 		err := launch.Exec(path, argv, l.res.Env)
 		alog.Exit(125, err)
@@ -246,7 +235,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 			r.PTY, r.TTY = true, os.Stdout
 		}
 	}
-	u.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil, l.isolate, sh != nil)
+	u.Debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil, l.isolate, sh != nil)
 	status, err := launch.Supervise(c, r)
 	for _, c := range closers {
 		c()
@@ -260,7 +249,7 @@ func start(u *ui, l *launchPlan, path string, argv []string) error {
 		return err
 	}
 	if status != 0 {
-		return exitStatus(status)
+		return cli.ExitStatus(status)
 	}
 	return nil
 }

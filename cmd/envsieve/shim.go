@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/shim"
@@ -50,7 +51,7 @@ var errShimNeeded = errors.New("the shim is needed")
 // (an error instead when the policy hides keys). A statically linked program
 // cannot load it: the launcher says which settings therefore do not hold in
 // it, and still serves the dynamic programs it starts.
-func startShim(u *ui, l *launchPlan, path string, alog *audit.Log) (*shimRun, error) {
+func startShim(u *cli.UI, l *launchPlan, path string, alog *audit.Log) (*shimRun, error) {
 	res := l.res
 	needHide := res.BlockIteration && len(res.Hide) > 0
 	grants := len(l.policy.Rules) > 0
@@ -65,7 +66,7 @@ func startShim(u *ui, l *launchPlan, path string, alog *audit.Log) (*shimRun, er
 		if needHide {
 			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", errShimNeeded, strings.Join(res.Hide, ", "), err)
 		}
-		u.debugf("shim: %v", err)
+		u.Debugf("shim: %v", err)
 		return nil, nil
 	}
 	if err != nil {
@@ -86,9 +87,9 @@ func startShim(u *ui, l *launchPlan, path string, alog *audit.Log) (*shimRun, er
 		// Said on stderr only when a setting of the policy is lost; a
 		// static program that loses only the reports is common (Go tools).
 		if needHide || grants {
-			u.warnf("%s", msg)
+			u.Warnf("%s", msg)
 		} else {
-			u.debugf("%s", msg)
+			u.Debugf("%s", msg)
 		}
 		alog.Warn(msg)
 	}
@@ -134,7 +135,7 @@ func startShim(u *ui, l *launchPlan, path string, alog *audit.Log) (*shimRun, er
 	}
 	res.Env = env
 	alog.Shim(lib, res.Hide, grants)
-	u.debugf("shim: %s, hiding %v, exec grants %v, socket %s", lib, res.Hide, grants, s.srv.Path)
+	u.Debugf("shim: %s, hiding %v, exec grants %v, socket %s", lib, res.Hide, grants, s.srv.Path)
 	return s, nil
 }
 
@@ -354,17 +355,17 @@ func (s *shimRun) withheldReads(verdict string) []string {
 // explainFailure prints, after a failed child, the withheld keys it read:
 // a missing variable is the cause agents most often chase in the wrong
 // place. In audit mode it lists what enforce would have withheld.
-func (s *shimRun) explainFailure(u *ui, status int) {
+func (s *shimRun) explainFailure(u *cli.UI, status int) {
 	if s == nil {
 		return
 	}
 	if keys := s.withheldReads("would-drop"); len(keys) > 0 {
-		u.warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
+		u.Warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
 	}
 	if status == 0 {
 		return
 	}
 	if keys := s.withheldReads("withheld"); len(keys) > 0 {
-		fmt.Fprintf(u.err, "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
+		fmt.Fprintf(u.Err, "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"io"
 	"slices"
 	"testing"
+
+	"github.com/envsieve/envsieve/internal/cli"
 )
 
 // TestVerbs checks that the command Main builds alone for a verb is the one
 // of that name, and that the whole tree holds every verb.
 func TestVerbs(t *testing.T) {
-	u := newUI(io.Discard, io.Discard, false)
+	u := cli.NewUI(io.Discard, io.Discard, false)
 	var all []string
 	for _, c := range rootCmd(u, "").Commands() {
 		all = append(all, c.Name())

@@ -1,4 +1,4 @@
-package main
+package daemoncli
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 )
 
@@ -64,9 +65,9 @@ func (e *execFlags) register(c *cobra.Command) {
 }
 
 // exec runs the command and returns its exit status as an exitStatus.
-func (e *execFlags) exec(ctx context.Context, u *ui, c *daemon.Client, sid string, argv []string) error {
+func (e *execFlags) exec(ctx context.Context, u *cli.UI, c *daemon.Client, sid string, argv []string) error {
 	if (len(argv) == 0) == (e.shell == "") {
-		return usageError{errors.New("give either -c STRING or -- ARGV")}
+		return cli.UsageError{Err: errors.New("give either -c STRING or -- ARGV")}
 	}
 	cwd := e.cwd
 	if cwd == "" {
@@ -85,38 +86,38 @@ func (e *execFlags) exec(ctx context.Context, u *ui, c *daemon.Client, sid strin
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := c.Exec(ctx, p, u.out, u.err)
+	res, err := c.Exec(ctx, p, u.Out, u.Err)
 	if err != nil {
 		return daemonError(u, err)
 	}
 	if res.TimedOut {
-		u.warnf("the command timed out after %s: its process group was killed", e.timeout)
+		u.Warnf("the command timed out after %s: its process group was killed", e.timeout)
 	}
 	if res.ExitCode != 0 {
-		return exitStatus(res.ExitCode)
+		return cli.ExitStatus(res.ExitCode)
 	}
 	return nil
 }
 
 // daemonError turns a daemon's error into envsieve's: a program not found
 // or not executable is reported here and exits 127 or 126, as for run.
-func daemonError(u *ui, err error) error {
+func daemonError(u *cli.UI, err error) error {
 	var de *daemon.Error
 	if !errors.As(err, &de) {
 		return err
 	}
 	switch de.Code {
 	case daemon.CodeNotFound:
-		u.printError(err)
-		return exitStatus(127)
+		u.PrintError(err)
+		return cli.ExitStatus(127)
 	case daemon.CodeNotExecutable:
-		u.printError(err)
-		return exitStatus(126)
+		u.PrintError(err)
+		return cli.ExitStatus(126)
 	}
 	return fmt.Errorf("daemon: %w", err)
 }
 
-func clientCmd(u *ui) *cobra.Command {
+func clientCmd(u *cli.UI) *cobra.Command {
 	var f clientFlags
 	root := &cobra.Command{
 		Use:   "client",
@@ -152,7 +153,7 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 			if err != nil {
 				return daemonError(u, err)
 			}
-			fmt.Fprintln(u.out, id)
+			fmt.Fprintln(u.Out, id)
 			return nil
 		},
 	}
@@ -173,7 +174,7 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 			if err != nil {
 				return daemonError(u, err)
 			}
-			fmt.Fprintln(u.out, sid)
+			fmt.Fprintln(u.Out, sid)
 			return nil
 		},
 	}
@@ -218,12 +219,12 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 				return daemonError(u, err)
 			}
 			if envJSON {
-				enc := json.NewEncoder(u.out)
+				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(r)
 			}
 			for _, e := range r.Env {
-				fmt.Fprintf(u.out, "%-7s %s=%s\n", e.Layer, e.Name, e.Value)
+				fmt.Fprintf(u.Out, "%-7s %s=%s\n", e.Layer, e.Name, e.Value)
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package main
+package daemoncli
 
 import (
 	"context"
@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/secret"
 )
 
-func daemonCmd(u *ui) *cobra.Command {
+func daemonCmd(u *cli.UI) *cobra.Command {
 	var socket, policyPath string
 	c := &cobra.Command{
 		Use:   "daemon [--socket PATH] [--policy FILE]",
@@ -43,24 +44,24 @@ daemon starts in narrows it).`,
   envsieve client run --profile claude -- env`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			p, err := loadPolicy(u, policyPath)
+			p, err := cli.LoadPolicy(u, policyPath)
 			if err != nil {
 				return err
 			}
-			key, err := installKey()
+			key, err := cli.InstallKey()
 			if err != nil {
-				u.warnf("redaction tokens use a key for this daemon only: %v", err)
+				u.Warnf("redaction tokens use a key for this daemon only: %v", err)
 				key = nil
 			}
 			var store secret.Source
-			if st, err := userStore(); err == nil {
+			if st, err := cli.UserStore(); err == nil {
 				store = st
 			}
 			if socket == "" {
 				socket = daemon.DefaultSocket(envknob.RuntimeDir())
 			}
 			level := slog.LevelInfo
-			if u.debug {
+			if u.Debug {
 				level = slog.LevelDebug
 			}
 			srv, err := daemon.New(daemon.Config{
@@ -69,8 +70,8 @@ daemon starts in narrows it).`,
 				RedactKey:    key,
 				Store:        store,
 				RuntimeDir:   envknob.RuntimeDir(),
-				HelperStderr: u.err,
-				Log:          slog.New(slog.NewTextHandler(u.err, &slog.HandlerOptions{Level: level})),
+				HelperStderr: u.Err,
+				Log:          slog.New(slog.NewTextHandler(u.Err, &slog.HandlerOptions{Level: level})),
 			})
 			if err != nil {
 				return err

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/cli"
+)
+
+// daemonProgram holds the daemon and its client (internal/daemoncli says
+// why it is a program of its own).
+const daemonProgram = "envsieve-daemon"
+
+func daemonCmd(*cli.UI) *cobra.Command {
+	return handOver("daemon", "Serve sessions to agents over a unix socket (JSON-RPC 2.0, one message per line)")
+}
+
+func clientCmd(*cli.UI) *cobra.Command {
+	return handOver("client", "Talk to a running daemon: register, open sessions, run commands")
+}
+
+// handOver returns the command that replaces envsieve with envsieve-daemon,
+// passing it the verb and every argument untouched ('envsieve daemon
+// --help' is the daemon's own help).
+func handOver(verb, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:                verb + " [flags]",
+		Short:              short,
+		Long:               short + ".\n\nenvsieve hands over to " + daemonProgram + ", found next to its own binary or in ../lib/envsieve/; '" + "envsieve " + verb + " --help' lists its flags.",
+		DisableFlagParsing: true,
+		RunE: func(_ *cobra.Command, args []string) error {
+			path, err := findDaemonProgram()
+			if err != nil {
+				return err
+			}
+			argv := append([]string{path, verb}, args...)
+			if err := syscall.Exec(path, argv, os.Environ()); err != nil {
+				return fmt.Errorf("start %s: %w", path, err)
+			}
+			return nil
+		},
+	}
+}
+
+// findDaemonProgram looks for envsieve-daemon next to envsieve's binary,
+// then in ../lib/envsieve/ (a packaged install); never in PATH, which the
+// caller controls.
+func findDaemonProgram() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", daemonProgram, err)
+	}
+	dir := filepath.Dir(exe)
+	cands := []string{filepath.Join(dir, daemonProgram), filepath.Join(dir, "..", "lib", "envsieve", daemonProgram)}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return c, nil
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("find %s: %w", daemonProgram, err)
+		}
+	}
+	return "", fmt.Errorf("%s is not installed: looked in %s and %s ('make build' builds it into bin/; 'go install github.com/envsieve/envsieve/cmd/...' installs it beside envsieve)", daemonProgram, cands[0], cands[1])
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/secret"
+)
+
+// LoadPolicy finds and loads the policy: flagPath (--policy), else
+// ENVSIEVE_POLICY, else $XDG_CONFIG_HOME/envsieve/policy.yaml, else the
+// embedded default; then narrows it with ./.envsieve.yaml when that file
+// exists.
+func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
+	path, from := flagPath, "--policy"
+	if path == "" {
+		path, from = envknob.Policy(), "ENVSIEVE_POLICY"
+	}
+	if path == "" {
+		if dir := envknob.ConfigDir(); dir != "" {
+			cand := filepath.Join(dir, "policy.yaml")
+			if _, err := os.Stat(cand); err == nil {
+				path, from = cand, "the user's config directory"
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("load policy %s: %w", cand, err)
+			}
+		}
+	}
+	var p *policy.Policy
+	var err error
+	if path == "" {
+		p, err = policy.Default()
+		u.Debugf("policy: embedded default (no --policy, ENVSIEVE_POLICY or user policy file)")
+	} else {
+		p, err = policy.Load(path)
+		u.Debugf("policy: %s (from %s)", path, from)
+	}
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(policy.LocalName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return p, nil
+	case err != nil:
+		return nil, fmt.Errorf("load project-local policy %s: %w", policy.LocalName, err)
+	}
+	u.Debugf("project-local policy: %s", policy.LocalName)
+	return p.Narrow(policy.LocalName, src)
+}
+
+// InstallKey returns this install's HMAC key, for redaction tokens and
+// fingerprints.
+func InstallKey() ([]byte, error) {
+	dir := envknob.DataDir()
+	if dir == "" {
+		return nil, errors.New("set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
+	}
+	return secret.InstallKey(filepath.Join(dir, "redact.key"))
+}
+
+// UserStore returns the user's encrypted secret store.
+func UserStore() (*secret.Store, error) {
+	cfg, data := envknob.ConfigDir(), envknob.DataDir()
+	if cfg == "" || data == "" {
+		return nil, errors.New("secret store: set HOME (or XDG_CONFIG_HOME and XDG_DATA_HOME) to an absolute path")
+	}
+	return &secret.Store{Path: filepath.Join(cfg, "secrets.age"), KeyPath: filepath.Join(data, "store.key")}, nil
+}

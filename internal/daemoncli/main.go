@@ -1,0 +1,41 @@
+// Package daemoncli is the command line of envsieve-daemon, the program
+// behind `envsieve daemon` and `envsieve client`. It lives apart from
+// envsieve because the JSON-RPC library it links (jrpc2) pulls in net/http
+// and crypto/tls, whose package initialisers would otherwise cost every
+// start of envsieve, the launcher of each agent command, about half a
+// millisecond.
+package daemoncli
+
+import (
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/internal/envknob"
+)
+
+// Main runs envsieve-daemon with os.Args and returns its exit status:
+// "daemon ARGS" serves, "client ARGS" talks to a daemon. envsieve hands
+// over to it with the verb and arguments it was given.
+func Main(version string) int {
+	u := cli.NewUI(os.Stdout, os.Stderr, envknob.Debug())
+	u.Debugf("envsieve-daemon %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	root := &cobra.Command{
+		// Named envsieve, so that usage lines read as the user typed them.
+		Use:           "envsieve",
+		Short:         "The daemon and client behind 'envsieve daemon' and 'envsieve client'",
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(u.Out)
+	root.SetErr(u.Err)
+	root.SetVersionTemplate("envsieve-daemon {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError{Err: err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(daemonCmd(u), clientCmd(u))
+	root.SetArgs(os.Args[1:])
+	return cli.ExitCode(u, root.Execute())
+}
