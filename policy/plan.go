@@ -37,20 +37,21 @@ type Tables struct {
 	filterMask uint32
 }
 
-// firstBytes is a set of bytes.
-type firstBytes [4]uint64
+// firstBytes is a set of bytes, one bool per byte so that a test is one
+// load.
+type firstBytes [256]bool
 
 func (f *firstBytes) addGlob(g string) {
 	if g[0] == '*' || g[0] == '?' {
 		for i := range f {
-			f[i] = ^uint64(0)
+			f[i] = true
 		}
 		return
 	}
-	f[g[0]>>6] |= 1 << (g[0] & 63)
+	f[g[0]] = true
 }
 
-func (f *firstBytes) has(c byte) bool { return f[c>>6]&(1<<(c&63)) != 0 }
+func (f *firstBytes) has(c byte) bool { return f[c] }
 
 func newTables() *Tables { return newTablesSized(0, 0) }
 
@@ -79,39 +80,51 @@ func HashName(name string) uint32 {
 // HashEntry reads a "KEY=value" entry of an environment up to its first
 // '=', at eq (-1 when there is none), and returns HashName of the key and
 // whether the key is a valid variable name (ValidName), in one pass over
-// the key, 8 bytes at a time.
+// the key, 8 bytes at a time. h is only meaningful for a valid key.
 func HashEntry(kv string) (h uint32, eq int, valid bool) {
-	const eqs = 0x3d3d3d3d3d3d3d3d
 	x := uint64(hashK0)
-	var bad uint64 // non-zero once a byte of the key is not a name byte
 	n := len(kv)
-	for i := 0; i < n; i += 8 {
-		var w uint64
+	i := 0
+	var w, bad uint64
+	for ; i+8 <= n; i += 8 {
+		w = le64(kv[i : i+8])
+		if bad = notNameBytes(w); bad != 0 {
+			break
+		}
+		x = hashMix(x, w)
+	}
+	if bad == 0 { // fewer than 8 bytes are left
 		switch {
-		case i+8 <= n:
-			w = le64(kv[i:])
+		case i == n:
+			return 0, -1, false
 		case n >= 8: // the last 8 bytes, shifted past those before i
 			w = le64(kv[n-8:]) >> (8 * (i + 8 - n))
 		default:
 			w = leTail(kv, i)
 		}
-		if e := zeroBytes(w ^ eqs); e != 0 {
-			// The key ends in this word (a padding byte is no '='):
-			// keep its bytes, zero the rest.
-			k := bits.TrailingZeros64(e) / 8
-			if k > 0 {
-				keep := uint64(1)<<(8*k) - 1
-				w &= keep
-				bad |= notNameBytes(w) & keep
-				x = hashMix(x, w)
-			}
-			eq = i + k
-			return hashFinish(x, eq), eq, bad == 0 && eq > 0 && (kv[0] < '0' || kv[0] > '9')
-		}
-		bad |= notNameBytes(w)
-		x = hashMix(x, w)
+		bad = notNameBytes(w)
 	}
-	return 0, -1, false
+	// The first byte that is not a name byte ends a valid key if it is the
+	// '='. A padding byte is zero: neither.
+	k := bits.TrailingZeros64(bad) / 8
+	if i+k >= n || kv[i+k] != '=' {
+		return 0, indexEq(kv, i+k), false
+	}
+	if k > 0 {
+		x = hashMix(x, w&(1<<(8*k)-1))
+	}
+	eq = i + k
+	return hashFinish(x, eq), eq, eq > 0 && (kv[0] < '0' || kv[0] > '9')
+}
+
+// indexEq returns the index of the first '=' of kv at or after i, or -1.
+func indexEq(kv string, i int) int {
+	for ; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return i
+		}
+	}
+	return -1
 }
 
 const (
@@ -147,14 +160,6 @@ func leTail(s string, i int) uint64 {
 		w = w<<8 | uint64(s[j])
 	}
 	return w
-}
-
-// zeroBytes returns a word whose lowest set bit is the high bit of the
-// first zero byte of w, or 0 when w has none. (Bits above it may be set
-// for bytes that are not zero.)
-func zeroBytes(w uint64) uint64 {
-	const ones, high = 0x0101010101010101, 0x8080808080808080
-	return (w - ones) &^ w & high
 }
 
 // notNameBytes returns, in the high bit of each byte, whether that byte of
@@ -255,7 +260,8 @@ func (t *Tables) MayMatch(h uint32, key string) bool {
 // inFilter reports whether an exact name may have the hash h.
 func (t *Tables) inFilter(h uint32) bool {
 	f, i := t.filter, h&t.filterMask
-	return i>>6 < uint32(len(f)) && f[i>>6]&(1<<(i&63)) != 0
+	w := int(i >> 6)
+	return w < len(f) && f[w]&(1<<(i&63)) != 0
 }
 
 // Lookup returns how a key is admitted and what denies it, in one probe of

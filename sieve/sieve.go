@@ -385,7 +385,6 @@ func Build(in Input) (*Result, error) {
 	}
 
 	decs := make([]Decision, len(in.Parent)+len(ovs))
-	nd := 0 // decisions written
 	sc := getScratch(len(in.Parent))
 	defer scratches.Put(sc)
 	audit := res.Mode == policy.Audit
@@ -397,9 +396,15 @@ func Build(in Input) (*Result, error) {
 		total += kvLen + 1
 		longest = max(longest, kvLen-eq-1)
 	}
+	// ovBits has the bit hash&63 of each override's hash, so that most keys
+	// skip findOverride.
+	var ovBits uint64
+	for _, o := range ovs {
+		ovBits |= 1 << (o.hash & 63)
+	}
+	asFiles := len(in.SecretFiles) > 0
 	for i, kv := range in.Parent {
-		d := &decs[nd]
-		nd++
+		d := &decs[i]
 		h, eq, ok := scanKey(kv)
 		if !ok {
 			switch {
@@ -411,17 +416,18 @@ func Build(in Input) (*Result, error) {
 			d.Reason = InvalidName
 			continue
 		}
-		key, val := kv[:eq], kv[eq+1:]
+		key := kv[:eq]
 		d.Key = key
 		if !sc.addKey(h, key, i, in.Parent) {
 			d.Reason = Duplicate
 			continue
 		}
+		val := kv[eq+1:]
 		if strings.IndexByte(val, 0) >= 0 {
 			d.Reason = InvalidValue
 			continue
 		}
-		if len(in.SecretFiles) > 0 {
+		if asFiles {
 			if _, asFile := in.SecretFiles[key]; asFile {
 				// Delivered as a file: the value never travels in the
 				// environment, whatever admits the parent's copy.
@@ -429,7 +435,7 @@ func Build(in Input) (*Result, error) {
 				continue
 			}
 		}
-		if len(ovs) > 0 {
+		if ovBits&(1<<(h&63)) != 0 {
 			if j := findOverride(ovs, h, key); j >= 0 {
 				o := &ovs[j]
 				o.used = true
@@ -457,6 +463,7 @@ func Build(in Input) (*Result, error) {
 			keep(i, len(kv), eq, kv)
 		}
 	}
+	nd := len(in.Parent) // decisions written
 	for j := range ovs {
 		o := &ovs[j]
 		if o.used {
