@@ -165,3 +165,30 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[i+1:]
 	}
 }
+
+// TestDaemonProgramMissing: without envsieve-daemon beside it, envsieve
+// says where it looked and exits 125; it never looks in PATH.
+func TestDaemonProgramMissing(t *testing.T) {
+	src, err := os.ReadFile(binary(t, "envsieve"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "envsieve")
+	if err := os.WriteFile(exe, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"daemon", "client"} {
+		cmd := exec.Command(exe, verb, "--help")
+		// PATH holds an envsieve-daemon: it must not be used.
+		cmd.Env = []string{"PATH=" + filepath.Dir(binary(t, "envsieve-daemon")), "HOME=" + dir}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+			t.Fatalf("%s: want exit 125, got %v: %s", verb, err, out)
+		}
+		if want := "envsieve-daemon is not installed: looked in " + filepath.Join(dir, "envsieve-daemon"); !strings.Contains(string(out), want) {
+			t.Errorf("%s: want %q in %s", verb, want, out)
+		}
+	}
+}
