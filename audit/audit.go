@@ -117,8 +117,8 @@ func (a *Log) Decisions(res *sieve.Result) {
 		if d.Added {
 			attrs = append(attrs, "added", true)
 		}
-		if d.Detail != "" {
-			attrs = append(attrs, "detail", d.Detail)
+		if detail := d.Detail(); detail != "" {
+			attrs = append(attrs, "detail", detail)
 		}
 		if d.Source != nil {
 			attrs = append(attrs, source(d.Source))

@@ -92,9 +92,6 @@ type Decision struct {
 	// entry, the base or group, the set entry or the secret request. It is nil
 	// for reasons that no entry causes (invalid-name, duplicate, not-allowed).
 	Source *policy.Source
-	// Detail refines the reason: the credential word of a sensitive name
-	// ("TOKEN"), the kind of a sensitive value ("github-token").
-	Detail string
 	Reason Reason
 	Kept   bool
 	// WouldDrop is set in audit mode on a key that was kept but that enforce
@@ -103,6 +100,29 @@ type Decision struct {
 	// Added is true for a key the parent environment did not have: a set
 	// value or an injected secret.
 	Added bool
+	// detail is what Detail needs beyond Reason and Key: the Index of a
+	// sensitive value's kind, or detailFile for a secret delivered as a file.
+	detail uint8
+}
+
+// detailFile is the detail of a secret delivered as a file.
+const detailFile = 1
+
+// Detail refines the reason: the credential word of a sensitive name
+// ("TOKEN"), the kind of a sensitive value ("github-token"), or "delivered
+// as a file" for such a secret; "" otherwise. It is worked out when asked
+// for, which keeps a decision at 32 bytes: a build allocates one per key.
+func (d *Decision) Detail() string {
+	switch {
+	case d.Reason == SensitiveName:
+		word, _ := detect.SensitiveName(d.Key)
+		return word
+	case d.Reason == SensitiveValue:
+		return string(detect.KindAt(d.detail))
+	case d.Reason == Secret && d.detail == detailFile:
+		return "delivered as a file"
+	}
+	return ""
 }
 
 // Request is what the caller wants to run and with which extras.
@@ -428,10 +448,10 @@ func Build(in Input) (*Result, error) {
 			continue
 		}
 		if asFiles {
-			if _, asFile := in.SecretFiles[key]; asFile {
+			if _, file := in.SecretFiles[key]; file {
 				// Delivered as a file: the value never travels in the
 				// environment, whatever admits the parent's copy.
-				d.Reason, d.Detail, d.Source = Secret, "delivered as a file", secretSource(p, in.Tool, key)
+				d.Reason, d.detail, d.Source = Secret, detailFile, secretSource(p, in.Tool, key)
 				continue
 			}
 		}
@@ -618,13 +638,13 @@ func decide(d *Decision, plan, rt *policy.Tables, inPlan, inRule bool, h uint32,
 			return
 		}
 		if !a.Curated {
-			if word, bad := detect.SensitiveName(key); bad {
-				d.Reason, d.Source, d.Detail = SensitiveName, a.Source, word
+			if _, bad := detect.SensitiveName(key); bad {
+				d.Reason, d.Source = SensitiveName, a.Source
 				return
 			}
 		}
 		if kind, bad := detect.Value(val); bad {
-			d.Reason, d.Source, d.Detail = SensitiveValue, a.Source, string(kind)
+			d.Reason, d.Source, d.detail = SensitiveValue, a.Source, kind.Index()
 			return
 		}
 	}

@@ -243,8 +243,8 @@ rules:
 				if d.Kept != w.kept || d.Reason != w.reason {
 					t.Errorf("%q: kept=%v reason=%s, want kept=%v reason=%s", w.key, d.Kept, d.Reason, w.kept, w.reason)
 				}
-				if w.detail != "" && d.Detail != w.detail {
-					t.Errorf("%q: detail %q, want %q", w.key, d.Detail, w.detail)
+				if w.detail != "" && d.Detail() != w.detail {
+					t.Errorf("%q: detail %q, want %q", w.key, d.Detail(), w.detail)
 				}
 				if w.value != "" && !slices.Contains(res.Env, w.key+"="+w.value) {
 					t.Errorf("%q: child lacks the expected value", w.key)

@@ -193,7 +193,7 @@ func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string)
 		doc.Rule = &ruleJSON{Name: r.Name, Pos: r.Pos.String()}
 	}
 	for _, d := range res.Decisions {
-		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail, Added: d.Added}
+		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail(), Added: d.Added}
 		if s := d.Source; s != nil {
 			dj.Source = &sourceJSON{Level: s.Level, List: s.List, Entry: s.Entry, File: s.Pos.File, Line: s.Pos.Line, Column: s.Pos.Col}
 		}

@@ -145,6 +145,26 @@ const (
 	kindNamed
 )
 
+// Index returns a byte that stands for k when k is one of the kinds this
+// package reports (its position in their list, from 1), 0 otherwise.
+// KindAt turns it back.
+func (k Kind) Index() uint8 {
+	for i, known := range kinds {
+		if i > 0 && known == k {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// KindAt returns the kind whose Index is i, or "" when there is none.
+func KindAt(i uint8) Kind {
+	if i > 0 && int(i) < len(kinds) {
+		return kinds[i]
+	}
+	return ""
+}
+
 // kindIDOf returns the kindID of k, adding k to kinds if need be.
 func kindIDOf(k Kind) kindID {
 	for i, known := range kinds {
