@@ -370,8 +370,8 @@ func TestSecretFiles(t *testing.T) {
 	if !slices.Equal(res.Env, want) {
 		t.Fatalf("env keys %v, want only DB_PASSWORD_FILE", keys(res.Env))
 	}
-	if d, _ := decision(res, "DB_PASSWORD"); d.Kept {
-		t.Error("the parent's DB_PASSWORD was kept next to its file")
+	if d, _ := decision(res, "DB_PASSWORD"); d.Kept || d.Reason != sieve.Secret || d.Detail() != "delivered as a file" {
+		t.Errorf("the parent's DB_PASSWORD: kept %v, %s (%s); want dropped, secret (delivered as a file)", d.Kept, d.Reason, d.Detail())
 	}
 	if !slices.Equal(res.Injected, []string{"DB_PASSWORD"}) {
 		t.Errorf("injected %v", res.Injected)
