@@ -71,23 +71,13 @@ func verb(args []string) string {
 // rootCmd returns the command tree, holding only the command called only,
 // or every command when only is "".
 func rootCmd(ui *cli.UI, only string) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "envsieve",
-		Short: "Start programs from an empty environment, admitting only what a policy allows",
-		Long: `envsieve starts a program from an empty environment and admits only what a
+	root := cli.Root(ui, "envsieve", version,
+		"Start programs from an empty environment, admitting only what a policy allows",
+		`envsieve starts a program from an empty environment and admits only what a
 policy allows: a safe base set, the variables a profile names, and secrets by
 exact name. No credential passes through a wildcard.
 
-Start with 'envsieve explain -- CMD' to see what a command would get and why.`,
-		Version:       version,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-	}
-	root.SetOut(ui.Out)
-	root.SetErr(ui.Err)
-	root.SetVersionTemplate("envsieve {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError{Err: err} })
-	root.CompletionOptions.DisableDefaultCmd = true
+Start with 'envsieve explain -- CMD' to see what a command would get and why.`)
 	for _, v := range verbs {
 		if only == "" || only == v.name {
 			root.AddCommand(v.cmd(ui))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/envsieve/envsieve/policy"
 )
 
@@ -66,4 +68,26 @@ func indent(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// Root makes the root command of one of envsieve's programs: its output
+// and errors go where u says, it prints neither usage nor errors itself
+// (ExitCode does), a flag mistake is a UsageError, and it has no completion
+// command. Commands are named envsieve whatever the program, so that usage
+// lines read as the user typed them.
+func Root(u *UI, program, version, short, long string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "envsieve",
+		Short:         short,
+		Long:          long,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetOut(u.Out)
+	root.SetErr(u.Err)
+	root.SetVersionTemplate(program + " {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return UsageError{Err: err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
 }

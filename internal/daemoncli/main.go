@@ -10,8 +10,6 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/spf13/cobra"
-
 	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 )
@@ -22,19 +20,8 @@ import (
 func Main(version string) int {
 	u := cli.NewUI(os.Stdout, os.Stderr, envknob.Debug())
 	u.Debugf("envsieve-daemon %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	root := &cobra.Command{
-		// Named envsieve, so that usage lines read as the user typed them.
-		Use:           "envsieve",
-		Short:         "The daemon and client behind 'envsieve daemon' and 'envsieve client'",
-		Version:       version,
-		SilenceErrors: true,
-		SilenceUsage:  true,
-	}
-	root.SetOut(u.Out)
-	root.SetErr(u.Err)
-	root.SetVersionTemplate("envsieve-daemon {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError{Err: err} })
-	root.CompletionOptions.DisableDefaultCmd = true
+	root := cli.Root(u, "envsieve-daemon", version,
+		"The daemon and client behind 'envsieve daemon' and 'envsieve client'", "")
 	root.AddCommand(daemonCmd(u), clientCmd(u))
 	root.SetArgs(os.Args[1:])
 	return cli.ExitCode(u, root.Execute())
