@@ -22,3 +22,7 @@ bin/timeit -n "$runs" \
   "bin/envsieve run --no-shim --profile claude -- /bin/true" \
   "bin/envsieve run -- /bin/true" \
   "bin/envsieve run --profile claude -- /bin/true"
+# An agent's tool call: envsieve as its SHELL, against the shell alone.
+bin/timeit -n "$runs" \
+  "/bin/sh -c true" \
+  "bin/envsieve sh -c true"
