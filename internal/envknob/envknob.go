@@ -6,8 +6,11 @@
 package envknob
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Knob is one environment variable envsieve itself reads.
@@ -32,7 +35,7 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_SHIM_GRANTED", Description: "read by the shim in the child: keys granted to this program, withheld from its children when the launcher cannot answer; set by the launcher"},
 	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
 	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},
-	{Name: "XDG_RUNTIME_DIR", Description: "where file-delivered secrets are written (a per-user tmpfs); unset means the system temporary directory"},
+	{Name: "XDG_RUNTIME_DIR", Description: "where the shim's socket and file-delivered secrets go, each in a private directory (a per-user tmpfs); unset means /dev/shm when it is usable, else /tmp"},
 	{Name: "HOME", Description: "used only to find $HOME/.config and $HOME/.local/share when the XDG variables are unset"},
 }
 
@@ -71,13 +74,27 @@ func DataDir() string {
 	return ""
 }
 
-// RuntimeDir returns where short-lived private files go: $XDG_RUNTIME_DIR,
-// else the system temporary directory.
+// RuntimeDir returns where short-lived private files go, each in a 0700
+// directory of its own (the shim's socket, file-delivered secrets):
+// $XDG_RUNTIME_DIR; else /dev/shm when it is a sticky directory this user
+// may write to, a memory filesystem where a secret never reaches a disk and
+// a directory costs a fraction of what it costs on one; else /tmp.
 func RuntimeDir() string {
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
 		return x
 	}
-	return os.TempDir()
+	if sharedMemoryUsable() {
+		return sharedMemory
+	}
+	return "/tmp"
+}
+
+const sharedMemory = "/dev/shm"
+
+func sharedMemoryUsable() bool {
+	fi, err := os.Stat(sharedMemory)
+	return err == nil && fi.IsDir() && fi.Mode()&fs.ModeSticky != 0 &&
+		unix.Access(sharedMemory, unix.W_OK|unix.X_OK) == nil
 }
 
 // ConfigDir returns envsieve's configuration directory,
