@@ -1,7 +1,5 @@
 package detect
 
-import "strings"
-
 // sensitiveWords mark a name as a credential's when they are one of its
 // words (API_KEY) or end one of its words (APIKEY, OAUTH, ACCESSTOKEN,
 // DBPASS), also in the plural (API_KEYS, AWS_SECRETS). A word that only
@@ -112,19 +110,6 @@ func sensitiveWord(w string) bool {
 // that a suffix test compares only the words that can match.
 type byLast [256][]string
 
-func indexByLast(words []string) (t byLast) {
-	for _, w := range words {
-		c := w[len(w)-1]
-		t[c] = append(t[c], w)
-	}
-	return t
-}
-
-var (
-	sensitiveByLast = indexByLast(sensitiveWords)
-	storesByLast    = indexByLast(stores)
-)
-
 // nextWord returns the bounds of the first word of name at or after i; start
 // equals end when there is none.
 func nextWord(name string, i int) (start, end int) {
@@ -188,27 +173,5 @@ func mayBeSensitive(name string) bool {
 	return false
 }
 
-// needles are the words whose presence mayBeSensitive looks for, by first
-// letter, without any that holds a shorter one (PASSWORD holds PASS).
-// needlePairs has bit a|b<<8 set when a needle starts with the bytes a, b
-// (in either case).
-var needles, needlePairs = func() (byFirst [26][]string, pairs [1 << 16 / 64]uint64) {
-	all := append([]string{"URL", "URI", "STRING", "WEBHOOK"}, sensitiveWords...)
-	for _, w := range all {
-		redundant := false
-		for _, v := range all {
-			redundant = redundant || v != w && strings.Contains(w, v)
-		}
-		if redundant {
-			continue
-		}
-		byFirst[w[0]-'A'] = append(byFirst[w[0]-'A'], w)
-		for _, a := range []byte{w[0], toLower(w[0])} {
-			for _, b := range []byte{w[1], toLower(w[1])} {
-				p := uint16(a) | uint16(b)<<8
-				pairs[p>>6] |= 1 << (p & 63)
-			}
-		}
-	}
-	return byFirst, pairs
-}()
+// needles and needlePairs, the words mayBeSensitive looks for by first
+// letter and their first two bytes, are in tables_gen.go.

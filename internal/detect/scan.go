@@ -131,9 +131,8 @@ const minKnownLen = 13
 // its state to fn, and a closure passed to Scan can stay on the stack.
 type kindID uint8
 
-// kinds are the kinds that Scan reports, by kindID; those of tokenRules are
-// added as rulesFor is built.
-var kinds = []Kind{"", "jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy", "named-secret"}
+// kinds, the kinds that Scan reports by kindID (those named by the
+// constants below, then those of tokenRules), is in tables_gen.go.
 
 const (
 	kindJWT kindID = iota + 1
@@ -163,17 +162,6 @@ func KindAt(i uint8) Kind {
 		return kinds[i]
 	}
 	return ""
-}
-
-// kindIDOf returns the kindID of k, adding k to kinds if need be.
-func kindIDOf(k Kind) kindID {
-	for i, known := range kinds {
-		if known == k {
-			return kindID(i)
-		}
-	}
-	kinds = append(kinds, k)
-	return kindID(len(kinds) - 1)
 }
 
 // A region is a span of the text that either is a finding or, when quiet,
@@ -392,16 +380,8 @@ func (sc *scanner) scanPart(a, b int) {
 	sc.randoms(rest, b)
 }
 
-// mayStart[c][d>>6] has bit d&63 set when a known token or a JWT may start
-// with the bytes c, d.
-var mayStart = func() (t [256][4]uint64) {
-	add := func(c, d byte) { t[c][d>>6] |= 1 << (d & 63) }
-	for _, r := range tokenRules {
-		add(r.prefix[0], r.prefix[1])
-	}
-	add('e', 'y')
-	return t
-}()
+// mayStart, the first two bytes of every known token and of a JWT, is in
+// tables_gen.go.
 
 // knownAt returns the end of the known token or JWT that starts at s[j], in
 // the run s[a:b], and its kind; end is j when there is none.

@@ -89,14 +89,7 @@ var tokenRules = []tokenRule{
 	{prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: upper | digit, min: 50},
 }
 
-// rulesFor[c] are the rules whose prefix starts with the byte c.
-var rulesFor = func() (t [256][]tokenRule) {
-	for _, r := range tokenRules {
-		r.id = kindIDOf(r.kind)
-		t[r.prefix[0]] = append(t[r.prefix[0]], r)
-	}
-	return t
-}()
+// rulesFor, the rules by their prefix's first byte, is in tables_gen.go.
 
 // Value reports whether a variable's value looks like a credential and, if
 // so, what kind. The detectors run in this order and the first that matches
@@ -204,16 +197,9 @@ func (r *tokenRule) matchTail(s string) bool {
 	return !r.mixed || seen&alnum == alnum
 }
 
-// minTokenLen is the length of the shortest text knownToken can find: a
-// JWT's 13 bytes (a 10-byte header, a dot, one byte, a dot), or a rule's
-// prefix and shortest tail.
-var minTokenLen = func() int {
-	n := 13
-	for _, r := range tokenRules {
-		n = min(n, len(r.prefix)+r.min)
-	}
-	return n
-}()
+// minTokenLen, the length of the shortest text knownToken can find (a
+// JWT's 13 bytes, or a rule's prefix and shortest tail), is in
+// tables_gen.go.
 
 // isJWT reports whether s starts with a JSON Web Token: a header that
 // starts with eyJ (base64url of `{"`), a payload and a signature, joined by
