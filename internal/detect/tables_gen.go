@@ -44,15 +44,15 @@ var mayStart = [256][4]uint64{
 // needles are the words whose presence mayBeSensitive looks for, by first
 // letter, without any that holds a shorter one (PASSWORD holds PASS).
 var needles = [26][]string{
-	'A' - 'A': {"AUTH"},
-	'C' - 'A': {"CREDENTIAL", "CREDS", "COOKIE"},
-	'D' - 'A': {"DSN"},
-	'K' - 'A': {"KEY"},
-	'P' - 'A': {"PASS", "PW", "PRIVATE", "PAT"},
-	'S' - 'A': {"STRING", "SECRET"},
-	'T' - 'A': {"TOKEN"},
-	'U' - 'A': {"URL", "URI"},
-	'W' - 'A': {"WEBHOOK"},
+	0:  {"AUTH"},                          // A
+	2:  {"CREDENTIAL", "CREDS", "COOKIE"}, // C
+	3:  {"DSN"},                           // D
+	10: {"KEY"},                           // K
+	15: {"PASS", "PW", "PRIVATE", "PAT"},  // P
+	18: {"STRING", "SECRET"},              // S
+	19: {"TOKEN"},                         // T
+	20: {"URL", "URI"},                    // U
+	22: {"WEBHOOK"},                       // W
 }
 
 // needlePairs has bit a|b<<8 set when a needle starts with the bytes a, b

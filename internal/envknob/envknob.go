@@ -1,6 +1,7 @@
 // Package envknob is the only place envsieve reads its own configuration from
 // the environment. envsieve reads variables named ENVSIEVE_* and, for where
-// its files live, XDG_CONFIG_HOME and HOME; nothing else. [Knobs] lists every
+// its files live, XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_RUNTIME_DIR and HOME;
+// nothing else. [Knobs] lists every
 // one of them, and `envsieve manifest` prints that list as JSON, so what
 // envsieve depends on can be checked rather than trusted.
 package envknob
