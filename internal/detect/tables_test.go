@@ -12,8 +12,8 @@ import (
 
 var updateTables = flag.Bool("update-tables", false, "rewrite tables_gen.go from the word lists and token rules")
 
-// TestTables checks that tables_gen.go holds what the word lists and token
-// rules make: the look-up tables are data in the binary, not built at every
+// TestTables checks that tables_gen.go holds what the word lists
+// (sensitiveWords, stores) and the token rules make: the look-up tables are data in the binary, not built at every
 // start of envsieve. go test ./internal/detect -run TestTables
 // -update-tables rewrites the file after a list changes.
 func TestTables(t *testing.T) {

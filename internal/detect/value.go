@@ -47,13 +47,16 @@ type tokenRule struct {
 	tail     class
 	min, max int
 	mixed    bool
-	id       kindID // kind's index in kinds, for Scan; set by rulesFor
+	id       kindID // kind's index in kinds, for Scan; set in rulesFor
 }
 
 // tokenRules are tried in order, so a longer prefix comes before a shorter
 // one that it starts with. The minimum tail lengths sit below each vendor's
 // documented length, so that a slightly shorter token is still caught, and
 // far above the length of any word that could follow the prefix by chance.
+// After a change, go test -run TestTables -update-tables rewrites the
+// tables made from it (tables_gen.go); so does a change of sensitiveWords
+// or stores.
 var tokenRules = []tokenRule{
 	{prefix: "github_pat_", kind: "github-token", tail: alnum | under, min: 40},
 	{prefix: "ghp_", kind: "github-token", tail: alnum, min: 30},
