@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/envsieve/envsieve/internal/envknob"
 )
 
 // LibName is the file name of the shim.
@@ -40,8 +42,7 @@ func Locate(override, exe string) (string, error) {
 	if override != "" {
 		cands = []string{override}
 	} else if exe != "" {
-		dir := filepath.Dir(exe)
-		cands = []string{filepath.Join(dir, LibName), filepath.Join(dir, "..", "lib", "envsieve", LibName)}
+		cands = envknob.Companions(exe, LibName)
 	}
 	for _, c := range cands {
 		abs, err := filepath.Abs(c)

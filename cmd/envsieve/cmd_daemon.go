@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/internal/envknob"
 )
 
 // daemonProgram holds the daemon and its client (internal/daemoncli says
@@ -55,8 +55,7 @@ func findDaemonProgram() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", daemonProgram, err)
 	}
-	dir := filepath.Dir(exe)
-	cands := []string{filepath.Join(dir, daemonProgram), filepath.Join(dir, "..", "lib", "envsieve", daemonProgram)}
+	cands := envknob.Companions(exe, daemonProgram)
 	for _, c := range cands {
 		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return c, nil
