@@ -26,3 +26,8 @@ bin/timeit -n "$runs" \
 bin/timeit -n "$runs" \
   "/bin/sh -c true" \
   "bin/envsieve sh -c true"
+# Where the shim's socket directory lives: /dev/shm, the default when
+# XDG_RUNTIME_DIR is unset, against /tmp (both through env, to compare alike).
+bin/timeit -n "$runs" \
+  "/usr/bin/env bin/envsieve run -- /bin/true" \
+  "/usr/bin/env XDG_RUNTIME_DIR=/tmp bin/envsieve run -- /bin/true"
