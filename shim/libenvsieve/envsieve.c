@@ -45,9 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include <elf.h>
@@ -77,7 +80,8 @@ static char g_rules[4096];                  /* rule command globs, newline-separ
 static int g_rules_known;                   /* g_rules lists every rule: ask only on a match */
 static char g_deny[4096];                   /* the rules' deny globs, newline-separated */
 static pid_t g_hide_pid;                    /* the process that hid keys */
-static char g_hideenv[4096];                /* "ENVSIEVE_SHIM_HIDE=..." for its own execs */
+static char g_hideenv[MAX_HIDE * (MAX_REPORT_NAME + 1) + 32]; /* "ENVSIEVE_SHIM_HIDE=..." for its own execs */
+static int g_hide_over;                     /* the list names more keys than the shim can hold */
 
 /* hidden entries: "KEY=VALUE" copies; a slot's pointer is swapped, never freed */
 static _Atomic(char *) g_hidden[MAX_HIDE];
@@ -545,6 +549,7 @@ struct edit {
 	char msg[MAX_MSG]; /* the request, then the reply */
 	size_t len;        /* of the reply */
 	char *envp[MAX_ENV + 8];
+	int fd;            /* the checked program to execveat, or -1 */
 };
 
 static long now_ms(void) {
@@ -677,6 +682,111 @@ static int rule_may_match(const char *path) {
 	return any_glob(g_rules, base, strlen(base));
 }
 
+/* ---- carrying hidden keys into a new image ---- */
+
+#if defined(__x86_64__)
+#define EM_NATIVE EM_X86_64
+#elif defined(__aarch64__)
+#define EM_NATIVE EM_AARCH64
+#elif defined(__i386__)
+#define EM_NATIVE EM_386
+#else
+#define EM_NATIVE EM_NONE /* an unknown machine: never carry */
+#endif
+#if __SIZEOF_POINTER__ == 8
+#define ELFCLASS_NATIVE ELFCLASS64
+#else
+#define ELFCLASS_NATIVE ELFCLASS32
+#endif
+#define MAX_SHEBANG 4 /* the kernel follows as many #! interpreters */
+
+/* loads_shim reports whether the file open at fd, once executed, is certain
+ * to load this shim again (1) or not (0): a regular file that is neither
+ * setuid, setgid nor carries file capabilities (the loader ignores
+ * LD_PRELOAD paths in a secure-execution program), and either an ELF
+ * program of this machine's kind with a program interpreter, or a #! script
+ * whose absolute interpreter is such a file. *is_elf says which. Anything
+ * it cannot read or does not know is "not certain". */
+static int loads_shim(int fd, int depth, int *is_elf) {
+	struct stat st;
+	*is_elf = 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID)) != 0)
+		return 0;
+	if (fgetxattr(fd, "security.capability", NULL, 0) >= 0 || (errno != ENODATA && errno != ENOTSUP))
+		return 0;
+	char head[256];
+	ssize_t n = pread(fd, head, sizeof head - 1, 0);
+	if (n < 4)
+		return 0;
+	head[n] = 0;
+	if (head[0] == '#' && head[1] == '!') {
+		if (depth >= MAX_SHEBANG)
+			return 0;
+		char *p = head + 2;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		char *q = p;
+		while (*q && *q != ' ' && *q != '\t' && *q != '\n')
+			q++;
+		if (*p != '/' || (*q == 0 && n == (ssize_t)sizeof head - 1))
+			return 0; /* relative, or longer than we read */
+		*q = 0;
+		int ifd = open(p, O_RDONLY | O_CLOEXEC);
+		if (ifd < 0)
+			return 0;
+		int elf, ok = loads_shim(ifd, depth + 1, &elf);
+		close(ifd);
+		return ok;
+	}
+	ElfW(Ehdr) eh;
+	ElfW(Phdr) ph[64];
+	if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS_NATIVE || eh.e_machine != EM_NATIVE ||
+	    eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 || eh.e_phnum > 64)
+		return 0;
+	size_t len = (size_t)eh.e_phnum * sizeof(ElfW(Phdr));
+	if (pread(fd, ph, len, (off_t)eh.e_phoff) != (ssize_t)len)
+		return 0;
+	for (int i = 0; i < eh.e_phnum; i++)
+		if (ph[i].p_type == PT_INTERP) {
+			*is_elf = 1;
+			return 1;
+		}
+	return 0;
+}
+
+/* preload_is_shim reports whether envp leaves LD_PRELOAD exactly as this
+ * shim had it, or unset (the shim then adds its own). */
+static int preload_is_shim(char *const envp[]) {
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+			return g_preload[0] && strcmp(envp[i], g_preload) == 0;
+	return g_preload[0] != 0;
+}
+
+/* may_carry decides whether the hidden keys go into the image about to
+ * replace this process. When they do and the program is an ELF file,
+ * ed->fd holds it open for execveat, so the file checked is the file run
+ * (a path swapped in between cannot be). fd >= 0 checks that descriptor
+ * (fexecve) instead of path. */
+static int may_carry(const char *path, int fd, char *const envp[], struct edit *ed) {
+	if (!preload_is_shim(envp) || g_hideenv[0] == 0 || g_hide_over)
+		return 0;
+	int own = fd < 0;
+	if (own) {
+		if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return 0;
+	}
+	int elf, ok = loads_shim(fd, 0, &elf);
+	if (own) {
+		if (ok && elf)
+			ed->fd = fd;
+		else
+			close(fd);
+	}
+	return ok;
+}
+
 /* static_program reports whether path is an ELF file without PT_INTERP: the
  * shim cannot load into it, so the programs it starts are not intercepted. */
 static int static_program(const char *path) {
@@ -719,17 +829,22 @@ static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM
  *
  * An exec of the process that hid keys (not of a child it forked: is_exec
  * and the same pid, as in `env node` or bash's `exec`) is the same process
- * going on: its hidden keys go with it, to be hidden again.
+ * going on: its hidden keys go with it, to be hidden again, but only into
+ * an image certain to load this shim (may_carry); else they are dropped.
+ * fd >= 0 is the program's descriptor (fexecve).
  *
  * Returns envp itself when there is nothing to do, NULL (errno set) when
  * envp is too large to rewrite. */
-static char *const *rewrite(const char *path, char *const argv[], char *const envp[], struct edit *ed, int is_exec) {
+static char *const *rewrite(const char *path, int fd, char *const argv[], char *const envp[], struct edit *ed,
+                            int is_exec) {
+	ed->fd = -1;
 	if (atomic_load(&g_state) != 2)
 		return envp;
-	int carry = is_exec && g_nhidden && getpid() == g_hide_pid;
+	int saved = errno;
+	int carry = is_exec && g_nhidden && getpid() == g_hide_pid && may_carry(path, fd, envp, ed);
+	errno = saved;
 	if (!g_exec && !carry)
 		return envp;
-	int saved = errno;
 	int asked = 0, ok = 0;
 	if (g_exec) {
 		if (static_program(path))
@@ -794,11 +909,22 @@ static char *const *rewrite(const char *path, char *const argv[], char *const en
 	return ed->envp;
 }
 
+/* exec_checked runs the program may_carry checked, by its descriptor. */
+static int exec_checked(struct edit *ed, char *const argv[], char *const env[]) {
+	syscall(SYS_execveat, ed->fd, "", argv, env, AT_EMPTY_PATH);
+	int saved = errno;
+	close(ed->fd);
+	errno = saved;
+	return -1;
+}
+
 int execve(const char *path, char *const argv[], char *const envp[]) {
 	struct edit ed;
-	char *const *env = rewrite(path, argv, envp, &ed, 1);
+	char *const *env = rewrite(path, -1, argv, envp, &ed, 1);
 	if (env == NULL)
 		return -1;
+	if (ed.fd >= 0)
+		return exec_checked(&ed, argv, env);
 	if (!real_execve) {
 		errno = ENOSYS;
 		return -1;
@@ -811,9 +937,11 @@ int execv(const char *path, char *const argv[]) { return execve(path, argv, envi
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
 	struct edit ed;
 	char buf[4096];
-	char *const *env = rewrite(search(file, buf, sizeof buf), argv, envp, &ed, 1);
+	char *const *env = rewrite(search(file, buf, sizeof buf), -1, argv, envp, &ed, 1);
 	if (env == NULL)
 		return -1;
+	if (ed.fd >= 0)
+		return exec_checked(&ed, argv, env);
 	if (!real_execvpe) {
 		errno = ENOSYS;
 		return -1;
@@ -839,7 +967,7 @@ int fexecve(int fd, char *const argv[], char *const envp[]) {
 	link[at] = 0;
 	ssize_t l = readlink(link, path, sizeof path - 1);
 	path[l > 0 ? l : 0] = 0;
-	char *const *env = rewrite(path, argv, envp, &ed, 1);
+	char *const *env = rewrite(path, fd, argv, envp, &ed, 1);
 	if (env == NULL)
 		return -1;
 	if (!real_fexecve) {
@@ -903,7 +1031,7 @@ int execle(const char *path, const char *arg, ...) {
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
 	struct edit ed;
-	char *const *env = rewrite(path, argv, envp, &ed, 0);
+	char *const *env = rewrite(path, -1, argv, envp, &ed, 0);
 	if (env == NULL)
 		return E2BIG;
 	if (!real_posix_spawn)
@@ -915,7 +1043,7 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
 	struct edit ed;
 	char buf[4096];
-	char *const *env = rewrite(search(file, buf, sizeof buf), argv, envp, &ed, 0);
+	char *const *env = rewrite(search(file, buf, sizeof buf), -1, argv, envp, &ed, 0);
 	if (env == NULL)
 		return E2BIG;
 	if (!real_posix_spawnp)
@@ -1040,6 +1168,8 @@ static void init(void) {
 			while (*q && *q != ',')
 				q++;
 			size_t len = (size_t)(q - p);
+			if (len > MAX_REPORT_NAME)
+				g_hide_over = 1;
 			if (len > 0 && len <= MAX_REPORT_NAME) {
 				memcpy(g_hidden_names[g_nhidden], p, len);
 				g_hidden_names[g_nhidden][len] = 0;
@@ -1058,7 +1188,12 @@ static void init(void) {
 			}
 			p = *q ? q + 1 : q;
 		}
+		if (*p)
+			g_hide_over = 1;
 		g_hide_pid = getpid();
+		/* The values now live in this heap: no process of the user may
+		 * read it through /proc/PID/mem, nor this process's environ. */
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 		copy_env(g_hideenv, sizeof g_hideenv, "ENVSIEVE_SHIM_HIDE", hide);
 		uintptr_t bs = 0, be = 0;
 		int have_block = env_block(&bs, &be) == 0;
@@ -1068,7 +1203,12 @@ static void init(void) {
 			size_t len = 0;
 			while (e[len] && e[len] != '=')
 				len++;
-			int drop = (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0) || hidden_slot(e, len) >= 0;
+			/* A key the shim cannot hold (past MAX_HIDE, or a name too
+			 * long) is dropped outright rather than left listed: the
+			 * launcher refuses such lists, so only a hand-made one gets
+			 * here. */
+			int drop = (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0) || hidden_slot(e, len) >= 0 ||
+			           (g_hide_over && g_hideenv[0] && in_list(g_hideenv + 19, e, len));
 			if (!drop) {
 				environ[w++] = e;
 				continue;
