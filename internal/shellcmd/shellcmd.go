@@ -2,10 +2,13 @@
 // command rule can be applied to `envsieve sh -c STRING` only when every
 // command in the string is one the rule is meant for.
 //
-// The analysis is static and strict: a command whose program or arguments are
-// not plain literals (a variable, a command substitution, a glob, a tilde, a
-// backslash), and every command that is not a program call (declarations such
-// as export, arithmetic, [[ tests ]], function definitions), makes the whole
+// The analysis is static and strict, because a rule's keys would be in the
+// shell that expands the string: any expansion anywhere (a variable, a
+// command substitution, a glob, a tilde, a backslash, in a program, an
+// argument or a redirection's target), any assignment (PATH=./evil changes
+// which program runs), any here-document or here-string, case, for, select
+// and time, and every command that is not a program call (declarations such
+// as export, arithmetic, [[ tests ]], function definitions) makes the whole
 // string unknowable, and Commands reports ok=false. The caller then applies
 // no rule: the string runs with the global and profile levels only.
 package shellcmd
@@ -32,8 +35,9 @@ func Commands(src string) (cmds [][]string, ok bool) {
 		}
 		switch n := n.(type) {
 		case *syntax.CallExpr:
-			if len(n.Args) == 0 {
-				return true // assignments only; their values are walked
+			if len(n.Assigns) > 0 || len(n.Args) == 0 {
+				ok = false
+				return false
 			}
 			argv := make([]string, 0, len(n.Args))
 			for _, w := range n.Args {
@@ -45,8 +49,23 @@ func Commands(src string) (cmds [][]string, ok bool) {
 				argv = append(argv, s)
 			}
 			cmds = append(cmds, argv)
+		case *syntax.Redirect:
+			if n.Hdoc != nil || n.Op == syntax.WordHdoc {
+				ok = false
+				return false
+			}
+			if n.Word == nil {
+				return true
+			}
+			if _, lit := literal(n.Word); !lit {
+				ok = false
+				return false
+			}
 		case *syntax.DeclClause, *syntax.LetClause, *syntax.ArithmCmd, *syntax.TestClause,
-			*syntax.TestDecl, *syntax.FuncDecl, *syntax.CoprocClause:
+			*syntax.TestDecl, *syntax.FuncDecl, *syntax.CoprocClause, *syntax.CaseClause,
+			*syntax.ForClause, *syntax.TimeClause, *syntax.Assign,
+			*syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ProcSubst, *syntax.ExtGlob,
+			*syntax.BraceExp:
 			ok = false
 			return false
 		}
