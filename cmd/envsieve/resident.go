@@ -160,7 +160,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 		}
 		for _, name := range l.res.Injected {
 			spec := l.policy.SecretSpec(name)
-			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.Fingerprint(key, []byte(l.injected[name])))
+			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
 		}
 	}
 	if l.policy.Redact.Enabled {
