@@ -61,9 +61,7 @@ func (l *launchPlan) findHidden() []redact.Secret {
 			continue
 		}
 		_, val, _ := strings.Cut(kv, "=")
-		_, byName := detect.SensitiveName(d.Key)
-		_, byValue := detect.Value(val)
-		if byName || byValue {
+		if detect.Sensitive(d.Key, val) {
 			add(d.Key, val)
 		}
 	}
