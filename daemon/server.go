@@ -195,14 +195,7 @@ func New(cfg Config) (*Server, error) {
 // sensitive reports whether a variable's name or value looks like a
 // credential: its value is masked in output and in session/env.
 func sensitive(k, v string) bool {
-	if v == "" {
-		return false
-	}
-	if _, bad := detect.SensitiveName(k); bad {
-		return true
-	}
-	_, bad := detect.Value(v)
-	return bad
+	return v != "" && detect.Sensitive(k, v)
 }
 
 // firstCopies maps each valid key of env to its first value, as getenv sees it.

@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,10 +17,10 @@ import (
 // not define and no built-in profile has. Use errors.Is.
 var ErrUnknownProfile = errors.New("unknown profile")
 
-// Load reads, validates and compiles the policy file at path. The error is an
-// [ErrorList] when the file is malformed.
+// Load reads (as [ReadFile] does), validates and compiles the policy file at
+// path. The error is an [ErrorList] when the file is malformed.
 func Load(path string) (*Policy, error) {
-	src, err := os.ReadFile(path)
+	src, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", path, err)
 	}

@@ -23,6 +23,23 @@ func Fingerprint(key, value []byte) string {
 	return hex.EncodeToString(mac.Sum(sum[:0])[:FingerprintLen/2])
 }
 
+// AuditFingerprintLen is the length of an [AuditFingerprint]: 16 lower-case
+// hex digits (64 bits).
+const AuditFingerprintLen = 16
+
+// AuditFingerprint returns the first 16 lower-case hex digits of
+// HMAC-SHA256(key, value): the audit log's fingerprint, long enough that two
+// values of one install never share one in practice (a 32-bit [Fingerprint]
+// collides after some 65,000 values). Its first 8 digits are the value's
+// [Fingerprint], so a log entry can be matched with a [HIDDEN:xxxxxxxx]
+// token by eye.
+func AuditFingerprint(key, value []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(value)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(mac.Sum(sum[:0])[:AuditFingerprintLen/2])
+}
+
 // Token returns the replacement text for value: "[HIDDEN:" + [Fingerprint](key, value) + "]".
 func Token(key, value []byte) string {
 	return tokenPrefix + Fingerprint(key, value) + tokenSuffix

@@ -243,6 +243,10 @@ func TestToken(t *testing.T) {
 	if fp := Fingerprint([]byte("key"), []byte("The quick brown fox jumps over the lazy dog")); fp != "f7bc83f4" {
 		t.Fatalf("Fingerprint vector = %s", fp)
 	}
+	// The audit log's fingerprint: 64 bits, the same HMAC.
+	if fp := AuditFingerprint([]byte("key"), []byte("The quick brown fox jumps over the lazy dog")); fp != "f7bc83f430538424" {
+		t.Fatalf("AuditFingerprint vector = %s", fp)
+	}
 }
 
 // failWriter accepts limit bytes, then fails.

@@ -143,6 +143,16 @@ func TestStoreRefusesLoosePermissions(t *testing.T) {
 			os.Chmod(d, 0o777)
 			return d
 		}},
+		{"store directory readable by others", func(s *secret.Store) string {
+			d := filepath.Dir(s.Path)
+			os.Chmod(d, 0o755)
+			return d
+		}},
+		{"key directory readable by the group", func(s *secret.Store) string {
+			d := filepath.Dir(s.KeyPath)
+			os.Chmod(d, 0o750)
+			return d
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(t)

@@ -235,13 +235,15 @@ func checkPrivate(path string, fi fs.FileInfo, forbidden fs.FileMode) error {
 	return nil
 }
 
-// checkDir refuses a directory others can write to: they could swap the file.
+// checkDir refuses a directory others can reach: write access would let
+// them swap the file, and read or search access shows what is stored
+// where (the docs promise a directory closed to everyone else).
 func checkDir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return err
 	}
-	return checkPrivate(dir, fi, 0o022)
+	return checkPrivate(dir, fi, 0o077)
 }
 
 // privateDir creates dir 0700 when it is missing and checks it.

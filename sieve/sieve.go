@@ -562,9 +562,7 @@ func hidden(res *Result, plan *policy.Plan, rule *policy.Rule) []string {
 			case d.Reason == Secret:
 				hide = true
 			case d.Reason == Allow:
-				_, byName := detect.SensitiveName(key)
-				_, byValue := detect.Value(val)
-				hide = byName || byValue || detect.Injection(key, val)
+				hide = detect.Sensitive(key, val) || detect.Injection(key, val)
 			}
 		}
 		if hide {
@@ -643,7 +641,7 @@ func decide(d *Decision, plan, rt *policy.Tables, inPlan, inRule bool, h uint32,
 				return
 			}
 		}
-		if kind, bad := detect.Value(val); bad {
+		if kind, bad := detect.ValueFor(key, val); bad {
 			d.Reason, d.Source, d.detail = SensitiveValue, a.Source, kind.Index()
 			return
 		}

@@ -96,6 +96,20 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name:   "a glob admits no hex key, structured credential or new credential word",
+			policy: "version: 1\nbase: none\nallow: [\"MYAPP_*\", \"COMMIT_SHA\", \"OTP_*\"]\n",
+			parent: []string{"MYAPP_DD=3f9c2a7e1b5d4c8e9a0f6b2d1c4e7a9b", "COMMIT_SHA=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
+				"MYAPP_PG=host=db user=app password=s3cr3t", "MYAPP_BEARER=x", "OTP_SEED=JBSWY3DPEHPK3PXP", "MYAPP_BUILD_ID=3f9c2a7e1b5d4c8e9a0f6b2d1c4e7a9b"},
+			want: []want{
+				{key: "MYAPP_DD", reason: sieve.SensitiveValue, detail: "hex-secret"},
+				{key: "COMMIT_SHA", kept: true, reason: sieve.Allow},
+				{key: "MYAPP_PG", reason: sieve.SensitiveValue, detail: "field-secret"},
+				{key: "MYAPP_BEARER", reason: sieve.SensitiveName, detail: "BEARER"},
+				{key: "OTP_SEED", reason: sieve.SensitiveName, detail: "SEED"},
+				{key: "MYAPP_BUILD_ID", kept: true, reason: sieve.Allow},
+			},
+		},
+		{
 			name:   "an exact allow passes the guard",
 			policy: "version: 1\nbase: none\nallow: [GITHUB_TOKEN, MYAPP_CONFIG, LD_PRELOAD]\n",
 			parent: []string{"GITHUB_TOKEN=" + ghToken, "MYAPP_CONFIG=" + ghToken, "LD_PRELOAD=/x.so"},

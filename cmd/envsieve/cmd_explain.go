@@ -224,13 +224,7 @@ func nonNil[T any](s []T) []T {
 // sensitive reports whether explain must mask a value: a credential-like name
 // or value, or a variable that injects code.
 func sensitive(key, val string) bool {
-	if _, ok := detect.SensitiveName(key); ok {
-		return true
-	}
-	if _, ok := detect.Value(val); ok {
-		return true
-	}
-	return detect.Injection(key, val)
+	return detect.Sensitive(key, val) || detect.Injection(key, val)
 }
 
 func printExplain(w io.Writer, doc *explainJSON) error {

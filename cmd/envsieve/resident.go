@@ -61,9 +61,7 @@ func (l *launchPlan) findHidden() []redact.Secret {
 			continue
 		}
 		_, val, _ := strings.Cut(kv, "=")
-		_, byName := detect.SensitiveName(d.Key)
-		_, byValue := detect.Value(val)
-		if byName || byValue {
+		if detect.Sensitive(d.Key, val) {
 			add(d.Key, val)
 		}
 	}
@@ -160,7 +158,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 		}
 		for _, name := range l.res.Injected {
 			spec := l.policy.SecretSpec(name)
-			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.Fingerprint(key, []byte(l.injected[name])))
+			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
 		}
 	}
 	if l.policy.Redact.Enabled {

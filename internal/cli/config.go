@@ -43,7 +43,7 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(policy.LocalName)
+	src, err := policy.ReadFile(policy.LocalName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return p, nil

@@ -13,14 +13,25 @@ var sensitiveWords = []string{
 	// MYSQL_PWD) and end few other words. The shell's own PWD and OLDPWD,
 	// the working directory, are exceptions: see SensitiveName.
 	"PASSPHRASE", "AUTHORIZATION", "PAT", "PWD",
+	// Added with the guard's review: a bearer credential (BEARER), a web
+	// session (JSESSIONID), a Wi-Fi pre-shared key (WIFI_PSK), a MAC key
+	// (WEBHOOK_HMAC), a salt of a signer (SIGNING_SALT), a phone's
+	// PASSCODE and a wallet's MNEMONIC.
+	"BEARER", "SESSIONID", "PSK", "HMAC", "SALT", "PASSCODE", "MNEMONIC",
 }
+
+// seedQualifiers make SEED a credential's word when the name also has one:
+// OTP_SEED, TOTP_SEED, WALLET_SEED, SEED_PHRASE. Alone, SEED is a random
+// generator's (RANDOM_SEED, PYTHONHASHSEED).
+var seedQualifiers = []string{"OTP", "TOTP", "HOTP", "MFA", "WALLET", "PHRASE", "RECOVERY", "BIP"}
 
 // ordinaryWords end in a sensitive word but are ordinary English: a
 // PROXY_BYPASS list, a terminal's HOTKEY, a CHAOS_MONKEY switch, a
 // COMPAT_MODE. ASKPASS is deliberately not here: SSH_ASKPASS and GIT_ASKPASS
 // name programs that hand out passwords, a capability worth an exact allow
 // entry.
-var ordinaryWords = []string{"BYPASS", "COMPASS", "COMPAT", "HOTKEY", "MONKEY"}
+// GOPRIVATE is the Go toolchain's list of private module paths.
+var ordinaryWords = []string{"BYPASS", "COMPASS", "COMPAT", "HOTKEY", "MONKEY", "GOPRIVATE"}
 
 // stores are words that, when a later word of the name is URL or URI, make
 // a compound name that by convention holds a connection string, password
@@ -49,7 +60,8 @@ var stores = []string{
 //
 //   - one of its words is or ends in KEY, SECRET, TOKEN, PASSWORD, PASSWD,
 //     PASS, PW, CREDENTIAL(S), CREDS, PRIVATE, COOKIE, DSN, AUTH, PASSPHRASE,
-//     AUTHORIZATION, PAT or PWD, also followed by a plural S, unless the word
+//     AUTHORIZATION, PAT, PWD, BEARER, SESSIONID, PSK, HMAC, SALT,
+//     PASSCODE or MNEMONIC, also followed by a plural S, unless the word
 //     is an ordinary one such as BYPASS or HOTKEY, or the name is PWD or
 //     OLDPWD (the working directory); or
 //   - it is a compound that holds a connection string: a word that is or
@@ -57,7 +69,10 @@ var stores = []string{
 //     RABBITMQ, BROKER or WEBHOOK, followed somewhere later by the word URL
 //     or URI (then word is the run of name from one to the other);
 //     CONNECTION followed by STRING(S); or a last word that is or ends in
-//     WEBHOOK (SLACK_WEBHOOK).
+//     WEBHOOK (SLACK_WEBHOOK); or
+//   - a word that is or ends in SEED together with OTP, TOTP, HOTP, MFA,
+//     WALLET, PHRASE, RECOVERY or BIP (OTP_SEED, SEED_PHRASE), but not
+//     RANDOM_SEED or PYTHONHASHSEED.
 func SensitiveName(name string) (word string, ok bool) {
 	if !mayBeSensitive(name) {
 		return "", false
@@ -67,12 +82,20 @@ func SensitiveName(name string) (word string, ok bool) {
 	}
 	store := -1 // where the first store word starts
 	conn := -1  // where the previous word starts, if it is CONNECTION
+	seed, qualified := "", false
 	last := ""
 	for start, end := nextWord(name, 0); start < end; start, end = nextWord(name, end) {
 		w := name[start:end]
+		if hasSuffixFold(w, "SEED") {
+			seed = w
+		} else if equalsAny(w, seedQualifiers) {
+			qualified = true
+		}
 		switch {
 		case sensitiveWord(w):
 			return w, true
+		case seed != "" && qualified:
+			return seed, true
 		case store >= 0 && (equalFold(w, "URL") || equalFold(w, "URI")):
 			return name[store:end], true
 		case conn >= 0 && (equalFold(w, "STRING") || equalFold(w, "STRINGS")):

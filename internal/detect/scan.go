@@ -142,6 +142,10 @@ const (
 	kindWebhook
 	kindRandom
 	kindNamed
+	// Reported by Value and ValueFor only, not by Scan; here so that a
+	// decision can name them by Index.
+	kindField
+	kindHex
 )
 
 // Index returns a byte that stands for k when k is one of the kinds this

@@ -4,21 +4,22 @@ package detect
 
 // kinds are the kinds that Scan reports, by kindID: those it names by
 // constant, then those of tokenRules.
-var kinds = []Kind{"", "jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy", "named-secret", "github-token", "gitlab-token", "anthropic-api-key", "openai-api-key", "slack-token", "aws-access-key-id", "google-api-key", "npm-token", "huggingface-token", "stripe-key", "sendgrid-key", "twilio-key", "pypi-token", "digitalocean-token", "age-secret-key"}
+var kinds = []Kind{"", "jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy", "named-secret", "field-secret", "hex-secret", "github-token", "gitlab-token", "anthropic-api-key", "openai-api-key", "slack-token", "aws-access-key-id", "google-api-key", "npm-token", "huggingface-token", "stripe-key", "sendgrid-key", "twilio-key", "pypi-token", "digitalocean-token", "age-secret-key", "google-oauth-client-secret", "shopify-token"}
 
 // rulesFor[c] are the rules whose prefix starts with the byte c.
 var rulesFor = [256][]tokenRule{
-	'A': {{prefix: "AKIA", kind: "aws-access-key-id", tail: 0x5, min: 16, max: 16, mixed: false, id: 13}, {prefix: "ASIA", kind: "aws-access-key-id", tail: 0x5, min: 16, max: 16, mixed: false, id: 13}, {prefix: "AIza", kind: "google-api-key", tail: 0x67, min: 35, max: 35, mixed: false, id: 14}, {prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: 0x5, min: 50, max: 0, mixed: false, id: 22}},
-	'S': {{prefix: "SG.", kind: "sendgrid-key", tail: 0xe7, min: 60, max: 0, mixed: true, id: 18}, {prefix: "SK", kind: "twilio-key", tail: 0x14, min: 32, max: 32, mixed: false, id: 19}},
-	'd': {{prefix: "dop_v1_", kind: "digitalocean-token", tail: 0x14, min: 64, max: 64, mixed: false, id: 21}},
-	'g': {{prefix: "github_pat_", kind: "github-token", tail: 0x47, min: 40, max: 0, mixed: false, id: 8}, {prefix: "ghp_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 8}, {prefix: "gho_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 8}, {prefix: "ghu_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 8}, {prefix: "ghs_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 8}, {prefix: "ghr_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 8}, {prefix: "glpat-", kind: "gitlab-token", tail: 0x67, min: 20, max: 0, mixed: false, id: 9}},
-	'h': {{prefix: "hf_", kind: "huggingface-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 16}},
-	'n': {{prefix: "npm_", kind: "npm-token", tail: 0x7, min: 36, max: 0, mixed: false, id: 15}},
-	'p': {{prefix: "pypi-AgEIcHlwaS5vcmc", kind: "pypi-token", tail: 0x67, min: 50, max: 0, mixed: false, id: 20}},
-	'r': {{prefix: "rk_live_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 17}, {prefix: "rk_test_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 17}},
-	's': {{prefix: "sk-ant-", kind: "anthropic-api-key", tail: 0x67, min: 32, max: 0, mixed: false, id: 10}, {prefix: "sk-", kind: "openai-api-key", tail: 0x67, min: 32, max: 0, mixed: true, id: 11}, {prefix: "sk_live_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 17}, {prefix: "sk_test_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 17}},
-	'w': {{prefix: "whsec_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 17}},
-	'x': {{prefix: "xoxa-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxb-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxp-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxr-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxs-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxe-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xoxe.", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}, {prefix: "xapp-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 12}},
+	'A': {{prefix: "AKIA", kind: "aws-access-key-id", tail: 0x5, min: 16, max: 16, mixed: false, id: 15}, {prefix: "ASIA", kind: "aws-access-key-id", tail: 0x5, min: 16, max: 16, mixed: false, id: 15}, {prefix: "AIza", kind: "google-api-key", tail: 0x67, min: 35, max: 35, mixed: false, id: 16}, {prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: 0x5, min: 50, max: 0, mixed: false, id: 24}},
+	'G': {{prefix: "GOCSPX-", kind: "google-oauth-client-secret", tail: 0x67, min: 24, max: 0, mixed: false, id: 25}},
+	'S': {{prefix: "SG.", kind: "sendgrid-key", tail: 0xe7, min: 60, max: 0, mixed: true, id: 20}, {prefix: "SK", kind: "twilio-key", tail: 0x14, min: 32, max: 32, mixed: false, id: 21}},
+	'd': {{prefix: "dop_v1_", kind: "digitalocean-token", tail: 0x14, min: 64, max: 64, mixed: false, id: 23}},
+	'g': {{prefix: "github_pat_", kind: "github-token", tail: 0x47, min: 40, max: 0, mixed: false, id: 10}, {prefix: "ghp_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 10}, {prefix: "gho_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 10}, {prefix: "ghu_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 10}, {prefix: "ghs_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 10}, {prefix: "ghr_", kind: "github-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 10}, {prefix: "glpat-", kind: "gitlab-token", tail: 0x67, min: 20, max: 0, mixed: false, id: 11}},
+	'h': {{prefix: "hf_", kind: "huggingface-token", tail: 0x7, min: 30, max: 0, mixed: false, id: 18}},
+	'n': {{prefix: "npm_", kind: "npm-token", tail: 0x7, min: 36, max: 0, mixed: false, id: 17}},
+	'p': {{prefix: "pypi-AgEIcHlwaS5vcmc", kind: "pypi-token", tail: 0x67, min: 50, max: 0, mixed: false, id: 22}},
+	'r': {{prefix: "rk_live_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 19}, {prefix: "rk_test_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 19}},
+	's': {{prefix: "sk-ant-", kind: "anthropic-api-key", tail: 0x67, min: 32, max: 0, mixed: false, id: 12}, {prefix: "sk-", kind: "openai-api-key", tail: 0x67, min: 32, max: 0, mixed: true, id: 13}, {prefix: "sk_live_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 19}, {prefix: "sk_test_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 19}, {prefix: "shpat_", kind: "shopify-token", tail: 0x7, min: 32, max: 0, mixed: false, id: 26}, {prefix: "shpss_", kind: "shopify-token", tail: 0x7, min: 32, max: 0, mixed: false, id: 26}, {prefix: "shpca_", kind: "shopify-token", tail: 0x7, min: 32, max: 0, mixed: false, id: 26}, {prefix: "shppa_", kind: "shopify-token", tail: 0x7, min: 32, max: 0, mixed: false, id: 26}},
+	'w': {{prefix: "whsec_", kind: "stripe-key", tail: 0x7, min: 24, max: 0, mixed: false, id: 19}},
+	'x': {{prefix: "xoxa-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxb-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxp-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxr-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxs-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxe-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xoxe.", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}, {prefix: "xapp-", kind: "slack-token", tail: 0x27, min: 20, max: 0, mixed: false, id: 14}},
 }
 
 // minTokenLen is the length of the shortest text knownToken can find.
@@ -28,6 +29,7 @@ const minTokenLen = 13
 // with the bytes c, d.
 var mayStart = [256][4]uint64{
 	'A': {0x0, 0x80a80, 0x0, 0x0},
+	'G': {0x0, 0x8000, 0x0, 0x0},
 	'S': {0x0, 0x880, 0x0, 0x0},
 	'd': {0x0, 0x800000000000, 0x0, 0x0},
 	'e': {0x0, 0x200000000000000, 0x0, 0x0},
@@ -36,7 +38,7 @@ var mayStart = [256][4]uint64{
 	'n': {0x0, 0x1000000000000, 0x0, 0x0},
 	'p': {0x0, 0x200000000000000, 0x0, 0x0},
 	'r': {0x0, 0x80000000000, 0x0, 0x0},
-	's': {0x0, 0x80000000000, 0x0, 0x0},
+	's': {0x0, 0x90000000000, 0x0, 0x0},
 	'w': {0x0, 0x10000000000, 0x0, 0x0},
 	'x': {0x0, 0x800200000000, 0x0, 0x0},
 }
@@ -44,33 +46,40 @@ var mayStart = [256][4]uint64{
 // needles are the words whose presence mayBeSensitive looks for, by first
 // letter, without any that holds a shorter one (PASSWORD holds PASS).
 var needles = [26][]string{
-	0:  {"AUTH"},                          // A
-	2:  {"CREDENTIAL", "CREDS", "COOKIE"}, // C
-	3:  {"DSN"},                           // D
-	10: {"KEY"},                           // K
-	15: {"PASS", "PW", "PRIVATE", "PAT"},  // P
-	18: {"STRING", "SECRET"},              // S
-	19: {"TOKEN"},                         // T
-	20: {"URL", "URI"},                    // U
-	22: {"WEBHOOK"},                       // W
+	0:  {"AUTH"},                                          // A
+	1:  {"BEARER"},                                        // B
+	2:  {"CREDENTIAL", "CREDS", "COOKIE"},                 // C
+	3:  {"DSN"},                                           // D
+	7:  {"HMAC"},                                          // H
+	10: {"KEY"},                                           // K
+	12: {"MNEMONIC"},                                      // M
+	15: {"PASS", "PW", "PRIVATE", "PAT", "PSK"},           // P
+	18: {"STRING", "SEED", "SECRET", "SESSIONID", "SALT"}, // S
+	19: {"TOKEN"},                                         // T
+	20: {"URL", "URI"},                                    // U
+	22: {"WEBHOOK"},                                       // W
 }
 
 // needlePairs has bit a|b<<8 set when a needle starts with the bytes a, b
 // (in either case).
 var needlePairs = [1 << 16 / 64]uint64{
-	261: 0x1000000010000,
-	277: 0x88080000880800,
+	261: 0x9000000090000,
+	277: 0x88080400880804,
+	309: 0x10000000100,
+	313: 0x200000002000,
 	317: 0x10000800100008,
 	329: 0x21000800210008,
-	333: 0x1000000010,
+	333: 0x1001000010010,
 	337: 0x8000000080000,
 	341: 0x200000002,
 	349: 0x1000000010000,
-	389: 0x1000000010000,
-	405: 0x88080000880800,
+	389: 0x9000000090000,
+	405: 0x88080400880804,
+	437: 0x10000000100,
+	441: 0x200000002000,
 	445: 0x10000800100008,
 	457: 0x21000800210008,
-	461: 0x1000000010,
+	461: 0x1001000010010,
 	465: 0x8000000080000,
 	469: 0x200000002,
 	477: 0x1000000010000,
@@ -78,13 +87,16 @@ var needlePairs = [1 << 16 / 64]uint64{
 
 // sensitiveByLast indexes sensitiveWords by their last letter.
 var sensitiveByLast = byLast{
-	'D': {"PASSWORD", "PASSWD", "PWD"},
-	'E': {"PRIVATE", "COOKIE", "PASSPHRASE"},
+	'C': {"HMAC", "MNEMONIC"},
+	'D': {"PASSWORD", "PASSWD", "PWD", "SESSIONID"},
+	'E': {"PRIVATE", "COOKIE", "PASSPHRASE", "PASSCODE"},
 	'H': {"AUTH"},
+	'K': {"PSK"},
 	'L': {"CREDENTIAL"},
 	'N': {"TOKEN", "DSN", "AUTHORIZATION"},
+	'R': {"BEARER"},
 	'S': {"PASS", "CREDENTIALS", "CREDS"},
-	'T': {"SECRET", "PAT"},
+	'T': {"SECRET", "PAT", "SALT"},
 	'W': {"PW"},
 	'Y': {"KEY"},
 }

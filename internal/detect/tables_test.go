@@ -33,7 +33,8 @@ func TestTables(t *testing.T) {
 	}
 	// The kinds Scan names by constant are where the constants say.
 	for id, k := range map[kindID]Kind{kindJWT: "jwt", kindPEM: "pem-private-key", kindURLPassword: "url-password",
-		kindURLQuery: "url-query-secret", kindWebhook: "webhook-url", kindRandom: "high-entropy", kindNamed: "named-secret"} {
+		kindURLQuery: "url-query-secret", kindWebhook: "webhook-url", kindRandom: "high-entropy", kindNamed: "named-secret",
+		kindField: "field-secret", kindHex: "hex-secret"} {
 		if kinds[id] != k {
 			t.Errorf("kinds[%d] = %q, want %q", id, kinds[id], k)
 		}
@@ -42,7 +43,7 @@ func TestTables(t *testing.T) {
 
 // baseKinds are the kinds Scan reports by constant, in the constants' order;
 // the token rules' kinds follow them in kinds.
-var baseKinds = []Kind{"", "jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy", "named-secret"}
+var baseKinds = []Kind{"", "jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy", "named-secret", "field-secret", "hex-secret"}
 
 func renderTables(t *testing.T) []byte {
 	var b strings.Builder
@@ -109,7 +110,7 @@ func renderTables(t *testing.T) []byte {
 
 	// needles and needlePairs: the words mayBeSensitive looks for, without
 	// any that holds a shorter one (PASSWORD holds PASS).
-	all := append([]string{"URL", "URI", "STRING", "WEBHOOK"}, sensitiveWords...)
+	all := append([]string{"URL", "URI", "STRING", "WEBHOOK", "SEED"}, sensitiveWords...)
 	var byFirst [26][]string
 	var pairs [1 << 16 / 64]uint64
 	for _, w := range all {

@@ -22,6 +22,8 @@ import "strings"
 //   - "pypi-token": pypi-AgEIcHlwaS5vcmc (a macaroon for pypi.org)
 //   - "digitalocean-token": dop_v1_
 //   - "age-secret-key": AGE-SECRET-KEY-1
+//   - "google-oauth-client-secret": GOCSPX-
+//   - "shopify-token": shpat_, shpss_, shpca_, shppa_
 //   - "jwt": three base64url parts joined by dots, the first starting eyJ
 //   - "pem-private-key": a PEM block whose label holds PRIVATE KEY
 //   - "url-password": scheme://user:password@host, the user possibly empty,
@@ -30,6 +32,13 @@ import "strings"
 //     access_token=, api_key= or X-Amz-Credential=
 //   - "webhook-url": a Slack, Discord or Microsoft Teams incoming webhook,
 //     whose path is the secret
+//   - "field-secret": a credential in a structured value, found by its
+//     key's word: key=value, --flag=value, JSON and YAML fields,
+//     connection strings, an Authorization header, a netrc line, or
+//     user:password; see [Value]
+//   - "hex-secret": a whole value of 32 or more hex digits (dashes between
+//     them allowed: UUIDs), under a name that does not say it is an
+//     identifier; see [ValueFor] (ValueFor only)
 //   - "high-entropy": a long random-looking string, see [Value]
 //   - "named-secret": a value that only its sensitive name gives away, see
 //     [Scan] (Scan only)
@@ -90,6 +99,11 @@ var tokenRules = []tokenRule{
 	{prefix: "pypi-AgEIcHlwaS5vcmc", kind: "pypi-token", tail: base64url, min: 50},
 	{prefix: "dop_v1_", kind: "digitalocean-token", tail: digit | hexLower, min: 64, max: 64},
 	{prefix: "AGE-SECRET-KEY-1", kind: "age-secret-key", tail: upper | digit, min: 50},
+	{prefix: "GOCSPX-", kind: "google-oauth-client-secret", tail: base64url, min: 24},
+	{prefix: "shpat_", kind: "shopify-token", tail: alnum, min: 32},
+	{prefix: "shpss_", kind: "shopify-token", tail: alnum, min: 32},
+	{prefix: "shpca_", kind: "shopify-token", tail: alnum, min: 32},
+	{prefix: "shppa_", kind: "shopify-token", tail: alnum, min: 32},
 }
 
 // rulesFor, the rules by their prefix's first byte, is in tables_gen.go.
@@ -104,7 +118,9 @@ var tokenRules = []tokenRule{
 //  2. A PEM private key: "-----BEGIN ", a label holding PRIVATE KEY, "-----".
 //  3. A URL with a password in its userinfo, with a secret query parameter,
 //     or an incoming webhook URL.
-//  4. A long random-looking string: a run of at least 20 characters from the
+//  4. A credential in a structured value, found by its key: see
+//     fieldSecret.
+//  5. A long random-looking string: a run of at least 20 characters from the
 //     base64 alphabets (letters, digits, '+', '/', '-', '_') that mixes
 //     upper case, lower case and digits, changes between them in at least
 //     one in three adjacent pairs (a random string does in three in five),
@@ -148,6 +164,9 @@ func Value(value string) (Kind, bool) {
 		if k, ok := urlSecret(value); ok {
 			return k, true
 		}
+	}
+	if len(value) >= minFieldLen && fieldSecret(value) {
+		return "field-secret", true
 	}
 	if pem < 0 && len(value) >= minRandomLen && highEntropy(value) {
 		return "high-entropy", true

@@ -168,7 +168,7 @@ func valueCases() []valueCase {
 		{name: "base62 24", value: rnd.str(base62Chars, 24), want: "high-entropy"},
 		{name: "base64 of 32 bytes", value: base64.StdEncoding.EncodeToString(rnd.bytes(32)), want: "high-entropy"},
 		{name: "base64url of 48 bytes", value: base64.RawURLEncoding.EncodeToString(rnd.bytes(48)), want: "high-entropy"},
-		{name: "azure connection string", value: "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + base64.StdEncoding.EncodeToString(rnd.bytes(64)) + ";EndpointSuffix=core.windows.net", want: "high-entropy"},
+		{name: "azure connection string", value: "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + base64.StdEncoding.EncodeToString(rnd.bytes(64)) + ";EndpointSuffix=core.windows.net", want: "field-secret"},
 		{name: "random in a flag", value: "--api-key " + rnd.str(base62Chars, 40), want: "high-entropy"},
 		{name: "base64 of a long random password", value: base64.StdEncoding.EncodeToString([]byte(rnd.str(base62Chars, 24))), want: "high-entropy"},
 
@@ -408,7 +408,7 @@ func FuzzValue(f *testing.F) {
 	for _, r := range tokenRules {
 		known[r.kind] = true
 	}
-	for _, k := range []Kind{"jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "high-entropy"} {
+	for _, k := range []Kind{"jwt", "pem-private-key", "url-password", "url-query-secret", "webhook-url", "field-secret", "high-entropy"} {
 		known[k] = true
 	}
 	f.Fuzz(func(t *testing.T, value string) {

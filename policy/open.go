@@ -1,0 +1,94 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxFileSize is the largest policy file envsieve reads, in bytes.
+const MaxFileSize = 1 << 20
+
+// ErrNotPolicyFile is returned (wrapped) by [ReadFile] for a path that is
+// not a file envsieve reads a policy from: a symbolic link, a FIFO, a
+// device, a directory, a file of another user, or one over [MaxFileSize].
+// Use errors.Is.
+var ErrNotPolicyFile = errors.New("not a policy file")
+
+// ReadFile reads a policy file the way envsieve trusts one: opened without
+// following a symbolic link (even as its last component), without blocking
+// (a FIFO is refused, never waited on), a regular file owned by the user
+// running envsieve or by root, at most [MaxFileSize] bytes, and read whole.
+// So a parse error's excerpt only ever quotes the policy's own text: a
+// project-local .envsieve.yaml that an agent made a link to
+// /proc/self/environ is refused before a byte of it is read.
+func ReadFile(path string) ([]byte, error) {
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi)
+	}
+	if err := checkOwner(fi); err != nil {
+		return nil, err
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, notPolicy(fmt.Sprintf("%d bytes, over the limit of %d", fi.Size(), MaxFileSize))
+	}
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(src) > MaxFileSize {
+		return nil, notPolicy(fmt.Sprintf("grew past the limit of %d bytes while read", MaxFileSize))
+	}
+	return src, nil
+}
+
+// notPolicy is an error that wraps [ErrNotPolicyFile] with its own words.
+type notPolicy string
+
+func (e notPolicy) Error() string        { return string(e) }
+func (e notPolicy) Is(target error) bool { return target == ErrNotPolicyFile }
+
+// errSymlink is said when a policy path is a symbolic link.
+var errSymlink = notPolicy("a symbolic link: envsieve reads a policy only from a regular file (name the file itself)")
+
+// notRegular names what fi is instead of a regular file.
+func notRegular(fi os.FileInfo) error {
+	what := "not a regular file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		what += " but a directory"
+	case m&os.ModeNamedPipe != 0:
+		what += " but a named pipe"
+	case m&os.ModeSocket != 0:
+		what += " but a socket"
+	case m&os.ModeDevice != 0:
+		what += " but a device"
+	}
+	return notPolicy(what)
+}
+
+// openStat is used where no-follow opening is not available: it refuses a
+// link seen by Lstat before opening.
+func openStat(path string) (*os.File, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return nil, errSymlink
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(fi)
+	}
+	return os.Open(path)
+}
