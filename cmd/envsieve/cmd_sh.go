@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -74,6 +75,8 @@ func parseShArgs(args []string) (*shArgs, error) {
 			case matched:
 			case arg == "--isolate":
 				a.flags.isolate = true
+			case arg == "--no-shim":
+				a.flags.noShim = true
 			case arg == "--login":
 				a.opts = append(a.opts, "-l")
 			case arg == "--noprofile" || arg == "--norc":
@@ -113,6 +116,34 @@ func parseShArgs(args []string) (*shArgs, error) {
 	return a, nil
 }
 
+// startupFiles reports whether the shell will run startup files (a login
+// shell's ~/.profile, an interactive one's ~/.bashrc): files the tree can
+// write, so a shell that reads them must hold no rule's keys.
+func (a *shArgs) startupFiles() bool {
+	for _, o := range a.opts {
+		if o == "-l" || o == "-i" {
+			return true
+		}
+	}
+	return false
+}
+
+// shimLoads reports whether the shim will load into the shell (found, not
+// turned off, the shell dynamic), looking the shell up in the launcher's
+// PATH as the child's will be: then the shell never gets a rule's keys,
+// and each program gets its grant at its exec.
+func shimLoads(shell string, noShim bool) bool {
+	if noShim {
+		return false
+	}
+	path, err := launch.LookPath(shell, os.Environ())
+	if err != nil {
+		return false
+	}
+	_, static, err := findShim(path)
+	return err == nil && !static
+}
+
 func shCmd(u *cli.UI) *cobra.Command {
 	return &cobra.Command{
 		Use:   "sh [--policy FILE] [--profile NAME] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
@@ -124,9 +155,12 @@ named envsieve-sh can be an agent's SHELL.
 
 With -c, STRING is parsed as shell; a command rule applies only when every
 simple command in it matches that same rule. A string that does not parse, or
-holds a command that cannot be known statically (a variable as program, eval
-of a variable, export), gets no rule. A script from a file or stdin gets no
-rule. The string runs with the policy's shell (default /bin/sh).`,
+holds anything the shell would expand (a variable, a substitution, a glob, an
+assignment, a redirection to a built name, a here-document), gets no rule,
+and so does a login or interactive shell (it runs startup files) and a script
+from a file or stdin. Where the shim loads into the shell, the shell itself
+never gets a rule's keys: each program gets its grant at its exec. The
+string runs with the policy's shell (default /bin/sh).`,
 		Example: `  envsieve sh -c 'gh pr list'
   ln -s "$(command -v envsieve)" ~/bin/envsieve-sh && SHELL=~/bin/envsieve-sh claude`,
 		DisableFlagParsing: true,
@@ -138,14 +172,6 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 			if err != nil {
 				return err
 			}
-			var commands [][]string
-			if a.hasC {
-				if cmds, ok := shellcmd.Commands(a.command); ok {
-					commands = cmds
-				} else {
-					u.Debugf("sh: the string cannot be analysed statically: no rule applies")
-				}
-			}
 			p, err := cli.LoadPolicy(u, a.flags.policy)
 			if err != nil {
 				return err
@@ -153,6 +179,20 @@ rule. The string runs with the policy's shell (default /bin/sh).`,
 			shell := p.Shell
 			if shell == "" {
 				shell = defaultShell
+			}
+			var commands [][]string
+			switch {
+			case !a.hasC:
+			case a.startupFiles():
+				u.Debugf("sh: a login or interactive shell runs files the tree can write: no rule applies")
+			case shimLoads(shell, a.flags.noShim):
+				u.Debugf("sh: the shim loads: rules apply at the exec of each program, never to the shell")
+			default:
+				if cmds, ok := shellcmd.Commands(a.command); ok {
+					commands = cmds
+				} else {
+					u.Debugf("sh: the string cannot be analysed statically: no rule applies")
+				}
 			}
 			l, err := buildWith(u, p, &a.flags, commands, false)
 			if err != nil {

@@ -54,6 +54,11 @@ var errShimNeeded = errors.New("the shim is needed")
 func startShim(u *cli.UI, l *launchPlan, path string, alog *audit.Log) (*shimRun, error) {
 	res := l.res
 	needHide := res.BlockIteration && len(res.Hide) > 0
+	if needHide {
+		if err := shim.CheckHide(res.Hide); err != nil {
+			return nil, fmt.Errorf("block_iteration: %w", err)
+		}
+	}
 	grants := len(l.policy.Rules) > 0
 	if l.noShim {
 		if needHide {
