@@ -38,6 +38,9 @@
 //     invalid UTF-8 as \ufffd. Also the ASCII-only variant, every non-ASCII character as
 //     \uXXXX (Python's json.dumps), and the variant with "/" written "\/" (PHP).
 //   - hex: lower and upper case.
+//   - every byte escaped: \xNN (C, shell, Python and JavaScript literals), \u00NN
+//     (JSON and JavaScript) and %NN (a URL encoder that escapes every byte), each
+//     with lower- and upper-case hex digits.
 //
 // If v has leading or trailing white space (a value read from a file often ends in a
 // newline), the same forms of the trimmed value are patterns too. Duplicate patterns are

@@ -57,6 +57,34 @@ func forms(v []byte) []form {
 	h := hex.EncodeToString(v)
 	add("hex", []byte(h))
 	add("hex-upper", bytes.ToUpper([]byte(h)))
+
+	// Every byte escaped: C, shell (printf, echo -e), Python and
+	// JavaScript string literals (\xNN), JSON and JavaScript (\u00NN), and
+	// URL encoders that escape every byte (%NN).
+	add("xescape", eachByte(v, `\x`, 2, false))
+	add("xescape-upper", eachByte(v, `\x`, 2, true))
+	add("uescape", eachByte(v, `\u`, 4, false))
+	add("uescape-upper", eachByte(v, `\u`, 4, true))
+	add("percent-all", eachByte(v, "%", 2, true))
+	add("percent-all-lower", eachByte(v, "%", 2, false))
+	return out
+}
+
+// eachByte writes every byte of v as prefix and its value in width hex
+// digits (leading zeros), upper or lower case.
+func eachByte(v []byte, prefix string, width int, upper bool) []byte {
+	digits := "0123456789abcdef"
+	if upper {
+		digits = "0123456789ABCDEF"
+	}
+	out := make([]byte, 0, len(v)*(len(prefix)+width))
+	for _, c := range v {
+		out = append(out, prefix...)
+		for range width - 2 {
+			out = append(out, '0')
+		}
+		out = append(out, digits[c>>4], digits[c&0xf])
+	}
 	return out
 }
 

@@ -114,6 +114,15 @@ func formCases() []formCase {
 		add("json-slash", strings.ReplaceAll(jsonOf(v, false), "/", `\/`))
 		add("hex", "dump "+hex.EncodeToString(v)+" .")
 		add("hex-upper", "DUMP "+strings.ToUpper(hex.EncodeToString(v))+" .")
+		// Every byte escaped, as printf '\\x..', JavaScript and Python
+		// string literals, JSON and URL encoders that escape everything
+		// write it.
+		add("xescape", "echo -e '"+fmtEachByte(v, `\x%02x`)+"'")
+		add("xescape-upper", `b"`+fmtEachByte(v, `\x%02X`)+`"`)
+		add("uescape", `{"k":"`+fmtEachByte(v, `\u%04x`)+`"}`)
+		add("uescape-upper", `"`+fmtEachByte(v, `\u%04X`)+`"`)
+		add("percent-all", "GET /?t="+fmtEachByte(v, "%%%02X")+" HTTP/1.1")
+		add("percent-all-lower", "t="+fmtEachByte(v, "%%%02x"))
 	}
 	lines := []byte(lineSecret)
 	cases = append(cases,
@@ -122,6 +131,15 @@ func formCases() []formCase {
 		formCase{"trimmed", []byte("  spaced-out-value-42 \n"), "value is spaced-out-value-42."},
 	)
 	return cases
+}
+
+// fmtEachByte writes every byte of v with the format f.
+func fmtEachByte(v []byte, f string) string {
+	var b strings.Builder
+	for _, c := range v {
+		fmt.Fprintf(&b, f, c)
+	}
+	return b.String()
 }
 
 // TestForms checks every encoding form, written whole, cut in two at every byte, byte
@@ -241,6 +259,7 @@ func TestFormsListed(t *testing.T) {
 		"base64url1-end-nopad", "base64url2", "base64url2-end", "base64url2-end-nopad",
 		"query", "query-lower", "path", "path-lower",
 		"json", "json-nohtml", "json-ascii", "json-slash", "hex", "hex-upper",
+		"xescape", "xescape-upper", "uescape", "uescape-upper", "percent-all", "percent-all-lower",
 	}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("forms: got kinds %q, want %q", kinds, want)
