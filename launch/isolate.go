@@ -55,8 +55,10 @@ func Isolate(c *Cmd) (*Cmd, error) {
 const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 
 // isolateAttr returns the clone attributes of an isolated init: the user's
-// uid and gid mapped to themselves, and CAP_SYS_ADMIN kept across the exec
-// (as an ambient capability, in the new user namespace only) to mount /proc.
+// uid and gid mapped to themselves, and CAP_SYS_ADMIN (to mount /proc) and
+// CAP_SETPCAP (to empty the bounding set) kept across the exec as ambient
+// capabilities, in the new user namespace only; the init drops both, and
+// every other, before the program starts.
 func isolateAttr() *syscall.SysProcAttr {
 	uid, gid := os.Getuid(), os.Getgid()
 	return &syscall.SysProcAttr{
@@ -64,7 +66,7 @@ func isolateAttr() *syscall.SysProcAttr {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
-		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN},
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
 		Pdeathsig:                  syscall.SIGKILL,
 	}
 }
@@ -83,8 +85,11 @@ func IsolateInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", err)
 		return 125
 	}
-	// The program must not inherit the capability the mount needed.
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+	// The program must hold no capability: not the one the mount needed,
+	// and none at all when envsieve runs as root (uid 0 in the namespace
+	// regains every capability of the bounding set at exec, enough to
+	// umount /proc and see the host's processes).
+	if err := dropCapabilities(); err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: drop capabilities: %v\n", err)
 		return 125
 	}
@@ -132,6 +137,31 @@ func IsolateInit(args []string) int {
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// dropCapabilities empties, for this thread and what it starts, the
+// ambient, inheritable and bounding sets. At exec, a program's permitted set
+// is then empty whatever its uid (root's implicit file capabilities are
+// masked by the bounding set) and whatever file capabilities it carries.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
 }
 
 // mountProc gives the namespace a private mount tree and a /proc that shows

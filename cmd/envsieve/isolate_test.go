@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -55,4 +56,28 @@ func uidString() string {
 	}
 	out, _ := exec.Command("id", "-u").Output()
 	return strings.TrimSpace(string(out))
+}
+
+// TestIsolateNoCapabilities: the program under --isolate holds no
+// capability, even when envsieve runs as root (dev containers do), so it
+// cannot uncover the host's /proc with `umount -l /proc` or mount anything.
+// Run as the test's own user: as root it is the attack; as another user it
+// checks the same promise.
+func TestIsolateNoCapabilities(t *testing.T) {
+	probe := `grep '^Cap\(Eff\|Prm\|Bnd\|Amb\)' /proc/self/status; umount -l /proc 2>/dev/null && echo UMOUNTED; mount -t tmpfs none /tmp 2>/dev/null && echo MOUNTED; echo uid=$(id -u)`
+	cmd := exec.Command("envsieve", "run", "--isolate", "--no-shim", "--", "/bin/sh", "-c", probe)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := string(out)
+	for _, c := range []string{"CapEff", "CapPrm", "CapBnd", "CapAmb"} {
+		if !strings.Contains(got, c+":\t0000000000000000") {
+			t.Errorf("%s is not empty:\n%s", c, got)
+		}
+	}
+	if strings.Contains(got, "UMOUNTED") || strings.Contains(got, "MOUNTED") {
+		t.Errorf("the isolated program could unmount or mount:\n%s", got)
+	}
 }
