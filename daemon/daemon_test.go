@@ -25,6 +25,7 @@ const testPolicy = `version: 1
 redact: {enabled: true, entropy: true}
 secrets:
   DEPLOY_TOKEN: {from: env}
+  FILE_TOKEN: {from: env, deliver: file}
 profiles:
   agent:
     allow: ["MYAPP_*", VIRTUAL_ENV_PROMPT, DEPLOY_TOKEN]
@@ -819,5 +820,31 @@ func TestDaemonSnapshotForms(t *testing.T) {
 		if (err != nil) != tc.err || (!tc.err && !slices.Equal([]string(s), tc.want)) {
 			t.Errorf("%s: %v %v, want %v (error %v)", tc.in, s, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestExecSecretFile: a file-delivered secret reaches the command as a
+// sealed memory file at /dev/fd/3, readable there, masked in the output,
+// never written to the daemon's runtime directory.
+func TestExecSecretFile(t *testing.T) {
+	ts := startServer(t, Limits{})
+	c := dial(t, ts.path)
+	id := mustInit(t, c, "", clientEnv("/c-bin", "FILE_TOKEN=file-token-value-5678"))
+	sid := mustSession(t, c, id, "agent", "")
+	var so bytes.Buffer
+	r, err := c.Exec(context.Background(), ExecParams{SessionID: sid, Shell: `echo "$FILE_TOKEN_FILE ${FILE_TOKEN:-unset}"; cat "$FILE_TOKEN_FILE"; echo; echo x >> "$FILE_TOKEN_FILE" 2>/dev/null && echo WRITABLE; true`, Secrets: []string{"FILE_TOKEN"}}, &so, nil)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v", err, r)
+	}
+	out := so.String()
+	if strings.Contains(out, "file-token-value") {
+		t.Fatal("the value reached the output unmasked")
+	}
+	if !strings.HasPrefix(out, "/dev/fd/3 unset\n[HIDDEN:") || strings.Contains(out, "WRITABLE") {
+		t.Errorf("output: %q", out)
+	}
+	entries, _ := os.ReadDir(ts.cfg.RuntimeDir)
+	if len(entries) != 0 {
+		t.Errorf("the runtime directory holds %d entries", len(entries))
 	}
 }

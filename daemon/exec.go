@@ -104,9 +104,12 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 			req.Path = path
 		}
 	}
-	values, files, dir, err := s.fetchSecrets(ectx, ss, req)
+	values, files, dir, fds, err := s.fetchSecrets(ectx, ss, req)
 	if dir != nil {
 		defer dir.Remove()
+	}
+	for _, f := range fds {
+		defer f.Close()
 	}
 	if err != nil {
 		return nil, err
@@ -178,6 +181,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	cmd.Env = b.Env
 	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.ExtraFiles = fds // file-delivered secrets, as /dev/fd/3 and on
 	var stdinW *os.File
 	if len(stdin) > 0 {
 		stdinR, w, err := os.Pipe()
@@ -301,13 +305,16 @@ func (s *Server) release(ss *session, execID string) {
 // fetchSecrets fetches the request's secrets from the sources the policy
 // names: `env` is the session's snapshot (the client's own environment),
 // `store` the daemon's store, `command` a helper run with the daemon's own
-// environment. File-delivered secrets are written to a private directory
-// that the caller removes.
-func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Request) (values, files map[string]string, dir *secret.Files, err error) {
+// environment. File-delivered secrets become sealed memory files that the
+// command gets as its descriptors 3 and on (fds, in that order; files names
+// them /dev/fd/N), never inherited by another session's command; where
+// there are none (not Linux), files in a private directory that the caller
+// removes.
+func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Request) (values, files map[string]string, dir *secret.Files, fds []*os.File, err error) {
 	pol := s.cfg.Policy
 	names, err := sieve.SecretNames(pol, req)
 	if err != nil || len(names) == 0 {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	values = map[string]string{}
 	for _, name := range names {
@@ -316,7 +323,7 @@ func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Reques
 		switch spec.From {
 		case policy.FromStore:
 			if s.cfg.Store == nil {
-				return nil, nil, dir, &sieve.SecretError{Name: name, Reason: "not found: the daemon has no secret store"}
+				return nil, nil, dir, fds, &sieve.SecretError{Name: name, Reason: "not found: the daemon has no secret store"}
 			}
 			src = s.cfg.Store
 		case policy.FromCommand:
@@ -329,28 +336,38 @@ func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Reques
 			continue // the engine names the missing secret
 		}
 		if ferr != nil {
-			return nil, nil, dir, rpcError(CodeSecret, ferr.Error())
+			return nil, nil, dir, fds, rpcError(CodeSecret, ferr.Error())
 		}
 		values[name] = v
-		if spec.Deliver == policy.DeliverFile {
+		if spec.Deliver == policy.DeliverFile && secret.MemfdSupported {
+			f, err := secret.Memfd(name, v)
+			if err != nil {
+				return nil, nil, dir, fds, err
+			}
+			if files == nil {
+				files = map[string]string{}
+			}
+			files[name] = secret.FDPath(3 + len(fds))
+			fds = append(fds, f)
+		} else if spec.Deliver == policy.DeliverFile {
 			if dir == nil {
 				root := s.cfg.RuntimeDir
 				if root == "" {
 					root = os.TempDir()
 				}
 				if dir, err = secret.NewFiles(root); err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, fds, err
 				}
 				files = map[string]string{}
 			}
 			path, werr := dir.Write(name, v)
 			if werr != nil {
-				return nil, nil, dir, werr
+				return nil, nil, dir, fds, werr
 			}
 			files[name] = path
 		}
 	}
-	return values, files, dir, nil
+	return values, files, dir, fds, nil
 }
 
 // redactionSet compiles the values to mask in a command's output: the

@@ -77,3 +77,6 @@ func removeStale(root string) {
 		}
 	}
 }
+
+// FDPath is the path by which a process opens its own descriptor fd.
+func FDPath(fd int) string { return "/dev/fd/" + strconv.Itoa(fd) }

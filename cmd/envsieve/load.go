@@ -67,8 +67,12 @@ type launchPlan struct {
 	req    sieve.Request
 	// injected holds the fetched secret values by name, for redaction.
 	injected map[string]string
-	// files holds file-delivered secrets; nil when there are none.
+	// files holds file-delivered secrets where they are written to a
+	// private directory (no memfd); nil when there are none.
 	files *secret.Files
+	// fds holds the memory files of file-delivered secrets, inherited by
+	// the child as /dev/fd/N.
+	fds []*os.File
 	// auditPath is --audit; "" means the policy's audit.path.
 	auditPath string
 	// isolate runs the child in namespaces of its own (--isolate).
@@ -84,8 +88,14 @@ type launchPlan struct {
 
 // cleanup removes file-delivered secrets.
 func (l *launchPlan) cleanup() {
-	if l != nil && l.files != nil {
+	if l == nil {
+		return
+	}
+	if l.files != nil {
 		_ = l.files.Remove()
+	}
+	for _, f := range l.fds {
+		f.Close()
 	}
 }
 
@@ -93,10 +103,13 @@ func (l *launchPlan) cleanup() {
 // nothing, so it runs no helper and opens no store.
 const notFetched = "<not fetched by explain>"
 
-// fetchSecrets fetches the named secrets from the sources the policy names,
-// writing file-delivered ones to a private directory. With dryRun (explain)
-// only the launcher's own environment is read, and nothing is written.
-func fetchSecrets(u *cli.UI, p *policy.Policy, parent, names []string, dryRun bool) (values, files map[string]string, dir *secret.Files, err error) {
+// fetchSecrets fetches the named secrets from the sources the policy names.
+// File-delivered ones become sealed memory files the child inherits (fds,
+// named /dev/fd/N in files), made once every helper has run so that none
+// inherits one; where there are none (not Linux), files in a private
+// directory. With dryRun (explain) only the launcher's own environment is
+// read, and nothing is written.
+func fetchSecrets(u *cli.UI, p *policy.Policy, parent, names []string, dryRun bool) (values, files map[string]string, dir *secret.Files, fds []*os.File, err error) {
 	values = map[string]string{}
 	ctx := context.Background()
 	var store *secret.Store
@@ -117,7 +130,7 @@ func fetchSecrets(u *cli.UI, p *policy.Policy, parent, names []string, dryRun bo
 		case policy.FromStore:
 			if store == nil {
 				if store, err = cli.UserStore(); err != nil {
-					return nil, nil, dir, err
+					return nil, nil, dir, nil, err
 				}
 			}
 			src = store
@@ -131,25 +144,43 @@ func fetchSecrets(u *cli.UI, p *policy.Policy, parent, names []string, dryRun bo
 			continue // the engine reports a missing secret by name
 		}
 		if ferr != nil {
-			return nil, nil, dir, ferr
+			return nil, nil, dir, nil, ferr
 		}
 		values[name] = v
-		if spec.Deliver == policy.DeliverFile {
-			if dir == nil {
-				if dir, err = secret.NewFiles(envknob.RuntimeDir()); err != nil {
-					return nil, nil, nil, err
-				}
-				files = map[string]string{}
-			}
-			path, werr := dir.Write(name, v)
-			if werr != nil {
-				return nil, nil, dir, werr
-			}
-			files[name] = path
-		}
 		u.Debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
 	}
-	return values, files, dir, nil
+	for _, name := range names {
+		v, ok := values[name]
+		if !ok || dryRun || p.SecretSpec(name).Deliver != policy.DeliverFile {
+			continue
+		}
+		if files == nil {
+			files = map[string]string{}
+		}
+		if secret.MemfdSupported {
+			f, err := secret.Memfd(name, v)
+			if err == nil {
+				fds = append(fds, f)
+				err = secret.Inherit(f)
+			}
+			if err != nil {
+				return nil, nil, dir, fds, err
+			}
+			files[name] = secret.FDPath(int(f.Fd()))
+			continue
+		}
+		if dir == nil {
+			if dir, err = secret.NewFiles(envknob.RuntimeDir()); err != nil {
+				return nil, nil, nil, fds, err
+			}
+		}
+		path, werr := dir.Write(name, v)
+		if werr != nil {
+			return nil, nil, dir, fds, werr
+		}
+		files[name] = path
+	}
+	return values, files, dir, fds, nil
 }
 
 // build loads the policy and builds the launch of argv. The program path is
@@ -190,8 +221,8 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 		return nil, err
 	}
 	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate, noShim: f.noShim}
-	values, files, dir, err := fetchSecrets(u, p, parent, names, dryRun)
-	l.files, l.injected = dir, values
+	values, files, dir, fds, err := fetchSecrets(u, p, parent, names, dryRun)
+	l.files, l.fds, l.injected = dir, fds, values
 	if err != nil {
 		l.cleanup()
 		return nil, err
