@@ -152,8 +152,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	srv := jrpc2.ServerFromContext(ctx)
 	outN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stdout"}}
 	errN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stderr"}}
-	stdout, closeOut := s.filter(outN, set)
-	stderr, closeErr := s.filter(errN, set)
+	stdout, stderr, closers := s.filter(outN, errN, set)
 
 	if b.Env == nil {
 		return nil, launch.ErrNilEnv // never inherit the daemon's environment
@@ -223,7 +222,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	for _, pm := range pumps {
 		pm.finish(exited, waitDelay)
 	}
-	for _, closeFn := range append(closeOut, closeErr...) {
+	for _, closeFn := range closers {
 		_ = closeFn()
 	}
 	st := cmd.ProcessState
@@ -371,8 +370,10 @@ func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Reques
 }
 
 // redactionSet compiles the values to mask in a command's output: the
-// snapshot's and the daemon's sensitive values that the command's
-// environment does not hold, and every injected secret. A session keeps the
+// snapshot's sensitive values that the command's environment does not hold,
+// and every injected secret: only values the session could hold. The
+// daemon's own values are never masked in a session's output: masking them
+// would make the redactor an oracle for values the session cannot read. A session keeps the
 // last few compiled sets, so repeated commands compile nothing. nil means
 // nothing to mask.
 func (s *Server) redactionSet(ss *session, env []string, injected map[string]string) (*redact.Set, error) {
@@ -396,11 +397,6 @@ func (s *Server) redactionSet(ss *session, env []string, injected map[string]str
 		hide = append(hide, redact.Secret{Name: name, Value: v})
 	}
 	for _, h := range ss.hidden {
-		if !given[string(h.Value)] {
-			add(h.Name, h.Value)
-		}
-	}
-	for _, h := range s.daemonHidden {
 		if !given[string(h.Value)] {
 			add(h.Name, h.Value)
 		}
@@ -461,20 +457,27 @@ func hideDigest(hide []redact.Secret) string {
 // filter returns the writer that masks a command's output on its way to dst:
 // the known values (set), then, when the policy's redact.entropy is on,
 // credential-looking strings nobody named. The closers flush in order.
-func (s *Server) filter(dst *outWriter, set *redact.Set) (io.Writer, []func() error) {
+// filter returns the writers that mask a command's stdout and stderr on
+// their way to outN and errN: the known values of set (both streams matched
+// as one, held back by length and released when idle, so that neither a
+// value split between them nor the timing of what is held gives anything
+// away; see redact.Streams), then, when the policy's redact.entropy is on,
+// credential-looking strings nobody named. The closers flush in order.
+func (s *Server) filter(outN, errN *outWriter, set *redact.Set) (stdout, stderr io.Writer, closers []func() error) {
 	pol := s.cfg.Policy
-	var w io.Writer = dst
-	closers := []func() error{dst.Close}
+	stdout, stderr = outN, errN
+	closers = []func() error{outN.Close, errN.Close}
 	if pol.Redact.Enabled && pol.Redact.Entropy {
 		opt := detect.ScanOptions{MinLen: pol.Redact.EntropyMinLen, MinEntropy: pol.Redact.EntropyThreshold}
-		d := redact.NewDetector(w, s.key, opt, detectorIdle)
-		w, closers = d, append([]func() error{d.Close}, closers...)
+		do := redact.NewDetector(stdout, s.key, opt, detectorIdle)
+		de := redact.NewDetector(stderr, s.key, opt, detectorIdle)
+		stdout, stderr, closers = do, de, append([]func() error{do.Close, de.Close}, closers...)
 	}
 	if set != nil {
-		rw := redact.NewWriter(w, set)
-		w, closers = rw, append([]func() error{rw.Close}, closers...)
+		m := redact.NewStreams(stdout, stderr, set, detectorIdle)
+		stdout, stderr, closers = m.Stdout(), m.Stderr(), append([]func() error{m.Close}, closers...)
 	}
-	return w, closers
+	return stdout, stderr, closers
 }
 
 // pump copies a command's output pipe to its filter chain.

@@ -20,7 +20,6 @@ import (
 
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/policy"
-	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/secret"
 )
 
@@ -105,9 +104,8 @@ type Server struct {
 	uid  int
 	snap policy.Limits // the limits a snapshot must fit
 	// layer1 holds, per base, the daemon's own entries whose key is in
-	// that base set; daemonHidden the sensitive values of the daemon's env.
-	layer1       map[policy.Base][]string
-	daemonHidden []redact.Secret
+	// that base set.
+	layer1 map[policy.Base][]string
 
 	mu       sync.Mutex
 	clients  map[string]*client
@@ -182,12 +180,6 @@ func New(cfg Config) (*Server, error) {
 			l1 = []string{}
 		}
 		s.layer1[base] = l1
-	}
-	for _, kv := range cfg.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		if sensitive(k, v) {
-			s.daemonHidden = append(s.daemonHidden, redact.Secret{Name: k, Value: []byte(v)})
-		}
 	}
 	return s, nil
 }

@@ -69,6 +69,11 @@
 // already known to be hidden). [Writer.Flush] and [Writer.Close] declare the end of the
 // stream and write what was held, unchanged: it can no longer become a secret.
 //
+// That makes a plain Writer a prefix oracle to a writer that watches the output: the
+// bytes held are exactly those that start a secret. For a child's output use
+// [Streams]: stdout and stderr matched as one stream, and a hold that does not depend
+// on the bytes (the longest pattern's length, released after an idle time).
+//
 // When no pattern occurs, the output is the input byte for byte: binary data, NUL
 // bytes, CR LF, invalid UTF-8 and lines of any length pass through untouched, and
 // nothing is ever split or joined on lines. Write returns len(p) (bytes consumed, not

@@ -44,6 +44,10 @@ type Writer struct {
 	delivered int64  // input position whose output dst has accepted
 	err       error  // sticky
 	closed    bool
+
+	// Set by [Streams].
+	fixedHold bool                          // always hold the longest pattern's length, whatever the bytes
+	onToken   func(start, end int64, n int) // told of each token, before its n bytes are output
 }
 
 // A region is a union of overlapping matches whose token has not been written yet.
@@ -126,6 +130,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 	limit := w.pos - int64(mt.nodes[w.state].live)
 	if len(w.pending) > 0 {
 		limit = min(limit, w.pending[0].start)
+	}
+	if w.fixedHold {
+		// Hold as much as the longest partial match could be, whether or not
+		// the bytes start one: what is held must not tell what they start.
+		limit = min(limit, w.pos-int64(mt.maxLen-1))
 	}
 	w.emitPlain(limit)
 	w.flushOut()
@@ -224,6 +233,9 @@ func (w *Writer) settle(live int64) {
 
 func (w *Writer) emitRegion(r region) {
 	w.emitPlain(r.start)
+	if w.onToken != nil {
+		w.onToken(r.start, r.end, len(w.set.tokens[r.tok]))
+	}
 	w.out = append(w.out, w.set.tokens[r.tok]...)
 	w.emitted, w.outEnd = r.end, r.end
 	if len(w.out) >= outMax {

@@ -32,12 +32,14 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 				return err
 			}
 			l.cleanup()
-			l.policy.Redact.Enabled = true
+			// Masking is what this verb is for, whatever redact.enabled
+			// says; the policy itself is never changed.
+			l.forceMask = true
 			set, err := l.redactionSet(u)
 			if err != nil {
 				return err
 			}
-			w, closers, err := l.filter(u.Out, set)
+			w, _, closers, err := l.filter(u.Out, io.Discard, set)
 			if err != nil {
 				return err
 			}

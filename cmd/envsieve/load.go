@@ -84,6 +84,9 @@ type launchPlan struct {
 	secretEnv, secretFiles map[string]string
 	// hide caches hidden(): nil until computed.
 	hide []redact.Secret
+	// forceMask masks output even where the policy's redact.enabled is
+	// off (envsieve redact).
+	forceMask bool
 }
 
 // cleanup removes file-delivered secrets.

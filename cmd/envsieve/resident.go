@@ -79,7 +79,7 @@ func (l *launchPlan) findHidden() []redact.Secret {
 // redactionSet compiles the values to hide under the install's key; nil when
 // redaction is off or there is nothing to hide.
 func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
-	if !l.policy.Redact.Enabled {
+	if !l.policy.Redact.Enabled && !l.forceMask {
 		return nil, nil
 	}
 	hide := l.hidden()
@@ -108,26 +108,29 @@ func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
 // still be growing when the child writes nothing more (a prompt, an echo).
 const detectorIdle = 20 * time.Millisecond
 
-// filter returns the writer that masks a child's output on its way to dst:
-// the known values (set), then, when the policy's redact.entropy is on,
+// filter returns the writers that mask a child's stdout and stderr on their
+// way to the launcher's: the known values (set; both streams matched as one,
+// held back by length and released when idle, so that neither a value split
+// between them nor the timing of what is held gives anything away; see
+// redact.Streams), then, when the policy's redact.entropy is on,
 // credential-looking strings nobody named. The closers flush in order.
-func (l *launchPlan) filter(dst io.Writer, set *redact.Set) (io.Writer, []func() error, error) {
-	var w io.Writer = dst
+func (l *launchPlan) filter(stdout, stderr io.Writer, set *redact.Set) (io.Writer, io.Writer, []func() error, error) {
 	var closers []func() error
 	if l.policy.Redact.Entropy {
 		key, err := cli.InstallKey()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		opt := detect.ScanOptions{MinLen: l.policy.Redact.EntropyMinLen, MinEntropy: l.policy.Redact.EntropyThreshold}
-		d := redact.NewDetector(dst, key, opt, detectorIdle)
-		w, closers = d, []func() error{d.Close}
+		do := redact.NewDetector(stdout, key, opt, detectorIdle)
+		de := redact.NewDetector(stderr, key, opt, detectorIdle)
+		stdout, stderr, closers = do, de, []func() error{do.Close, de.Close}
 	}
 	if set != nil {
-		rw := redact.NewWriter(w, set)
-		w, closers = rw, append([]func() error{rw.Close}, closers...)
+		m := redact.NewStreams(stdout, stderr, set, detectorIdle)
+		stdout, stderr, closers = m.Stdout(), m.Stderr(), append([]func() error{m.Close}, closers...)
 	}
-	return w, closers, nil
+	return stdout, stderr, closers, nil
 }
 
 // openAudit opens the audit log, when --audit or the policy names one, and
@@ -220,15 +223,11 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 	}
 	var closers []func() error
 	if set != nil {
-		out, closeOut, err := l.filter(os.Stdout, set)
+		out, errw, cl, err := l.filter(os.Stdout, os.Stderr, set)
 		if err != nil {
 			return err
 		}
-		errw, closeErr, err := l.filter(os.Stderr, set)
-		if err != nil {
-			return err
-		}
-		r.Stdout, r.Stderr, closers = out, errw, append(closeOut, closeErr...)
+		r.Stdout, r.Stderr, closers = out, errw, cl
 		if term.IsTerminal(int(os.Stdout.Fd())) {
 			r.PTY, r.TTY = true, os.Stdout
 		}
