@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -75,5 +77,88 @@ func TestRedactLatency(t *testing.T) {
 	// CI machine. An interactive line stays well under what a person notices.
 	if med(redacted) > detectorIdle+30*time.Millisecond {
 		t.Errorf("median latency through the redacting launcher is %s: output is held past the idle time", med(redacted))
+	}
+}
+
+// TestRunNoPrefixOracle plays, through `envsieve run`, the agent that wants
+// a value the launcher masks but never gave it: its command echoes each
+// guess it is sent (no newline), and the agent looks at once at whether the
+// guess came out. Before the fix the launcher held back exactly the bytes
+// that could start the value, so the held guess was the right one. Given the
+// first four characters, the agent must learn nothing more. The policy turns
+// the unknown-secret stage off: its own hold of the last word (for 20 ms,
+// whatever it is) hid the signal, but a user may turn it off.
+func TestRunNoPrefixOracle(t *testing.T) {
+	secret := "Zq9Xk3Y9xQ2mZ7pL4vN8wR5t"
+	alphabet := "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: true, entropy: false}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary(t, "envsieve"), "run", "--no-shim", "--policy", pol, "--", "sh", "-c", `while IFS= read -r l; do printf '%s' "$l"; done`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "ENVSIEVE_AUDIT=" + suiteAudit, "MYAPP_API_KEY=" + secret}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out []byte
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := stdout.Read(buf)
+			mu.Lock()
+			out = append(out, buf[:n]...)
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	// held returns how many bytes of guess have not come out yet, waiting
+	// long enough for the command to echo it and the launcher to pass on
+	// what it does not hold (well under the idle release).
+	held := func(guess string) int {
+		time.Sleep(8 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		k := len(guess)
+		for k > 0 && !strings.HasSuffix(string(out), guess[:k]) {
+			k--
+		}
+		return len(guess) - k
+	}
+	known := secret[:4]
+	for len(known) < len(secret) {
+		found := false
+		for _, c := range alphabet {
+			guess := "|" + known + string(c)
+			fmt.Fprintln(stdin, guess)
+			if held(guess) > len(known) {
+				known += string(c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	stdin.Close()
+	cmd.Wait()
+	n := 0
+	for n < len(known) && n < len(secret) && known[n] == secret[n] {
+		n++
+	}
+	if n > 4 {
+		t.Fatalf("the agent recovered %d characters of the masked value through what the launcher held", n)
 	}
 }
