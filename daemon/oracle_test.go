@@ -1,0 +1,118 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/policy"
+)
+
+// lockedBuffer collects an exec's streamed output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+// TestSessionNoPrefixOracle plays a client whose session command echoes
+// each guess it is fed (through a FIFO) while the client watches the
+// streamed output: the session's own masked value (its snapshot's
+// MYAPP_API_KEY, withheld) must not come out one character at a time from
+// what the daemon holds back. Given the first four characters, the client
+// learns nothing more. redact.entropy is off: that stage's own hold of the
+// last word would hide the signal, and a policy may turn it off.
+func TestSessionNoPrefixOracle(t *testing.T) {
+	secret := "Zq9Xk3Y9xQ2mZ7pL4vN8wR5t"
+	alphabet := "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	pol, err := policy.Parse("oracle.yaml", []byte("version: 1\nredact: {enabled: true, entropy: false}\nprofiles:\n  agent: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Policy: pol, Env: daemonEnv, RuntimeDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "envsieve-oracle-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "d.sock")
+	if err := s.Listen(sock); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Shutdown)
+	fifo := filepath.Join(dir, "guesses")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := dial(t, sock)
+	id := mustInit(t, c, "", clientEnv("/c-bin", "MYAPP_API_KEY="+secret))
+	sid := mustSession(t, c, id, "agent", "")
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(context.Background(), ExecParams{SessionID: sid, Shell: `while IFS= read -r l; do printf '%s' "$l"; done < ` + fifo}, &out, nil)
+		done <- err
+	}()
+	feed, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func(guess string) int {
+		time.Sleep(8 * time.Millisecond)
+		o, k := out.String(), len(guess)
+		for k > 0 && !strings.HasSuffix(o, guess[:k]) {
+			k--
+		}
+		return len(guess) - k
+	}
+	known := secret[:4]
+	for len(known) < len(secret) {
+		found := false
+		for _, c := range alphabet {
+			guess := "|" + known + string(c)
+			fmt.Fprintln(feed, guess)
+			if held(guess) > len(known) {
+				known += string(c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	feed.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for n < len(known) && known[n] == secret[n] {
+		n++
+	}
+	if n > 4 {
+		t.Fatalf("the client recovered %d characters of the session's masked value", n)
+	}
+}
