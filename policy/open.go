@@ -76,19 +76,3 @@ func notRegular(fi os.FileInfo) error {
 	}
 	return notPolicy(what)
 }
-
-// openStat is used where no-follow opening is not available: it refuses a
-// link seen by Lstat before opening.
-func openStat(path string) (*os.File, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return nil, errSymlink
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, notRegular(fi)
-	}
-	return os.Open(path)
-}
