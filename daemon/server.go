@@ -19,6 +19,7 @@ import (
 	"github.com/creachadair/jrpc2/handler"
 
 	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/internal/peercred"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/secret"
 )
@@ -322,7 +323,7 @@ type conn struct {
 }
 
 func (s *Server) accept(nc *net.UnixConn) {
-	uid, err := peerUID(nc)
+	uid, err := peercred.UID(nc)
 	if err != nil || uid != s.uid {
 		msg := fmt.Sprintf("peer uid %d is not the daemon's uid %d: refused", uid, s.uid)
 		if err != nil {

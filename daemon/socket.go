@@ -105,24 +105,3 @@ func listen(path string) (*net.UnixListener, *os.File, error) {
 	}
 	return ln, lock, nil
 }
-
-// peerUID returns the uid of the process at the other end of c
-// (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, fmt.Errorf("SO_PEERCRED: %w", cerr)
-	}
-	return int(cred.Uid), nil
-}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -64,16 +63,6 @@ func NotifySignals() *Signals {
 		close(s.ready)
 	}()
 	return s
-}
-
-// MakeNonDumpable marks the calling process non-dumpable (PR_SET_DUMPABLE 0):
-// a child running as the same user can then no longer read the launcher's
-// /proc/PID/environ or memory, where the user's secrets live.
-func MakeNonDumpable() error {
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
-	}
-	return nil
 }
 
 // forwarded are the signals a resident launcher passes on to its child.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/envsieve/envsieve/internal/peercred"
 )
 
 // Handler receives what the shims of a process tree send. Its methods are
@@ -109,7 +109,7 @@ func (s *Server) acceptQueued() {
 	var fds []int
 	raw.Control(func(fd uintptr) {
 		for {
-			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+			nfd, err := acceptNow(int(fd))
 			if err != nil {
 				return
 			}
@@ -149,7 +149,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		s.mu.Unlock()
 		c.Close()
 	}()
-	if uid, err := peerUID(c); err != nil || uid != s.uid {
+	if uid, err := peercred.UID(c); err != nil || uid != s.uid {
 		s.h.Refused("a shim peer of another user")
 		return
 	}
@@ -187,24 +187,6 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 }
 
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
-}
-
 // Close stops serving once what is already queued has been read (up to a
 // short drain window), and removes the socket and its directory.
 func (s *Server) Close() error {
@@ -230,18 +212,6 @@ func (s *Server) Close() error {
 	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return err
-	}
-	return nil
-}
-
-// unlinkAll removes the socket and its directory, falling back to RemoveAll
-// when the directory holds something else.
-func unlinkAll(path, dir string) error {
-	if err := unix.Unlink(path); err != nil && !errors.Is(err, unix.ENOENT) {
-		return os.RemoveAll(dir)
-	}
-	if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
-		return os.RemoveAll(dir)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -218,7 +219,9 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 			return err
 		}
 		r.AfterStart = launch.MakeNonDumpable
-	} else if err := launch.MakeNonDumpable(); err != nil {
+	} else if err := launch.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
+		u.Warnf("%v", err)
+	} else if err != nil {
 		return err
 	}
 	var closers []func() error

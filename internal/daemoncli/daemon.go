@@ -2,6 +2,7 @@ package daemoncli
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -76,7 +77,9 @@ daemon starts in narrows it).`,
 			if err != nil {
 				return err
 			}
-			if err := launch.MakeNonDumpable(); err != nil {
+			if err := launch.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
+				u.Warnf("%v", err)
+			} else if err != nil {
 				return err
 			}
 			if err := srv.Listen(socket); err != nil {

@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package peercred
+
+func uidOf(int) (int, error) { return -1, ErrUnsupported }

@@ -1,0 +1,170 @@
+//go:build linux
+
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Isolate returns a Cmd that runs c in new user, pid and mount namespaces
+// with a /proc of their own, so that no ancestor's /proc/PID/environ is
+// reachable from the child. The launcher re-executes itself as the
+// namespaces' init, which mounts /proc, drops the capability it needed for
+// that, starts the program with c's environment, forwards signals, reaps
+// orphans and exits with the program's status.
+//
+// Call it before [MakeNonDumpable]: a non-dumpable process cannot read its
+// own /proc/self/exe as an unprivileged user, and Isolate resolves the
+// launcher's path from it.
+func Isolate(c *Cmd) (*Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("isolate: find envsieve's own executable: %w", err)
+	}
+	args := append([]string{"envsieve", IsolateInitArg, c.Path}, c.Args...)
+	// The init is envsieve itself: it must not load the program's
+	// LD_PRELOAD (the shim would hide keys from the init, not the program).
+	env := make([]string, len(c.Env))
+	for i, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			kv = initPreload + v
+		}
+		env[i] = kv
+	}
+	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, Result: c.Result, isolate: true}, nil
+}
+
+// initPreload carries the program's LD_PRELOAD past the isolated init.
+const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
+
+// isolateAttr returns the clone attributes of an isolated init: the user's
+// uid and gid mapped to themselves, and CAP_SYS_ADMIN (to mount /proc) and
+// CAP_SETPCAP (to empty the bounding set) kept across the exec as ambient
+// capabilities, in the new user namespace only; the init drops both, and
+// every other, before the program starts.
+func isolateAttr() *syscall.SysProcAttr {
+	uid, gid := os.Getuid(), os.Getgid()
+	return &syscall.SysProcAttr{
+		Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+}
+
+// IsolateInit is the init of an isolated child: args are the program's path
+// and argv. It returns the exit status for main to exit with.
+func IsolateInit(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "envsieve: isolate init: no program")
+		return 125
+	}
+	// Capabilities and mounts act per thread: do everything, and start the
+	// program, from this one.
+	runtime.LockOSThread()
+	if err := mountProc(); err != nil {
+		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", err)
+		return 125
+	}
+	// The program must hold no capability: not the one the mount needed,
+	// and none at all when envsieve runs as root (uid 0 in the namespace
+	// regains every capability of the bounding set at exec, enough to
+	// umount /proc and see the host's processes).
+	if err := dropCapabilities(); err != nil {
+		fmt.Fprintf(os.Stderr, "envsieve: isolate: drop capabilities: %v\n", err)
+		return 125
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwarded...)
+	cmd := exec.Command(args[0])
+	cmd.Args = args[1:]
+	// The launcher built it: the init runs with the child's environment,
+	// its LD_PRELOAD set aside.
+	cmd.Env = os.Environ()
+	for i, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, initPreload); ok {
+			cmd.Env[i] = "LD_PRELOAD=" + v
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", execError(args[0], err))
+		var nf *NotFoundError
+		if errors.As(execError(args[0], err), &nf) {
+			return 127
+		}
+		return 126
+	}
+	pid := cmd.Process.Pid
+	go func() {
+		for s := range sigs {
+			_ = syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	// As pid 1, reap every orphan until the program itself exits.
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return 125
+		}
+		if got == pid {
+			if ws.Signaled() {
+				return 128 + int(ws.Signal())
+			}
+			return ws.ExitStatus()
+		}
+	}
+}
+
+// dropCapabilities empties, for this thread and what it starts, the
+// ambient, inheritable and bounding sets. At exec, a program's permitted set
+// is then empty whatever its uid (root's implicit file capabilities are
+// masked by the bounding set) and whatever file capabilities it carries.
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient: %w", err)
+	}
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop %d from the bounding set: %w", c, err)
+		}
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// mountProc gives the namespace a private mount tree and a /proc that shows
+// only its own processes.
+func mountProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}

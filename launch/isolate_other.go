@@ -1,0 +1,25 @@
+//go:build !linux
+
+package launch
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// errIsolateLinux says where --isolate works.
+var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces are Linux-only", ErrNamespaces)
+
+// Isolate is Linux-only: elsewhere it returns an error wrapping
+// [ErrNamespaces], and nothing is started.
+func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
+
+// IsolateInit is Linux-only: elsewhere it says so and returns 125.
+func IsolateInit(args []string) int {
+	fmt.Fprintf(os.Stderr, "envsieve: %v\n", errIsolateLinux)
+	return 125
+}
+
+// isolateAttr is never used where Isolate fails.
+func isolateAttr() *syscall.SysProcAttr { return nil }

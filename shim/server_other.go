@@ -1,0 +1,22 @@
+//go:build !linux
+
+package shim
+
+import (
+	"errors"
+	"os"
+)
+
+// errNoPeerCred: the shim and its socket are Linux-only.
+var errNoPeerCred = errors.New("the shim's socket is Linux-only: peer credentials are not checked here")
+
+// acceptNow is Linux-only: elsewhere nothing is drained.
+func acceptNow(fd int) (int, error) { return -1, errNoPeerCred }
+
+// unlinkAll removes the socket's directory.
+func unlinkAll(path, dir string) error {
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
