@@ -8,14 +8,32 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: build test quick cross vet staticcheck race fuzz bench clean
+.PHONY: build test deps quick cross vet staticcheck race fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve-daemon ./cmd/envsieve-daemon
 	$(MAKE) -s -C shim/libenvsieve OUT=$(BIN)/libenvsieve.so
 
-test: vet cross staticcheck race
+test: deps vet cross staticcheck race
+
+# deps: the programs the tests run for real (the shim's runtimes table, the
+# static and setuid programs of its attack tests, the unprivileged user's
+# tests). Installed with apt-get when it is there and we are root; otherwise
+# the list of what is missing and the command, and the test run stops.
+DEPS := cc:gcc node:nodejs python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl
+deps:
+	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d#*:}"; done; \
+	test -n "$$(ls /usr/lib/*-linux-gnu/libc.a /usr/lib/libc.a 2>/dev/null)" || missing="$$missing libc6-dev"; \
+	if [ -n "$$missing" ]; then \
+		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+			echo "installing:$$missing"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+		else \
+			echo "the tests run these for real and they are missing:$$missing"; \
+			echo "install them, e.g.: sudo apt-get install$$missing"; exit 1; \
+		fi; \
+	fi
 
 # The inner loop: every test without the race detector, the long ones cut
 # short (a few seconds here).
