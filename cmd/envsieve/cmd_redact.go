@@ -39,7 +39,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			if err != nil {
 				return err
 			}
-			w, _, closers, err := l.filter(u.Out, io.Discard, set)
+			w, _, closers, err := l.filter(u, u.Out, io.Discard, set)
 			if err != nil {
 				return err
 			}

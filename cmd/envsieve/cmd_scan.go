@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/detect"
-	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/redact"
-	"github.com/envsieve/envsieve/secret"
 )
 
 func scanCmd(u *cli.UI) *cobra.Command {
@@ -29,11 +26,7 @@ Git SHAs, UUIDs and integrity hashes are not reported. Exit status 1 when
 something was found, 0 when not. "-" reads stdin.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, files []string) error {
-			dir := envknob.DataDir()
-			if dir == "" {
-				return fmt.Errorf("scan: set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
-			}
-			key, err := secret.InstallKey(filepath.Join(dir, "redact.key"))
+			key, err := cli.InstallKeyFor(u)
 			if err != nil {
 				return err
 			}

@@ -87,7 +87,7 @@ func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
 	if len(hide) == 0 {
 		return nil, nil
 	}
-	key, err := cli.InstallKey()
+	key, err := cli.InstallKeyFor(u)
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
@@ -115,10 +115,10 @@ const detectorIdle = 20 * time.Millisecond
 // between them nor the timing of what is held gives anything away; see
 // redact.Streams), then, when the policy's redact.entropy is on,
 // credential-looking strings nobody named. The closers flush in order.
-func (l *launchPlan) filter(stdout, stderr io.Writer, set *redact.Set) (io.Writer, io.Writer, []func() error, error) {
+func (l *launchPlan) filter(u *cli.UI, stdout, stderr io.Writer, set *redact.Set) (io.Writer, io.Writer, []func() error, error) {
 	var closers []func() error
 	if l.policy.Redact.Entropy {
-		key, err := cli.InstallKey()
+		key, err := cli.InstallKeyFor(u)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -137,7 +137,7 @@ func (l *launchPlan) filter(stdout, stderr io.Writer, set *redact.Set) (io.Write
 // openAudit opens the audit log, when --audit or the policy names one, and
 // records the launch, every decision, the injected secrets (by name and
 // fingerprint) and what redaction masks. A nil log records nothing.
-func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
+func (l *launchPlan) openAudit(u *cli.UI, argv []string) (*audit.Log, error) {
 	path := l.auditPath
 	if path == "" {
 		path = envknob.Audit()
@@ -155,7 +155,7 @@ func (l *launchPlan) openAudit(argv []string) (*audit.Log, error) {
 	alog.Launch(argv, l.policy, l.res)
 	alog.Decisions(l.res)
 	if len(l.injected) > 0 {
-		key, err := cli.InstallKey()
+		key, err := cli.InstallKeyFor(u)
 		if err != nil {
 			alog.Close()
 			return nil, err
@@ -181,7 +181,7 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 		l.cleanup()
 		return err
 	}
-	alog, err := l.openAudit(argv)
+	alog, err := l.openAudit(u, argv)
 	if err != nil {
 		l.cleanup()
 		return err
@@ -226,7 +226,7 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 	}
 	var closers []func() error
 	if set != nil {
-		out, errw, cl, err := l.filter(os.Stdout, os.Stderr, set)
+		out, errw, cl, err := l.filter(u, os.Stdout, os.Stderr, set)
 		if err != nil {
 			return err
 		}

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/policy"
@@ -54,14 +56,55 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	return p.Narrow(policy.LocalName, src)
 }
 
+var (
+	keyOnce sync.Once
+	key     []byte
+	keyErr  error
+	keyWhy  string // why the key is for this process only; "" when it is the install's
+	keyTold sync.Once
+)
+
 // InstallKey returns this install's HMAC key, for redaction tokens and
-// fingerprints.
+// fingerprints. Where it cannot be kept (no HOME or XDG_DATA_HOME, a data
+// directory that cannot be written) it returns a random key for this
+// process only, and [InstallKeyFor] says so; a key that exists but is
+// unsafe (others can read it) is an error, never replaced.
 func InstallKey() ([]byte, error) {
-	dir := envknob.DataDir()
-	if dir == "" {
-		return nil, errors.New("set HOME (or XDG_DATA_HOME) to an absolute path for the install key")
+	keyOnce.Do(func() {
+		dir := envknob.DataDir()
+		if dir == "" {
+			keyWhy = "HOME is not set"
+		} else {
+			k, err := secret.InstallKey(filepath.Join(dir, "redact.key"))
+			var pe *secret.PermissionError
+			switch {
+			case err == nil:
+				key = k
+				return
+			case errors.As(err, &pe):
+				keyErr = err
+				return
+			}
+			keyWhy = "it cannot be kept in " + dir
+		}
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			key, keyErr = nil, fmt.Errorf("install key: %w", err)
+		}
+	})
+	return key, keyErr
+}
+
+// InstallKeyFor is [InstallKey], telling u once when the key is for this
+// launch only.
+func InstallKeyFor(u *UI) ([]byte, error) {
+	k, err := InstallKey()
+	if err == nil && keyWhy != "" {
+		keyTold.Do(func() {
+			u.Warnf("no install key (%s): redaction uses a key for this launch only, so tokens differ between runs", keyWhy)
+		})
 	}
-	return secret.InstallKey(filepath.Join(dir, "redact.key"))
+	return k, err
 }
 
 // UserStore returns the user's encrypted secret store.

@@ -49,7 +49,7 @@ daemon starts in narrows it).`,
 			if err != nil {
 				return err
 			}
-			key, err := cli.InstallKey()
+			key, err := cli.InstallKeyFor(u)
 			if err != nil {
 				u.Warnf("redaction tokens use a key for this daemon only: %v", err)
 				key = nil
