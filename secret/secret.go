@@ -60,15 +60,20 @@ type Command struct {
 	Argv []string
 	// Timeout bounds the helper; zero means 10 seconds.
 	Timeout time.Duration
-	// Env is the helper's environment. A nil Env is an error: the caller
-	// decides what the helper sees (usually the launcher's own environment,
-	// which holds the sessions and agents helpers rely on).
+	// Env is the environment the helper's is taken from (usually the
+	// launcher's own). A nil Env is an error. The helper gets only a part of
+	// it: the user's identity, locale, terminal, directories, agents and
+	// proxies, the variables that start with its own name (VAULT_ for
+	// vault), and a PATH of the directories of Env's that the agent's tree
+	// cannot write (see resolveHelper for how the helper itself is found).
 	Env []string
 	// Stderr receives the helper's prompts and errors; nil discards them.
 	Stderr io.Writer
 }
 
-// Fetch runs the helper.
+// Fetch runs the helper: found as resolveHelper says (a planted one in a
+// directory the agent's tree can write is never run), with the minimal
+// environment Env describes.
 func (c *Command) Fetch(ctx context.Context, name string) (string, error) {
 	if len(c.Argv) == 0 {
 		return "", fmt.Errorf("secret %s: no helper command", name)
@@ -82,18 +87,20 @@ func (c *Command) Fetch(ctx context.Context, name string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
-	cmd.Env = c.Env
-	if len(c.Env) == 0 {
-		cmd.Env = []string{}
+	path, err := resolveHelper(c.Argv[0], c.Env)
+	if err != nil {
+		return "", fmt.Errorf("secret %s: %w", name, err)
 	}
+	cmd := exec.CommandContext(ctx, path, c.Argv[1:]...)
+	cmd.Args[0] = c.Argv[0]
+	cmd.Env = helperEnv(c.Argv[0], c.Env)
 	var out limitedBuffer
 	cmd.Stdout = &out
 	cmd.Stderr = c.Stderr
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	err := cmd.Run()
+	err = cmd.Run()
 	helper := strings.Join(c.Argv, " ")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:

@@ -30,7 +30,9 @@ func TestEnv(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
-	env := []string{"PATH=/usr/bin:/bin", "V=" + canary}
+	// A helper gets, of the launcher's variables beyond the basic ones,
+	// only those that start with its own name: SH_ for sh.
+	env := []string{"PATH=/usr/bin:/bin", "SH_V=" + canary, "OTHER_SECRET=" + canary}
 	tests := []struct {
 		name    string
 		script  string
@@ -38,9 +40,10 @@ func TestCommand(t *testing.T) {
 		want    string // value, when no error is wanted
 		errHas  string
 	}{
-		{"stdout without the trailing newline", `printf '%s\n' "$V"`, 0, canary, ""},
+		{"stdout without the trailing newline", `printf '%s\n' "$SH_V"`, 0, canary, ""},
+		{"another variable of the launcher's is not given", `printf '%s' "${OTHER_SECRET:-withheld}"`, 0, "withheld", ""},
 		{"inner newlines kept", `printf 'a\nb\n'`, 0, "a\nb", ""},
-		{"a failing helper names the helper, not the value", `echo "$V"; echo "$V" >&2; exit 3`, 0, "", `helper "sh -c`},
+		{"a failing helper names the helper, not the value", `echo "$SH_V"; echo "$SH_V" >&2; exit 3`, 0, "", `helper "sh -c`},
 		{"a slow helper times out", `sleep 5`, 100 * time.Millisecond, "", "timed out after 100ms"},
 		{"nothing printed", `true`, 0, "", "printed nothing"},
 		{"a NUL byte", `printf 'a\000b'`, 0, "", "printed a NUL byte"},
