@@ -25,6 +25,7 @@ import (
 
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/shellcmd"
+	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
@@ -102,6 +103,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		// client's own PATH finds, as `envsieve run` does with its own.
 		if path, err := launch.LookPath(commands[0][0], ss.snapshot); err == nil {
 			req.Path = path
+			if name, writable, err := trust.Program(path, os.Geteuid()); err == nil {
+				req.Path, req.Untrusted = name, writable != nil
+			}
 		}
 	}
 	values, files, dir, fds, err := s.fetchSecrets(ectx, ss, req)

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/sieve"
 )
@@ -213,8 +214,14 @@ func Resolve(prog string, res *sieve.Result, rulePath string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if r := res.Rule; r != nil && r.ByPath && !r.MatchProgram(path) {
-		return "", fmt.Errorf("rule %s was chosen for %s, but the child's PATH finds %s", r.Name, rulePath, path)
+	if r := res.Rule; r != nil && r.ByPath {
+		name := path
+		if n, _, err := trust.Program(path, os.Geteuid()); err == nil {
+			name = n // the identity the rule was chosen by
+		}
+		if !r.MatchProgram(name) {
+			return "", fmt.Errorf("rule %s was chosen for %s, but the child's PATH finds %s", r.Name, rulePath, path)
+		}
 	}
 	return path, nil
 }

@@ -1,13 +1,13 @@
 package secret
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/envsieve/envsieve/internal/trust"
 )
 
 // testOnlyUID, when not -1, stands for the uid of the agent's tree in the
@@ -21,43 +21,9 @@ func treeUID() int {
 	return os.Geteuid()
 }
 
-// errWritable is wrapped when a helper or a directory above it is one the
-// agent's tree could write.
-var errWritable = errors.New("you (and so every program an agent runs) can write")
-
-// trusted returns an error when path (a file or a directory), or a
-// directory above it, is one the tree's uid can write: owned by it, or
-// writable by its group or by everyone. The tree runs as the user, so a
-// helper there could be replaced by one of the agent's. Root's own files
-// are trusted when the tree is root: nothing is out of a root tree's reach.
-func trusted(path string) error {
-	uid := treeUID()
-	groups, _ := os.Getgroups()
-	for p := path; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			mode := fi.Mode().Perm()
-			// In a sticky directory (/tmp) others may add entries but not
-			// replace the ones below it that they do not own.
-			sticky := fi.IsDir() && fi.Mode()&os.ModeSticky != 0 && p != path
-			switch {
-			case int(st.Uid) == uid && uid != 0:
-				return fmt.Errorf("%s: %w it (it is yours)", p, errWritable)
-			case sticky:
-			case mode&0o002 != 0:
-				return fmt.Errorf("%s: %w it (everyone can)", p, errWritable)
-			case mode&0o020 != 0 && (int(st.Gid) == os.Getegid() || slices.Contains(groups, int(st.Gid))):
-				return fmt.Errorf("%s: %w it (its group can)", p, errWritable)
-			}
-		}
-		if p == "/" || p == "." {
-			return nil
-		}
-	}
-}
+// trusted returns an error when the tree's uid could have written path or
+// a directory above it (see trust.Check).
+func trusted(path string) error { return trust.Check(path, treeUID()) }
 
 // resolveHelper returns the real path of the helper argv0: an absolute path
 // as it is, a name looked up in the PATH of env, taking the first file that

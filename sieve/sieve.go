@@ -131,9 +131,14 @@ type Request struct {
 	// (argv[0] as the user wrote it). A rule applies only when every command's
 	// first matching rule is the same rule. No commands means no rule.
 	Commands [][]string
-	// Path is the resolved path of Commands[0][0], for rules that match on a
-	// path; "" when unknown.
+	// Path is the resolved path of Commands[0][0] (its real path, symbolic
+	// links followed, so that a link named gh to another program is that
+	// program), for the rules; "" when unknown.
 	Path string
+	// Untrusted says that the program at Path is one the child's uid could
+	// have written (a copy named gh in the agent's directory): no rule
+	// applies to it, whatever its name.
+	Untrusted bool
 	// Profile names the profile; "" means the global level only.
 	Profile string
 	// Tool names a tool whose injects_env secrets the child receives.
@@ -233,7 +238,7 @@ func SecretNames(p *policy.Policy, req Request) ([]string, error) {
 func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 	var rule *policy.Rule
 	for i, argv := range req.Commands {
-		if len(argv) == 0 {
+		if len(argv) == 0 || i == 0 && req.Untrusted {
 			return nil
 		}
 		prog := argv[0]

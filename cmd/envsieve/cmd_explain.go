@@ -22,11 +22,14 @@ import (
 const explainSchema = "envsieve.explain/v1"
 
 type explainJSON struct {
-	Schema    string         `json:"schema"`
-	Policy    string         `json:"policy"`
-	Local     string         `json:"local_policy,omitempty"`
-	Profile   string         `json:"profile"`
-	Rule      *ruleJSON      `json:"rule"`
+	Schema  string    `json:"schema"`
+	Policy  string    `json:"policy"`
+	Local   string    `json:"local_policy,omitempty"`
+	Profile string    `json:"profile"`
+	Rule    *ruleJSON `json:"rule"`
+	// NoRule says why no rule applies to the program, when it is one the
+	// agent's tree could have written (additive to schema v1).
+	NoRule    string         `json:"no_rule,omitempty"`
 	Mode      policy.Mode    `json:"mode"`
 	Command   []string       `json:"command"`
 	Path      string         `json:"path,omitempty"`
@@ -163,6 +166,9 @@ sensitive keys masked. --json prints the same as a stable document
 				}
 			}
 			doc := explainDoc(p, res, argv, path)
+			if l.req.Untrusted {
+				doc.NoRule = l.req.Path + " is in a place the agent's tree can write, so no rule grants to it"
+			}
 			doc.Redact = redactDoc(l)
 			doc.Shim = shimDoc(l, path)
 			if asJSON {
@@ -239,6 +245,8 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	rule := "(none)"
 	if doc.Rule != nil {
 		rule = doc.Rule.Name + " (" + doc.Rule.Pos + ")"
+	} else if doc.NoRule != "" {
+		rule = "(none: " + doc.NoRule + ")"
 	}
 	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\nmode:    %s\n", profile, rule, doc.Mode)
 	switch {

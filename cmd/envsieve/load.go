@@ -10,6 +10,7 @@ import (
 
 	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
@@ -217,6 +218,14 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if len(commands) > 0 && len(commands[0]) > 0 {
 		if path, err := launch.LookPath(commands[0][0], parent); err == nil {
 			req.Path = path
+			// The program a rule would grant to: named as an administrator
+			// named it, and one the agent's tree cannot have written.
+			if name, writable, err := trust.Program(path, os.Geteuid()); err == nil {
+				req.Path, req.Untrusted = name, writable != nil
+				if writable != nil {
+					u.Debugf("rules: %s is not a program a rule grants to: %v", path, writable)
+				}
+			}
 		}
 	}
 	names, err := sieve.SecretNames(p, req)

@@ -12,6 +12,7 @@ import (
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/shim"
 	"github.com/envsieve/envsieve/sieve"
@@ -265,7 +266,20 @@ func (s *shimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 	}
 	l := s.l
 	req := l.req
-	req.Commands, req.Path = [][]string{x.Argv}, x.Path
+	req.Commands, req.Path, req.Untrusted = [][]string{x.Argv}, x.Path, false
+	// The program a rule grants to: named as an administrator named it, and
+	// one the agent's tree cannot have written (a copy or a link named gh
+	// gets nothing).
+	if x.Path != "" {
+		if name, writable, err := trust.Program(x.Path, os.Geteuid()); err == nil {
+			req.Path, req.Untrusted = name, writable != nil
+			if writable != nil && sieve.ChooseRule(l.policy, sieve.Request{Commands: req.Commands}) != nil {
+				s.alog.NoGrant(x.PID, x.Path, "the program is in a place the agent's tree can write: "+writable.Error())
+			}
+		} else {
+			req.Untrusted = true
+		}
+	}
 	var res *sieve.Result
 	var rule *policy.Rule
 	if rule = sieve.ChooseRule(l.policy, req); rule != nil {
