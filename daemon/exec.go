@@ -73,6 +73,11 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range p.Secrets {
+		if !s.declared(name) {
+			return nil, rpcError(CodeSecret, fmt.Sprintf("session/exec: secret %q is not declared: name it under the policy's secrets, or in a tool's injects_env", name))
+		}
+	}
 	ectx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	execID, err := s.reserve(ss, p.ExecID, cancel)
@@ -258,6 +263,25 @@ func startError(path string, err error) error {
 		}
 	}
 	return fmt.Errorf("start %s: %w", path, err)
+}
+
+// declared reports whether a session may ask for the secret name: the
+// policy names it under secrets or in a tool's injects_env. Anything else in
+// the client's snapshot stays where the profile put it, so a command that
+// reaches the daemon's socket cannot ask for it.
+func (s *Server) declared(name string) bool {
+	pol := s.cfg.Policy
+	if _, ok := pol.Secrets[name]; ok {
+		return true
+	}
+	for _, t := range pol.Tools {
+		for _, src := range t.InjectsEnv {
+			if src.Entry == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reserve takes an exec slot for ss's client and registers the command so

@@ -116,3 +116,23 @@ func TestSessionNoPrefixOracle(t *testing.T) {
 		t.Fatalf("the client recovered %d characters of the session's masked value", n)
 	}
 }
+
+// TestExecSecretsDeclared: session/exec's secrets are limited to names the
+// policy's secrets or a tool declares. Before, `secrets: [GITHUB_TOKEN]`
+// returned any variable of the client's snapshot, whatever the profile
+// withheld: a command that reached the daemon's socket could ask for it.
+func TestExecSecretsDeclared(t *testing.T) {
+	ts := startServer(t, Limits{})
+	c := dial(t, ts.path)
+	id := mustInit(t, c, "", clientEnv("/c-bin", "GITHUB_TOKEN=gh-undeclared-value", "DEPLOY_TOKEN=deploy-value-1234"))
+	sid := mustSession(t, c, id, "agent", "")
+	var so lockedBuffer
+	_, err := c.Exec(context.Background(), ExecParams{SessionID: sid, Shell: `printf '%s' "${GITHUB_TOKEN:-unset}"`, Secrets: []string{"GITHUB_TOKEN"}}, &so, nil)
+	if err == nil || codeOf(err) != CodeSecret || strings.Contains(err.Error(), "gh-undeclared") {
+		t.Fatalf("exec with an undeclared secret: %v (output %d bytes)", err, len(so.String()))
+	}
+	// A declared one still works.
+	if _, err := c.Exec(context.Background(), ExecParams{SessionID: sid, Shell: `true`, Secrets: []string{"DEPLOY_TOKEN"}}, nil, nil); err != nil {
+		t.Fatalf("exec with a declared secret: %v", err)
+	}
+}
