@@ -28,6 +28,7 @@ type Client struct {
 	sinks   map[string]*sink // by session_id + "\x00" + exec_id
 	err     error            // why the connection ended; nil while it lives
 	done    chan struct{}
+	secrets map[string]string // client id -> client_secret, for the ids this Client registered or was given
 }
 
 type sink struct{ stdout, stderr io.Writer }
@@ -53,7 +54,7 @@ func Dial(ctx context.Context, path string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to the envsieve daemon: %w", err)
 	}
-	c := &Client{nc: nc, pending: map[string]chan *wireMsg{}, sinks: map[string]*sink{}, done: make(chan struct{})}
+	c := &Client{nc: nc, pending: map[string]chan *wireMsg{}, sinks: map[string]*sink{}, done: make(chan struct{}), secrets: map[string]string{}}
 	go c.read()
 	return c, nil
 }
@@ -249,15 +250,38 @@ func (c *Client) Initialize(ctx context.Context, clientID string, env []string) 
 		env = []string{}
 	}
 	var r InitializeResult
-	err := c.Call(ctx, MethodInitialize, InitializeParams{ClientID: clientID, Env: env}, &r)
+	err := c.Call(ctx, MethodInitialize, InitializeParams{ClientID: clientID, ClientSecret: c.secret(clientID), Env: env}, &r)
+	if err == nil && r.ClientSecret != "" {
+		c.SetClientSecret(r.ClientID, r.ClientSecret)
+	}
 	return r.ClientID, err
 }
 
+// ClientSecret returns the client_secret of an id this Client registered
+// or was given (SetClientSecret), "" when it has none.
+func (c *Client) ClientSecret(clientID string) string { return c.secret(clientID) }
+
+// SetClientSecret gives the Client the secret of an id registered by
+// another connection (the CLI passes it between invocations in
+// ENVSIEVE_CLIENT_SECRET).
+func (c *Client) SetClientSecret(clientID, secret string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.secrets[clientID] = secret
+}
+
+func (c *Client) secret(clientID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.secrets[clientID]
+}
+
 // NewSession opens a session of clientID with profile; parent, when not "",
-// makes it a sub-agent session of that session.
+// makes it a sub-agent session of that session. The client's secret is the
+// one Initialize got (or SetClientSecret gave).
 func (c *Client) NewSession(ctx context.Context, clientID, profile, parent string) (string, error) {
 	var r SessionNewResult
-	err := c.Call(ctx, MethodSessionNew, SessionNewParams{ClientID: clientID, Profile: profile, ParentSession: parent}, &r)
+	err := c.Call(ctx, MethodSessionNew, SessionNewParams{ClientID: clientID, ClientSecret: c.secret(clientID), Profile: profile, ParentSession: parent}, &r)
 	return r.SessionID, err
 }
 

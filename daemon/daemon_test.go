@@ -251,8 +251,10 @@ func TestDaemonClientDisconnectsWhileOtherRuns(t *testing.T) {
 	if env["PATH"] != "/b-bin:/usr/bin:/bin" || env["MYAPP_NAME"] != "b" {
 		t.Errorf("B's env after A left: PATH=%q MYAPP_NAME=%q", env["PATH"], env["MYAPP_NAME"])
 	}
-	// The daemon goes on: A comes back with its id, and its session too.
+	// The daemon goes on: A comes back with its id (and the secret it kept),
+	// and its session too.
 	a2 := dial(t, ts.path)
+	a2.SetClientSecret(ida, a.ClientSecret(ida))
 	mustInit(t, a2, ida, clientEnv("/a2-bin"))
 	if got := envOf(t, a2, sa)["PATH"]; got != "/a-bin:/usr/bin:/bin" {
 		t.Errorf("A's old session after A left: PATH=%q, want its own copy", got)
@@ -278,6 +280,7 @@ func TestDaemonReconnectSameIDWhileOldSessionRuns(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	a2 := dial(t, ts.path)
+	a2.SetClientSecret(id, a1.ClientSecret(id)) // the same client, with the secret it kept
 	mustInit(t, a2, id, clientEnv("/new-bin", "MYAPP_GEN=2"))
 	fresh := mustSession(t, a2, id, "agent", "")
 	if e := envOf(t, a2, fresh); e["PATH"] != "/new-bin:/usr/bin:/bin" || e["MYAPP_GEN"] != "2" {

@@ -136,3 +136,42 @@ func TestExecSecretsDeclared(t *testing.T) {
 		t.Fatalf("exec with a declared secret: %v", err)
 	}
 }
+
+// TestClientIDBound: a client id is bound to the secret initialize gave
+// for it. Before, ids could be chosen ("agent-7") and were not bound to the
+// connection that registered them: any process of the user could open a
+// session with another client's snapshot, or replace that snapshot.
+func TestClientIDBound(t *testing.T) {
+	ts := startServer(t, Limits{})
+	owner := dial(t, ts.path)
+	id := mustInit(t, owner, "agent-7", clientEnv("/c-bin", "MYAPP_X=owner"))
+	if owner.ClientSecret(id) == "" {
+		t.Fatal("initialize gave no client_secret")
+	}
+	intruder := dial(t, ts.path)
+	ctx := context.Background()
+	if _, err := intruder.NewSession(ctx, id, "agent", ""); codeOf(err) != CodeUnknownClient {
+		t.Errorf("session/new with another client's id and no secret: %v", err)
+	}
+	intruder.SetClientSecret(id, "cs_"+strings.Repeat("0", 32))
+	if _, err := intruder.NewSession(ctx, id, "agent", ""); codeOf(err) != CodeUnknownClient {
+		t.Errorf("session/new with a wrong secret: %v", err)
+	}
+	if _, err := intruder.Initialize(ctx, id, clientEnv("/evil-bin")); codeOf(err) != CodeUnknownClient {
+		t.Errorf("initialize of another client's id without its secret: %v", err)
+	}
+	// The owner's snapshot is untouched, and the owner still opens sessions.
+	sid := mustSession(t, owner, id, "agent", "")
+	if got := envOf(t, owner, sid)["PATH"]; got != "/c-bin:/usr/bin:/bin" {
+		t.Errorf("owner's PATH %q", got)
+	}
+	// One connection cannot take every client slot.
+	greedy := dial(t, ts.path)
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = greedy.Initialize(ctx, "", clientEnv("/g"))
+	}
+	if codeOf(err) != CodeTooManyClients {
+		t.Errorf("100 client ids on one connection: %v", err)
+	}
+}

@@ -123,6 +123,9 @@ type InitializeParams struct {
 	// "cli_" and 8 random hex digits. Registering an id again replaces its
 	// snapshot; sessions already open keep their own copy.
 	ClientID string `json:"client_id,omitempty"`
+	// ClientSecret is the secret initialize gave for ClientID, required to
+	// register an id that is already registered.
+	ClientSecret string `json:"client_secret,omitempty"`
 	// Env is the client's environment. Required; [] is an empty one.
 	Env Snapshot `json:"env"`
 }
@@ -130,12 +133,18 @@ type InitializeParams struct {
 // InitializeResult is the result of initialize.
 type InitializeResult struct {
 	ClientID string `json:"client_id"`
-	Protocol int    `json:"protocol"`
+	// ClientSecret binds the id to whoever registered it: session/new and
+	// a later initialize of the same id need it. It is given once, when the
+	// id is registered, and is never in an argv.
+	ClientSecret string `json:"client_secret,omitempty"`
+	Protocol     int    `json:"protocol"`
 }
 
 // SessionNewParams are the parameters of session/new.
 type SessionNewParams struct {
 	ClientID string `json:"client_id"`
+	// ClientSecret is the secret initialize gave for ClientID. Required.
+	ClientSecret string `json:"client_secret"`
 	// Profile names the policy's profile; "" means the global level only.
 	Profile string `json:"profile"`
 	// ParentSession makes the session a sub-agent's: its profile may only

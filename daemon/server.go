@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -132,6 +133,7 @@ type counts struct{ sessions, execs int }
 
 type client struct {
 	id       string
+	secret   string // what initialize gave; session/new and a new initialize must show it
 	snapshot []string
 	conns    int    // connections that registered this id and are open
 	used     uint64 // Server.useClock at the last initialize or session/new
@@ -459,22 +461,40 @@ func (c *conn) initialize(_ context.Context, p *InitializeParams) (*InitializeRe
 			id = "cli_" + randomHex(4)
 		}
 	}
-	s.useClock++
 	cl := s.clients[id]
+	if cl != nil && !sameSecret(cl.secret, p.ClientSecret) {
+		return nil, rpcError(CodeUnknownClient, fmt.Sprintf("initialize: client_id %q is registered: give its client_secret to register it again", id))
+	}
+	var secret string
 	if cl == nil {
+		if len(c.ids) >= maxClientsPerConn {
+			return nil, limitError(CodeTooManyClients, "too many client ids on one connection", "max_clients_per_connection", len(c.ids)+1, maxClientsPerConn)
+		}
 		if len(s.clients) >= s.lim.MaxClients && !s.dropIdleClientLocked() {
 			return nil, limitError(CodeTooManyClients, "too many clients, all connected", "max_clients", len(s.clients), s.lim.MaxClients)
 		}
-		cl = &client{id: id}
+		secret = "cs_" + randomHex(16)
+		cl = &client{id: id, secret: secret}
 		s.clients[id] = cl
 	}
+	s.useClock++
 	cl.snapshot, cl.used = snap, s.useClock
 	if !c.ids[id] {
 		c.ids[id] = true
 		cl.conns++
 	}
 	s.log.Info("client registered", "client_id", id, "keys", len(snap))
-	return &InitializeResult{ClientID: id, Protocol: ProtocolVersion}, nil
+	return &InitializeResult{ClientID: id, ClientSecret: secret, Protocol: ProtocolVersion}, nil
+}
+
+// maxClientsPerConn bounds the client ids one connection may register, so
+// that one connection cannot take every client slot.
+const maxClientsPerConn = 16
+
+// sameSecret compares a client's secret with the one given, in constant
+// time.
+func sameSecret(want, got string) bool {
+	return len(want) == len(got) && subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
 }
 
 // dropIdleClientLocked forgets the least recently used client id that no

@@ -56,8 +56,10 @@ func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewRe
 		parent = s.sessions[p.ParentSession]
 	}
 	s.mu.Unlock()
-	if cl == nil {
-		return nil, rpcError(CodeUnknownClient, fmt.Sprintf("unknown client_id %q: call initialize first", p.ClientID))
+	if cl == nil || !sameSecret(cl.secret, p.ClientSecret) {
+		// The same answer for an unknown id and a wrong secret: ids are
+		// not to be probed.
+		return nil, rpcError(CodeUnknownClient, fmt.Sprintf("unknown client_id %q or wrong client_secret: call initialize first", p.ClientID))
 	}
 	if p.ParentSession != "" && parent == nil {
 		return nil, rpcError(CodeUnknownSession, fmt.Sprintf("unknown parent_session %q", p.ParentSession))

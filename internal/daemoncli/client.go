@@ -17,6 +17,7 @@ import (
 	"github.com/envsieve/envsieve/daemon"
 	"github.com/envsieve/envsieve/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/launch"
 )
 
 // clientFlags are the flags every client subcommand shares.
@@ -28,6 +29,12 @@ type clientFlags struct {
 // dial connects to the daemon, retrying until --wait has passed while the
 // socket is missing or nobody answers yet.
 func (f *clientFlags) dial(ctx context.Context) (*daemon.Client, error) {
+	// The client holds a session id or a client secret in its environment:
+	// no process of the user (a session's own command among them) may read
+	// it there. Elsewhere than Linux this cannot be done, and is said once.
+	if err := launch.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return nil, err
+	}
 	path := f.socket
 	if path == "" {
 		path = daemon.DefaultSocket(envknob.RuntimeDir())
@@ -117,6 +124,32 @@ func daemonError(u *cli.UI, err error) error {
 	return fmt.Errorf("daemon: %w", err)
 }
 
+// sessionID returns ENVSIEVE_SESSION, or an error saying how to give it.
+func sessionID() (string, error) {
+	if sid := envknob.Session(); sid != "" {
+		return sid, nil
+	}
+	return "", cli.UsageError{Err: errors.New("client: no session: set ENVSIEVE_SESSION to the id 'envsieve client new' printed")}
+}
+
+// errSessionFlag: --session is gone.
+var errSessionFlag = errors.New("client: --session is gone: a session id is a capability, and argv is readable by every process (and so by the session's own commands); give it in ENVSIEVE_SESSION")
+
+// noSessionFlag keeps --session as a flag that explains it is gone, so
+// that a script written for it fails with the way out instead of "unknown
+// flag".
+func noSessionFlag(c *cobra.Command) {
+	var s string
+	c.Flags().StringVar(&s, "session", "", "gone: use ENVSIEVE_SESSION")
+	_ = c.Flags().MarkHidden("session")
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("session") {
+			return cli.UsageError{Err: errSessionFlag}
+		}
+		return nil
+	}
+}
+
 func clientCmd(u *cli.UI) *cobra.Command {
 	var f clientFlags
 	root := &cobra.Command{
@@ -124,12 +157,16 @@ func clientCmd(u *cli.UI) *cobra.Command {
 		Short: "Drive a running envsieve daemon from a shell",
 		Long: `client speaks to 'envsieve daemon' over its socket, one connection per
 invocation. Client ids and session ids outlive connections, so a shell can
-register its environment once, open sessions, and run commands in them:
+register its environment once, open sessions, and run commands in them. A
+session id and a client secret are capabilities: they travel in the
+environment (ENVSIEVE_SESSION, ENVSIEVE_CLIENT_SECRET), never in argv, which
+every process can read:
 
-  id=$(envsieve client init)
-  sid=$(envsieve client new --client "$id" --profile claude)
-  envsieve client exec --session "$sid" -- env
-  envsieve client close --session "$sid"
+  set -- $(envsieve client init)      # prints the client id and its secret
+  export ENVSIEVE_CLIENT_SECRET=$2
+  export ENVSIEVE_SESSION=$(envsieve client new --client "$1" --profile claude)
+  envsieve client exec -- env
+  envsieve client close
 
 'envsieve client run' does all four on one connection. The exit status of
 exec and run is the command's own; 125 for an error of envsieve or the
@@ -149,15 +186,22 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 				return err
 			}
 			defer c.Close()
+			if initID != "" {
+				c.SetClientSecret(initID, envknob.ClientSecret())
+			}
 			id, err := c.Initialize(cmd.Context(), initID, os.Environ())
 			if err != nil {
 				return daemonError(u, err)
 			}
-			fmt.Fprintln(u.Out, id)
+			if secret := c.ClientSecret(id); secret != "" && secret != envknob.ClientSecret() {
+				fmt.Fprintln(u.Out, id, secret)
+			} else {
+				fmt.Fprintln(u.Out, id)
+			}
 			return nil
 		},
 	}
-	initC.Flags().StringVar(&initID, "id", "", "register under this client `id` (again: replace its snapshot)")
+	initC.Flags().StringVar(&initID, "id", "", "register under this client `id` (again, with its secret in ENVSIEVE_CLIENT_SECRET: replace its snapshot)")
 
 	var newClient, newProfile, newParent string
 	newC := &cobra.Command{
@@ -170,6 +214,7 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 				return err
 			}
 			defer c.Close()
+			c.SetClientSecret(newClient, envknob.ClientSecret())
 			sid, err := c.NewSession(cmd.Context(), newClient, newProfile, newParent)
 			if err != nil {
 				return daemonError(u, err)
@@ -178,43 +223,48 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 			return nil
 		},
 	}
-	newC.Flags().StringVar(&newClient, "client", "", "client `id` from init (required)")
+	newC.Flags().StringVar(&newClient, "client", "", "client `id` from init (required; its secret in ENVSIEVE_CLIENT_SECRET)")
 	newC.Flags().StringVar(&newProfile, "profile", "", "profile `name` (default: the global level only)")
 	newC.Flags().StringVar(&newParent, "parent", "", "parent `session`: a sub-agent's session, whose profile may only narrow the parent's")
 	_ = newC.MarkFlagRequired("client")
 
-	var execSession string
 	var ef execFlags
 	execC := &cobra.Command{
-		Use:   "exec --session ID [flags] (-c STRING | -- CMD [ARGS...])",
-		Short: "Run a command in a session; its output is streamed back, masked",
+		Use:   "exec [flags] (-c STRING | -- CMD [ARGS...])",
+		Short: "Run a command in the session of ENVSIEVE_SESSION; its output is streamed back, masked",
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			sid, err := sessionID()
+			if err != nil {
+				return err
+			}
 			c, err := f.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return ef.exec(cmd.Context(), u, c, execSession, argv)
+			return ef.exec(cmd.Context(), u, c, sid, argv)
 		},
 	}
 	execC.Flags().SetInterspersed(false)
-	execC.Flags().StringVar(&execSession, "session", "", "session `id` from new (required)")
-	_ = execC.MarkFlagRequired("session")
+	noSessionFlag(execC)
 	ef.register(execC)
 
-	var envSession string
 	var envJSON bool
 	envC := &cobra.Command{
-		Use:   "env --session ID [--json]",
-		Short: "Show what a session's commands get: names, masked values and their layer",
+		Use:   "env [--json]",
+		Short: "Show what the commands of the session of ENVSIEVE_SESSION get: names, masked values and their layer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sid, err := sessionID()
+			if err != nil {
+				return err
+			}
 			c, err := f.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			r, err := c.Env(cmd.Context(), envSession)
+			r, err := c.Env(cmd.Context(), sid)
 			if err != nil {
 				return daemonError(u, err)
 			}
@@ -229,26 +279,27 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 			return nil
 		},
 	}
-	envC.Flags().StringVar(&envSession, "session", "", "session `id` (required)")
+	noSessionFlag(envC)
 	envC.Flags().BoolVar(&envJSON, "json", false, "print the session/env result as JSON")
-	_ = envC.MarkFlagRequired("session")
 
-	var closeSession string
 	closeC := &cobra.Command{
-		Use:   "close --session ID",
-		Short: "Close a session and its sub-agent sessions, killing their commands",
+		Use:   "close",
+		Short: "Close the session of ENVSIEVE_SESSION and its sub-agent sessions, killing their commands",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			sid, err := sessionID()
+			if err != nil {
+				return err
+			}
 			c, err := f.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			return daemonError(u, c.CloseSession(cmd.Context(), closeSession))
+			return daemonError(u, c.CloseSession(cmd.Context(), sid))
 		},
 	}
-	closeC.Flags().StringVar(&closeSession, "session", "", "session `id` (required)")
-	_ = closeC.MarkFlagRequired("session")
+	noSessionFlag(closeC)
 
 	var runProfile, runID string
 	var rf execFlags

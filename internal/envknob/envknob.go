@@ -27,6 +27,8 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_PROFILE", Description: "profile used when --profile is not given (useful when envsieve sh is the SHELL of an agent)"},
 	{Name: "ENVSIEVE_AUDIT", Description: "audit log path (- for stderr) when --audit is not given; wins over the policy's audit.path"},
 	{Name: "ENVSIEVE_DEBUG", Description: "when 1, envsieve prints debug lines on stderr: which policy it loaded and how long each step took"},
+	{Name: "ENVSIEVE_SESSION", Description: "envsieve client exec, env and close: the daemon session to use (a capability: never in argv, which every process can read)"},
+	{Name: "ENVSIEVE_CLIENT_SECRET", Description: "envsieve client init and new: the client_secret that envsieve client init printed for the --client id"},
 	{Name: "ENVSIEVE_SHIM", Description: "path of libenvsieve.so; unset means next to the envsieve binary, then ../lib/envsieve/ beside it"},
 	{Name: "ENVSIEVE_SHIM_SOCK", Description: "read by the shim in the child: the launcher's socket for access reports and exec-time grants; set by the launcher"},
 	{Name: "ENVSIEVE_SHIM_HIDE", Description: "read by the shim in the child: comma-separated keys to hide from environ; set by the launcher, removed by the shim before main"},
@@ -48,6 +50,12 @@ func Profile() string { return os.Getenv("ENVSIEVE_PROFILE") }
 
 // Audit returns ENVSIEVE_AUDIT.
 func Audit() string { return os.Getenv("ENVSIEVE_AUDIT") }
+
+// Session returns ENVSIEVE_SESSION.
+func Session() string { return os.Getenv("ENVSIEVE_SESSION") }
+
+// ClientSecret returns ENVSIEVE_CLIENT_SECRET.
+func ClientSecret() string { return os.Getenv("ENVSIEVE_CLIENT_SECRET") }
 
 // Shim returns ENVSIEVE_SHIM.
 func Shim() string { return os.Getenv("ENVSIEVE_SHIM") }
