@@ -325,14 +325,4 @@ func (p *Policy) Plan(profile string) (*Plan, error) {
 // Catalog returns the built-in bases and groups the policy was compiled with.
 func (p *Policy) Catalog() *Catalog { return p.catalog }
 
-// MatchRule returns the first rule that matches argv, or nil.
-func (p *Policy) MatchRule(argv []string) *Rule {
-	for _, r := range p.Rules {
-		if r.MatchArgv(argv) {
-			return r
-		}
-	}
-	return nil
-}
-
 const builtinPrefix = "builtin:"
