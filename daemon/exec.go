@@ -424,7 +424,7 @@ func (s *Server) redactionSet(ss *session, env []string, injected map[string]str
 		seen[string(v)] = true
 		hide = append(hide, redact.Secret{Name: name, Value: v})
 	}
-	for _, h := range ss.hidden {
+	for _, h := range ss.masked {
 		if !given[string(h.Value)] {
 			add(h.Name, h.Value)
 		}
@@ -440,7 +440,7 @@ func (s *Server) redactionSet(ss *session, env []string, injected map[string]str
 	if len(hide) == 0 {
 		return nil, nil
 	}
-	digest := hideDigest(hide)
+	digest := maskDigest(hide)
 	s.mu.Lock()
 	for _, c := range ss.setLRU {
 		if c.digest == digest {
@@ -467,9 +467,9 @@ func (s *Server) redactionSet(ss *session, env []string, injected map[string]str
 	return set, nil
 }
 
-// hideDigest is an exact key for a list of hidden values: names and values,
+// maskDigest is an exact key for a list of masked values: names and values,
 // length-prefixed. It never leaves the process.
-func hideDigest(hide []redact.Secret) string {
+func maskDigest(hide []redact.Secret) string {
 	var b []byte
 	for _, h := range hide {
 		b = strconv.AppendInt(b, int64(len(h.Name)), 10)

@@ -19,9 +19,9 @@ type session struct {
 	id, clientID, profile, parentID string
 	plan                            *policy.Plan
 	snapshot                        []string
-	// hidden holds the snapshot's sensitive values (first copy of each
+	// masked holds the snapshot's sensitive values (first copy of each
 	// key): masked in output unless the command's environment holds them.
-	hidden []redact.Secret
+	masked []redact.Secret
 	pwd    string
 
 	// Guarded by Server.mu.
@@ -74,7 +74,7 @@ func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewRe
 		}
 		// A sub-agent starts from its parent's snapshot, never from a
 		// newer, possibly wider one.
-		ss.parentID, ss.snapshot, ss.hidden, ss.pwd = parent.id, parent.snapshot, parent.hidden, parent.pwd
+		ss.parentID, ss.snapshot, ss.masked, ss.pwd = parent.id, parent.snapshot, parent.masked, parent.pwd
 	}
 
 	s.mu.Lock()
@@ -90,7 +90,7 @@ func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewRe
 		// The snapshot is never changed in place (initialize replaces
 		// it), so the session may share its backing array.
 		ss.snapshot = cl.snapshot
-		ss.hidden, ss.pwd = snapshotHidden(ss.snapshot)
+		ss.masked, ss.pwd = snapshotMasked(ss.snapshot)
 	} else if parent.closed {
 		return nil, rpcError(CodeUnknownSession, fmt.Sprintf("unknown parent_session %q", p.ParentSession))
 	}
@@ -129,19 +129,19 @@ func (s *Server) releaseCountsLocked(id string) {
 	}
 }
 
-// snapshotHidden returns the snapshot's sensitive values, the first copy of
+// snapshotMasked returns the snapshot's sensitive values, the first copy of
 // each key, and its PWD when absolute.
-func snapshotHidden(snap []string) (hidden []redact.Secret, pwd string) {
+func snapshotMasked(snap []string) (masked []redact.Secret, pwd string) {
 	for k, v := range firstCopies(snap) {
 		if sensitive(k, v) {
-			hidden = append(hidden, redact.Secret{Name: k, Value: []byte(v)})
+			masked = append(masked, redact.Secret{Name: k, Value: []byte(v)})
 		}
 		if k == "PWD" && filepath.IsAbs(v) {
 			pwd = v
 		}
 	}
-	sort.Slice(hidden, func(i, j int) bool { return hidden[i].Name < hidden[j].Name })
-	return hidden, pwd
+	sort.Slice(masked, func(i, j int) bool { return masked[i].Name < masked[j].Name })
+	return masked, pwd
 }
 
 // lookup returns an open session.

@@ -82,15 +82,19 @@ func shimDoc(l *launchPlan, path string) shimJSON {
 type redactJSON struct {
 	Enabled      bool     `json:"enabled"`
 	MinSecretLen int      `json:"min_secret_len"`
-	Hidden       []string `json:"hidden"`
-	TooShort     []string `json:"too_short"`
+	Masked       []string `json:"masked"`
+	// Hidden is Masked under its old name, kept for readers of schema v1
+	// until v2: "hidden" now means only what the shim removes from environ.
+	Hidden   []string `json:"hidden"`
+	TooShort []string `json:"too_short"`
 }
 
 func redactDoc(l *launchPlan) redactJSON {
-	r := redactJSON{Enabled: l.policy.Redact.Enabled, MinSecretLen: l.policy.Redact.MinSecretLen, Hidden: []string{}, TooShort: []string{}}
+	r := redactJSON{Enabled: l.policy.Redact.Enabled, MinSecretLen: l.policy.Redact.MinSecretLen, Masked: []string{}, TooShort: []string{}}
 	if r.Enabled {
-		r.Hidden, r.TooShort = l.maskedNames()
+		r.Masked, r.TooShort = l.maskedNames()
 	}
+	r.Hidden = r.Masked
 	return r
 }
 
@@ -301,8 +305,8 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if r := doc.Redact; r.Enabled && len(r.Hidden)+len(r.TooShort) > 0 {
-		fmt.Fprintf(w, "\nredaction: the values of %s are masked in the output", strings.Join(r.Hidden, " "))
+	if r := doc.Redact; r.Enabled && len(r.Masked)+len(r.TooShort) > 0 {
+		fmt.Fprintf(w, "\nredaction: the values of %s are masked in the output", strings.Join(r.Masked, " "))
 		if len(r.TooShort) > 0 {
 			fmt.Fprintf(w, "; not masked, shorter than %d bytes: %s", r.MinSecretLen, strings.Join(r.TooShort, " "))
 		}

@@ -83,8 +83,8 @@ type launchPlan struct {
 	// secretEnv and secretFiles are the secrets the build was given, for
 	// the builds of exec-time grants.
 	secretEnv, secretFiles map[string]string
-	// hide caches hidden(): nil until computed.
-	hide []redact.Secret
+	// mask caches masked(): nil until computed.
+	mask []redact.Secret
 	// forceMask masks output even where the policy's redact.enabled is
 	// off (envsieve redact).
 	forceMask bool

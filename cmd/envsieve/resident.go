@@ -19,22 +19,22 @@ import (
 	"github.com/envsieve/envsieve/redact"
 )
 
-// hidden returns the values to mask in the child's output: every value the
+// masked returns the values to mask in the child's output: every value the
 // policy withheld from the parent environment that is sensitive (by name or
 // by value), and every injected secret. The first decisions of a result are
 // the parent's entries, in order. It is computed once per launch.
-func (l *launchPlan) hidden() []redact.Secret {
-	if l.hide == nil {
-		l.hide = l.findHidden()
+func (l *launchPlan) masked() []redact.Secret {
+	if l.mask == nil {
+		l.mask = l.findMasked()
 	}
-	return l.hide
+	return l.mask
 }
 
-// maskedNames splits the names of the hidden values into those redaction
+// maskedNames splits the names of the masked values into those redaction
 // masks and those too short to mask (redact.min_secret_len).
 func (l *launchPlan) maskedNames() (masked, tooShort []string) {
 	masked, tooShort = []string{}, []string{}
-	for _, s := range l.hidden() {
+	for _, s := range l.masked() {
 		if len(s.Value) < l.policy.Redact.MinSecretLen {
 			tooShort = append(tooShort, s.Name)
 		} else {
@@ -44,7 +44,7 @@ func (l *launchPlan) maskedNames() (masked, tooShort []string) {
 	return masked, tooShort
 }
 
-func (l *launchPlan) findHidden() []redact.Secret {
+func (l *launchPlan) findMasked() []redact.Secret {
 	out := []redact.Secret{}
 	seen := map[string]bool{}
 	add := func(name, value string) {
@@ -83,15 +83,15 @@ func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
 	if !l.policy.Redact.Enabled && !l.forceMask {
 		return nil, nil
 	}
-	hide := l.hidden()
-	if len(hide) == 0 {
+	mask := l.masked()
+	if len(mask) == 0 {
 		return nil, nil
 	}
 	key, err := cli.InstallKeyFor(u)
 	if err != nil {
 		return nil, fmt.Errorf("redaction: %w", err)
 	}
-	set, err := redact.Compile(key, hide, redact.Options{MinLen: l.policy.Redact.MinSecretLen})
+	set, err := redact.Compile(key, mask, redact.Options{MinLen: l.policy.Redact.MinSecretLen})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (l *launchPlan) redactionSet(u *cli.UI) (*redact.Set, error) {
 	if set.Len() == 0 {
 		return nil, nil
 	}
-	u.Debugf("redaction: %d values, %d patterns", len(hide)-len(set.Skipped()), set.Len())
+	u.Debugf("redaction: %d values, %d patterns", len(mask)-len(set.Skipped()), set.Len())
 	return set, nil
 }
 
