@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/envsieve/envsieve/seal"
 )
 
 // Isolate returns a Cmd that runs c in new user, pid and mount namespaces
@@ -47,6 +49,27 @@ func Isolate(c *Cmd) (*Cmd, error) {
 // initPreload carries the program's LD_PRELOAD past the isolated init.
 const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 
+// initSeal carries a seal's spec to the isolated init, which applies it and
+// removes it before the program starts (the tree does not exist yet, and
+// never sees it).
+const initSeal = "ENVSIEVE_INIT_SEAL="
+
+// IsolateSealed is [Isolate] with a sealed filesystem view: the init masks
+// and write-protects spec's paths in the new mount namespace before the
+// program starts (see package seal).
+func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
+	text, err := spec.Encode()
+	if err != nil {
+		return nil, err
+	}
+	ic, err := Isolate(c)
+	if err != nil {
+		return nil, err
+	}
+	ic.Env = append(ic.Env, initSeal+text)
+	return ic, nil
+}
+
 // isolateAttr returns the clone attributes of an isolated init: the user's
 // uid and gid mapped to themselves, and CAP_SYS_ADMIN (to mount /proc) and
 // CAP_SETPCAP (to empty the bounding set) kept across the exec as ambient
@@ -78,6 +101,16 @@ func IsolateInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", err)
 		return 125
 	}
+	if text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "=")); ok {
+		spec, err := seal.Decode(text)
+		if err == nil {
+			err = seal.Apply(spec)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
+			return 125
+		}
+	}
 	// The program must hold no capability: not the one the mount needed,
 	// and none at all when envsieve runs as root (uid 0 in the namespace
 	// regains every capability of the bounding set at exec, enough to
@@ -92,11 +125,15 @@ func IsolateInit(args []string) int {
 	cmd.Args = args[1:]
 	// The launcher built it: the init runs with the child's environment,
 	// its LD_PRELOAD set aside.
-	cmd.Env = os.Environ()
-	for i, kv := range cmd.Env {
-		if v, ok := strings.CutPrefix(kv, initPreload); ok {
-			cmd.Env[i] = "LD_PRELOAD=" + v
+	cmd.Env = []string{}
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, initSeal) {
+			continue // the init's, not the program's
 		}
+		if v, ok := strings.CutPrefix(kv, initPreload); ok {
+			kv = "LD_PRELOAD=" + v
+		}
+		cmd.Env = append(cmd.Env, kv)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {

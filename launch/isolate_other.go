@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/envsieve/envsieve/seal"
 )
 
 // errIsolateLinux says where --isolate works.
@@ -14,6 +16,10 @@ var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces 
 // Isolate is Linux-only: elsewhere it returns an error wrapping
 // [ErrNamespaces], and nothing is started.
 func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
+
+// IsolateSealed is Linux-only: elsewhere it returns an error wrapping
+// [ErrNamespaces], and nothing is started.
+func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolateLinux }
 
 // IsolateInit is Linux-only: elsewhere it says so and returns 125.
 func IsolateInit(args []string) int {

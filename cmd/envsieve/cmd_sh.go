@@ -75,6 +75,8 @@ func parseShArgs(args []string) (*shArgs, error) {
 			case matched:
 			case arg == "--isolate":
 				a.flags.isolate = true
+			case arg == "--seal":
+				a.flags.seal = true
 			case arg == "--no-shim":
 				a.flags.noShim = true
 			case arg == "--login":

@@ -27,6 +27,7 @@ type policyFlags struct {
 	secrets []string
 	audit   string
 	isolate bool
+	seal    bool
 	noShim  bool
 }
 
@@ -42,6 +43,7 @@ func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
 	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
 	fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
 	fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
+	fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
 }
 
 // request turns the flags into an engine request for commands.
@@ -76,8 +78,9 @@ type launchPlan struct {
 	fds []*os.File
 	// auditPath is --audit; "" means the policy's audit.path.
 	auditPath string
-	// isolate runs the child in namespaces of its own (--isolate).
-	isolate bool
+	// isolate runs the child in namespaces of its own (--isolate); seal
+	// also masks the user's secret material there (--seal).
+	isolate, seal bool
 	// noShim keeps the shim out of the child (--no-shim).
 	noShim bool
 	// secretEnv and secretFiles are the secrets the build was given, for
@@ -232,7 +235,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if err != nil {
 		return nil, err
 	}
-	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate, noShim: f.noShim}
+	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate || f.seal, seal: f.seal, noShim: f.noShim}
 	values, files, dir, fds, err := fetchSecrets(u, p, parent, names, dryRun)
 	l.files, l.fds, l.injected = dir, fds, values
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/redact"
+	"github.com/envsieve/envsieve/seal"
 )
 
 // masked returns the values to mask in the child's output: every value the
@@ -215,7 +216,13 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 		// launcher cannot do; the child cannot see the launcher in its own
 		// pid namespace anyway, so the launcher turns non-dumpable just
 		// after the start.
-		if c, err = launch.Isolate(c); err != nil {
+		if l.seal {
+			spec := seal.Default(envknob.Home(), envknob.ConfigDir(), envknob.DataDir(), nil)
+			if c, err = launch.IsolateSealed(c, spec); err != nil {
+				return err
+			}
+			u.Debugf("seal: %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+		} else if c, err = launch.Isolate(c); err != nil {
 			return err
 		}
 		r.AfterStart = launch.MakeNonDumpable
