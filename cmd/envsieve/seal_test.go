@@ -74,4 +74,35 @@ func TestSeal(t *testing.T) {
 	if !strings.Contains(got, "ordinary") || !strings.Contains(got, "notes-written") {
 		t.Errorf("under --seal an ordinary file of HOME is not usable: %q", strings.ReplaceAll(got, canary, "<canary>"))
 	}
+
+	// A nested envsieve inside the tree asks for a stored secret: the
+	// headline attack. A real store first, made as the user.
+	for _, f := range []string{".config/envsieve/secrets.age", ".local/share/envsieve/store.key", ".local/share/envsieve/redact.key"} {
+		os.Remove(filepath.Join(home, f))
+	}
+	stored := "stored-twilio-" + strings.Repeat("9c", 6)
+	set := exec.Command(exe, "secrets", "set", "TWILIO_AUTH_TOKEN")
+	set.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	set.Stdin = strings.NewReader(stored)
+	set.SysProcAttr = asUnprivileged()
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secrets set: %v\n%s", err, out)
+	}
+	pol := filepath.Join(filepath.Dir(exe), "store.yaml")
+	os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nsecrets:\n  TWILIO_AUTH_TOKEN: {from: store}\n"), 0o644)
+	nested := func(args ...string) string {
+		inner := exe + " run --no-shim --policy " + pol + " --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN"
+		cmd := exec.Command(exe, append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", inner+"; true")...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := nested(); !strings.Contains(out, stored) {
+		t.Fatalf("control: a nested envsieve should read the store without the seal: %q", out)
+	}
+	if out := nested("--seal"); strings.Contains(out, stored) {
+		t.Errorf("under --seal a nested envsieve delivered a stored secret")
+	}
 }
