@@ -133,6 +133,15 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	if err != nil {
 		return nil, err
 	}
+	// The daemon runs commands unsealed: a profile that requires the seal
+	// gets none of them, one that asks for it gets them with a warning in
+	// the daemon's log, never silently.
+	switch b.Client.Seal {
+	case policy.SealRequired:
+		return nil, rpcError(CodeExecFailed, "session/exec: the profile requires the seal, which the daemon does not give its commands: run the agent with envsieve run")
+	case policy.SealOn:
+		s.log.Warn("exec unsealed: the daemon does not give its commands the seal the profile asks for", "session_id", ss.id)
+	}
 	var path string
 	if p.Shell != "" {
 		path, err = launch.LookPath(argv[0], b.Env)

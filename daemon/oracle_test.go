@@ -175,3 +175,34 @@ func TestClientIDBound(t *testing.T) {
 		t.Errorf("100 client ids on one connection: %v", err)
 	}
 }
+
+// TestExecSealRequired: a profile that requires the seal gets no command
+// run by the daemon, which cannot give it (never a silent no-op).
+func TestExecSealRequired(t *testing.T) {
+	pol, err := policy.Parse("seal.yaml", []byte("version: 1\nprofiles:\n  sealed: {seal: required}\n  open: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Policy: pol, Env: daemonEnv, RuntimeDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := os.MkdirTemp("", "envsieve-seal-")
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "d.sock")
+	if err := s.Listen(sock); err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve()
+	t.Cleanup(s.Shutdown)
+	c := dial(t, sock)
+	id := mustInit(t, c, "", clientEnv("/c-bin"))
+	sealed := mustSession(t, c, id, "sealed", "")
+	if _, err := c.Exec(context.Background(), ExecParams{SessionID: sealed, Argv: []string{"true"}}, nil, nil); err == nil || !strings.Contains(err.Error(), "requires the seal") {
+		t.Errorf("exec in a session whose profile requires the seal: %v", err)
+	}
+	open := mustSession(t, c, id, "open", "")
+	if _, err := c.Exec(context.Background(), ExecParams{SessionID: open, Argv: []string{"true"}}, nil, nil); err != nil {
+		t.Errorf("exec in an unsealed session: %v", err)
+	}
+}

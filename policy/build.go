@@ -80,8 +80,8 @@ var builtinProfiles = sync.OnceValues(func() ([]rawProfile, error) {
 	}
 	for _, p := range raw.Profiles {
 		for k, pos := range p.Keys {
-			if k != "description" && k != "allow" {
-				d.errorAt(pos, "built-in profile %s: only description and allow are used", p.Name.V)
+			if k != "description" && k != "allow" && k != "seal" {
+				d.errorAt(pos, "built-in profile %s: only description, allow and seal are used", p.Name.V)
 			}
 		}
 	}
@@ -362,6 +362,11 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 		l.BlockIteration = &v
 		l.BlockSource = &Source{Level: name, List: "block_iteration", Entry: fmt.Sprint(v), Pos: r.BlockIter.Pos}
 	}
+	if r.Seal != nil {
+		v := SealMode(r.Seal.V)
+		l.Seal = &v
+		l.SealSource = &Source{Level: name, List: "seal", Entry: r.Seal.V, Pos: r.Seal.Pos}
+	}
 	l.Hide = b.names(name, "hide", r.Hide)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)
 	if r.ClientEnv != nil {
@@ -546,6 +551,9 @@ func narrowsLevel(l *Level, parent *Plan, esc func(pos Pos, format string, args 
 	if l.BlockIteration != nil && !*l.BlockIteration && parent.BlockIteration {
 		esc(l.BlockSource.Pos, "block_iteration false widens the parent's true")
 	}
+	if l.Seal != nil && sealRank[*l.Seal] < sealRank[parent.Seal] {
+		esc(l.SealSource.Pos, "seal %s widens the parent's %s", *l.Seal, parent.Seal)
+	}
 	if l.ClientEnv != nil && *l.ClientEnv == ClientFull && parent.ClientEnv != ClientFull {
 		pos := Pos{}
 		if l.raw != nil && l.raw.ClientEnv != nil {
@@ -626,6 +634,9 @@ func (p *Policy) CheckNarrows(child, parent string) error {
 	}
 	if !cp.BlockIteration && pp.BlockIteration {
 		esc(sourcePos(cp.BlockSource), "block_iteration false widens the parent's true")
+	}
+	if sealRank[cp.Seal] < sealRank[pp.Seal] {
+		esc(sourcePos(cp.SealSource), "seal %s widens the parent's %s", cp.Seal, pp.Seal)
 	}
 	if cp.ClientEnv == ClientFull && pp.ClientEnv != ClientFull {
 		esc(Pos{}, "client_env full widens the parent's %s", pp.ClientEnv)

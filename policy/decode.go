@@ -56,6 +56,7 @@ type rawLevel struct {
 	Set         []rawSet
 	Limits      rawLimits
 	BlockIter   *boolv
+	Seal        *str
 	Hide        []str
 	Extends     []str // profiles only
 	Parent      *str  // profiles only
@@ -433,6 +434,17 @@ func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, a
 				return
 			}
 			l.BlockIter = &boolv{V: b.Value, Pos: d.nodePos(v)}
+		},
+		"seal": func(_ str, v ast.Node) {
+			s, ok := d.str(what+": seal", v)
+			if !ok {
+				return
+			}
+			if _, known := sealRank[SealMode(s.V)]; !known {
+				d.errorf(v, "%s: seal: want off, on or required, got %q", what, s.V)
+				return
+			}
+			l.Seal = &s
 		},
 		"limits": func(_ str, v ast.Node) {
 			d.fields(v, what+": limits", map[string]func(str, ast.Node){

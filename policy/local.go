@@ -64,6 +64,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	if g.BlockIter != nil && !g.BlockIter.V && p.noneProf.BlockIteration {
 		esc(g.BlockIter.Pos, "block_iteration false widens the policy's true")
 	}
+	if g.Seal != nil && sealRank[SealMode(g.Seal.V)] < sealRank[p.noneProf.Seal] {
+		esc(g.Seal.Pos, "seal %s widens the policy's %s", g.Seal.V, p.noneProf.Seal)
+	}
 	userBase := p.noneProf.Base
 	if g.Base != nil {
 		if r, ok := baseRank[Base(g.Base.V)]; ok && r > baseRank[userBase] {

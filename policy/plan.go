@@ -370,6 +370,10 @@ type Plan struct {
 	// sensitive keys admitted by exact name; BlockSource says who said so.
 	BlockIteration bool
 	BlockSource    *Source
+	// Seal is the levels' seal mode, the later level's word; a local
+	// policy can only raise it. SealSource says who said so.
+	Seal       SealMode
+	SealSource *Source
 	// Hide is the union of the levels' hide lists.
 	Hide []string
 	// ShellEnvPassthrough and ClientEnv shape daemon sessions: the
@@ -402,7 +406,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 	if local != nil {
 		denies += len(local.Deny)
 	}
-	p := &Plan{Profile: profile, Levels: levels, Tables: *newTablesSized(admits, denies), Mode: Enforce,
+	p := &Plan{Profile: profile, Levels: levels, Tables: *newTablesSized(admits, denies), Mode: Enforce, Seal: SealOff,
 		Limits: DefaultLimits, LimitSources: map[string]*Source{}, groups: map[string]bool{}, ClientEnv: ClientFiltered,
 		Base: DefaultBase, BaseSource: &Source{Level: "global", List: "base", Entry: string(DefaultBase), Pos: Pos{File: "default"}}}
 	for _, l := range levels {
@@ -415,6 +419,9 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 		if l.BlockIteration != nil {
 			p.BlockIteration, p.BlockSource = *l.BlockIteration, l.BlockSource
 		}
+		if l.Seal != nil {
+			p.Seal, p.SealSource = *l.Seal, l.SealSource
+		}
 		if l.ClientEnv != nil {
 			p.ClientEnv = *l.ClientEnv
 		}
@@ -425,6 +432,9 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 	if local != nil {
 		if local.BlockIteration != nil && *local.BlockIteration {
 			p.BlockIteration, p.BlockSource = true, local.BlockSource
+		}
+		if local.Seal != nil && sealRank[*local.Seal] > sealRank[p.Seal] {
+			p.Seal, p.SealSource = *local.Seal, local.SealSource
 		}
 		p.Hide = addNames(p.Hide, local.Hide)
 		if local.Base != nil && baseRank[*local.Base] < baseRank[p.Base] {

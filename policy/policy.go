@@ -21,6 +21,33 @@ const (
 	Audit Mode = "audit"
 )
 
+// SealMode says whether a launch gets the sealed filesystem view (package
+// seal): off; on (sealed where the system allows it, else a notice and no
+// seal); required (no launch without it).
+type SealMode string
+
+// The seal modes.
+const (
+	SealOff      SealMode = "off"
+	SealOn       SealMode = "on"
+	SealRequired SealMode = "required"
+)
+
+// sealRank orders the modes from the least to the most sealed: a level that
+// may only narrow may only raise it.
+var sealRank = map[SealMode]int{"": 0, SealOff: 0, SealOn: 1, SealRequired: 2}
+
+// Stronger returns the more sealed of a and b ("" counts as off).
+func (a SealMode) Stronger(b SealMode) SealMode {
+	if sealRank[b] > sealRank[a] {
+		return b
+	}
+	if a == "" {
+		return SealOff
+	}
+	return a
+}
+
 // Base names one of the built-in base sets: "safe", "minimal" or "none".
 type Base string
 
@@ -97,6 +124,10 @@ type Level struct {
 	// environ; nil when the level does not say.
 	BlockIteration *bool
 	BlockSource    *Source
+	// Seal asks for the sealed filesystem view; nil when the level does
+	// not say.
+	Seal       *SealMode
+	SealSource *Source
 	// Hide names keys the shim hides besides the sensitive keys admitted by
 	// exact name (List "hide").
 	Hide []*Source

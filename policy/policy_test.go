@@ -252,7 +252,7 @@ profiles:
 		{"builtin:claude", "", `allow "ANTHROPIC_API_KEY" is not granted by the parent`},
 		{"shell", "denier", `the parent's deny "SSH_*" is missing`},
 		{"shell", "hider", "the parent's hide SECRET_THING is missing"},
-		{"", "builtin:claude", ""},
+		{"", "builtin:claude", "seal off widens the parent's on"}, // dropping the seal widens
 	}
 	for _, tt := range tests {
 		err := p.CheckNarrows(tt.child, tt.parent)

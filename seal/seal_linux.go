@@ -11,6 +11,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Available returns nil when this system lets an unprivileged process
+// create the user namespace the seal needs, else an error saying what
+// refuses it and how to allow it. It reads the kernel's switches; a refusal
+// it cannot see (a seccomp filter of a container) shows when the launch
+// starts, as an error.
+func Available() error {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return ""
+		}
+		return string(b[:len(b)-min(len(b), 1)])
+	}
+	switch {
+	case read("/proc/sys/user/max_user_namespaces") == "0":
+		return errors.New("user namespaces are turned off (user.max_user_namespaces = 0)")
+	case os.Geteuid() != 0 && read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+		return errors.New("unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone = 0)")
+	case os.Geteuid() != 0 && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+		return errors.New("AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1; an AppArmor profile for envsieve allows them)")
+	}
+	return nil
+}
+
 // Apply masks and write-protects s's paths in the calling thread's mount
 // namespace, which must be a private one of its own (--isolate's): a
 // masked directory gets an empty read-only tmpfs over it, a masked file

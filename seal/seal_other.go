@@ -4,6 +4,11 @@ package seal
 
 import "errors"
 
+// Available is Linux-only: elsewhere it says so.
+func Available() error {
+	return errors.New("the sealed filesystem view is Linux-only (mount namespaces)")
+}
+
 // Apply is Linux-only: elsewhere it returns an error, and the caller must
 // not start the program.
 func Apply(Spec) error {

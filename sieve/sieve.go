@@ -177,6 +177,9 @@ type Result struct {
 	Injected  []string // names of the injected secrets
 	// BlockIteration is true when the shim is to hide Hide from environ.
 	BlockIteration bool
+	// Seal is the seal the launch asks for: the profile's (or the
+	// global level's), raised by the rule's or the local policy's.
+	Seal policy.SealMode
 	// Hide names the keys of Env the shim hides when BlockIteration is on:
 	// every sensitive key admitted by exact name, every injected secret, and
 	// the policy's hide entries. Nil when BlockIteration is off.
@@ -534,6 +537,10 @@ func Build(in Input) (*Result, error) {
 		env[i] = text(e)
 	}
 	res.Env = env
+	res.Seal = plan.Seal
+	if rule != nil && rule.Level.Seal != nil {
+		res.Seal = res.Seal.Stronger(*rule.Level.Seal)
+	}
 	res.BlockIteration = plan.BlockIteration
 	if rule != nil && rule.Level.BlockIteration != nil {
 		res.BlockIteration = *rule.Level.BlockIteration

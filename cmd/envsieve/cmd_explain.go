@@ -13,6 +13,7 @@ import (
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/sieve"
 )
 
@@ -39,6 +40,16 @@ type explainJSON struct {
 	Limits    limitsJSON     `json:"limits"`
 	Redact    redactJSON     `json:"redact"`
 	Shim      shimJSON       `json:"shim"`
+	// Seal is the launch's seal (additive to schema v1).
+	Seal sealJSON `json:"seal"`
+}
+
+// sealJSON says which seal run would give the command, and whether this
+// system can: off, on or required, and why not when it cannot.
+type sealJSON struct {
+	Mode      policy.SealMode `json:"mode"`
+	Available bool            `json:"available"`
+	Why       string          `json:"why,omitempty"`
 }
 
 // shimJSON says whether the shim would load into the command and so where
@@ -175,6 +186,15 @@ sensitive keys masked. --json prints the same as a stable document
 			}
 			doc.Redact = redactDoc(l)
 			doc.Shim = shimDoc(l, path)
+			doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
+			if f.seal {
+				doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
+			}
+			if err := seal.Available(); err != nil {
+				doc.Seal.Why = err.Error()
+			} else {
+				doc.Seal.Available = true
+			}
 			if asJSON {
 				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
@@ -253,6 +273,15 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		rule = "(none: " + doc.NoRule + ")"
 	}
 	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\nmode:    %s\n", profile, rule, doc.Mode)
+	switch s := doc.Seal; {
+	case s.Mode == policy.SealOff:
+	case s.Available:
+		fmt.Fprintf(w, "seal:    %s; credential files, envsieve's store and keys masked, the policy read-only\n", s.Mode)
+	case s.Mode == policy.SealRequired:
+		fmt.Fprintf(w, "seal:    required, and not available here (%s): run refuses to start\n", s.Why)
+	default:
+		fmt.Fprintf(w, "seal:    on, but not available here (%s): the command would run without it\n", s.Why)
+	}
 	switch {
 	case doc.Shim.RulesAt == "exec":
 		fmt.Fprintf(w, "shim:    loads; rules apply at each exec, to the program that matches\n")

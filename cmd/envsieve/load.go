@@ -235,7 +235,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if err != nil {
 		return nil, err
 	}
-	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate || f.seal, seal: f.seal, noShim: f.noShim}
+	l := &launchPlan{policy: p, parent: parent, req: req, auditPath: f.audit, isolate: f.isolate, seal: f.seal, noShim: f.noShim}
 	values, files, dir, fds, err := fetchSecrets(u, p, parent, names, dryRun)
 	l.files, l.fds, l.injected = dir, fds, values
 	if err != nil {

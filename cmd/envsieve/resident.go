@@ -16,6 +16,7 @@ import (
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/seal"
 )
@@ -172,6 +173,30 @@ func (l *launchPlan) openAudit(u *cli.UI, argv []string) (*audit.Log, error) {
 	return alog, nil
 }
 
+// chooseSeal settles the launch's seal: the stronger of --seal and what
+// the policy asks (sieve.Result.Seal). Sealed means isolated. Where the
+// system refuses the user namespace it needs, on runs without it, said on
+// stderr; required refuses to start.
+func (l *launchPlan) chooseSeal(u *cli.UI) error {
+	mode := l.res.Seal.Stronger(policy.SealOff)
+	if l.seal {
+		mode = mode.Stronger(policy.SealOn)
+	}
+	if mode == policy.SealOff {
+		return nil
+	}
+	if err := seal.Available(); err != nil {
+		if mode == policy.SealRequired {
+			return fmt.Errorf("seal: required by the policy, and not available here: %w", err)
+		}
+		u.Warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
+		l.seal = false
+		return nil
+	}
+	l.seal, l.isolate = true, true
+	return nil
+}
+
 // start runs the planned launch: in place (exec) when nothing needs the
 // launcher afterwards, else as a resident, non-dumpable launcher that
 // redacts the child's output and removes file-delivered secrets when the
@@ -188,6 +213,10 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 		return err
 	}
 	defer alog.Close()
+	if err := l.chooseSeal(u); err != nil {
+		l.cleanup()
+		return err
+	}
 	// Registering the forwarded signals overlaps the shim's set-up when the
 	// launcher is likely to stay resident. It is never undone: the launcher
 	// exits when the child has, and a late signal cannot cut its clean-up.

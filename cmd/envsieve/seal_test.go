@@ -75,6 +75,14 @@ func TestSeal(t *testing.T) {
 		t.Errorf("under --seal an ordinary file of HOME is not usable: %q", strings.ReplaceAll(got, canary, "<canary>"))
 	}
 
+	// The same seal asked for by the policy (a profile's seal: on).
+	sealPol := filepath.Join(filepath.Dir(exe), "seal.yaml")
+	os.WriteFile(sealPol, []byte("version: 1\nprofiles:\n  agent: {seal: on}\n"), 0o644)
+	os.WriteFile(filepath.Join(home, ".config/envsieve/policy.yaml"), []byte("version: 1\n"), 0o600)
+	if got := run("--policy", sealPol, "--profile", "agent"); strings.Contains(got, canary) || strings.Contains(got, "POLICY-WRITTEN") {
+		t.Errorf("a profile's seal: on did not seal the tree")
+	}
+
 	// A nested envsieve inside the tree asks for a stored secret: the
 	// headline attack. A real store first, made as the user.
 	for _, f := range []string{".config/envsieve/secrets.age", ".local/share/envsieve/store.key", ".local/share/envsieve/redact.key"} {

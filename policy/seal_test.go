@@ -1,0 +1,63 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSealPolicy: seal takes off, on or required, a profile's word wins
+// over the global level's, and whatever may only narrow (a local policy,
+// a sub-agent's profile) may only raise it.
+func TestSealPolicy(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nseal: on\nprofiles:\n  agent: {seal: required}\n  lax: {seal: off}\n  child: {parent: agent}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		profile string
+		want    SealMode
+	}{{"", SealOn}, {"agent", SealRequired}, {"lax", SealOff}, {"child", SealRequired}} {
+		plan, err := p.Plan(tt.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Seal != tt.want {
+			t.Errorf("profile %q: seal %q, want %q", tt.profile, plan.Seal, tt.want)
+		}
+	}
+	if plan, _ := mustDefault(t).Plan(""); plan.Seal != SealOff {
+		t.Errorf("the embedded default's global seal is %q, want off", plan.Seal)
+	}
+
+	for _, tt := range []struct{ name, src, err string }{
+		{"unknown value", "version: 1\nseal: maybe\n", `seal: want off, on or required, got "maybe"`},
+		{"a boolean", "version: 1\nseal: true\n", "seal"},
+		{"a sub-agent lowers it", "version: 1\nprofiles:\n  a: {seal: required}\n  b: {parent: a, seal: on}\n", "seal on widens the parent's required"},
+	} {
+		_, err := Parse("p.yaml", []byte(tt.src))
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.err)
+		}
+	}
+
+	// A local policy may raise it, never lower it.
+	if _, err := p.Narrow(".envsieve.yaml", []byte("version: 1\nseal: off\n")); err == nil || !strings.Contains(err.Error(), "seal off widens the policy's on") {
+		t.Errorf("a local policy lowering seal: %v", err)
+	}
+	n, err := p.Narrow(".envsieve.yaml", []byte("version: 1\nseal: required\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, _ := n.Plan(""); plan.Seal != SealRequired {
+		t.Errorf("a local policy raising seal: %q", plan.Seal)
+	}
+}
+
+func mustDefault(t *testing.T) *Policy {
+	t.Helper()
+	p, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
