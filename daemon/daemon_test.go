@@ -62,7 +62,13 @@ type testServer struct {
 // startServer starts a daemon on a real socket in a private directory.
 func startServer(t testing.TB, lim Limits) *testServer {
 	t.Helper()
-	pol, err := policy.Parse("test.yaml", []byte(testPolicy))
+	return startServerWith(t, testPolicy, lim)
+}
+
+// startServerWith is startServer under the policy src.
+func startServerWith(t testing.TB, src string, lim Limits) *testServer {
+	t.Helper()
+	pol, err := policy.Parse("test.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/envsieve/envsieve/policy"
 )
 
 // lockedBuffer collects an exec's streamed output while the test reads it.
@@ -43,31 +41,15 @@ func (l *lockedBuffer) String() string {
 func TestSessionNoPrefixOracle(t *testing.T) {
 	secret := "Zq9Xk3Y9xQ2mZ7pL4vN8wR5t"
 	alphabet := "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	pol, err := policy.Parse("oracle.yaml", []byte("version: 1\nredact: {enabled: true, entropy: false}\nprofiles:\n  agent: {}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Policy: pol, Env: daemonEnv, RuntimeDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "envsieve-oracle-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "d.sock")
-	if err := s.Listen(sock); err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve()
-	t.Cleanup(s.Shutdown)
+	ts := startServerWith(t, "version: 1\nredact: {enabled: true, entropy: false}\nprofiles:\n  agent: {}\n", Limits{})
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
 	fifo := filepath.Join(dir, "guesses")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	c := dial(t, sock)
+	c := dial(t, ts.path)
 	id := mustInit(t, c, "", clientEnv("/c-bin", "MYAPP_API_KEY="+secret))
 	sid := mustSession(t, c, id, "agent", "")
 	var out lockedBuffer
@@ -179,23 +161,8 @@ func TestClientIDBound(t *testing.T) {
 // TestExecSealRequired: a profile that requires the seal gets no command
 // run by the daemon, which cannot give it (never a silent no-op).
 func TestExecSealRequired(t *testing.T) {
-	pol, err := policy.Parse("seal.yaml", []byte("version: 1\nprofiles:\n  sealed: {seal: required}\n  open: {}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Policy: pol, Env: daemonEnv, RuntimeDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, _ := os.MkdirTemp("", "envsieve-seal-")
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "d.sock")
-	if err := s.Listen(sock); err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve()
-	t.Cleanup(s.Shutdown)
-	c := dial(t, sock)
+	ts := startServerWith(t, "version: 1\nprofiles:\n  sealed: {seal: required}\n  open: {}\n", Limits{})
+	c := dial(t, ts.path)
 	id := mustInit(t, c, "", clientEnv("/c-bin"))
 	sealed := mustSession(t, c, id, "sealed", "")
 	if _, err := c.Exec(context.Background(), ExecParams{SessionID: sealed, Argv: []string{"true"}}, nil, nil); err == nil || !strings.Contains(err.Error(), "requires the seal") {
