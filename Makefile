@@ -8,12 +8,43 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: build test deps quick cross vet staticcheck race fuzz bench clean
+.PHONY: build man install uninstall test deps quick cross vet staticcheck race fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve-daemon ./cmd/envsieve-daemon
 	$(MAKE) -s -C shim/libenvsieve OUT=$(BIN)/libenvsieve.so
+
+# man: a page per command, generated from the commands themselves by a build
+# of envsieve with the envsieve_docs tag (cobra/doc stays out of the binary
+# users run).
+man:
+	$(GO) build -tags envsieve_docs -o $(BIN)/envsieve-docs ./cmd/envsieve
+	rm -rf $(BIN)/man && $(BIN)/envsieve-docs __man $(BIN)/man
+
+# install: envsieve and envsieve-daemon in bin/, the shim in lib/envsieve/
+# (where envsieve looks for it), man pages, and bash, zsh and fish
+# completions. DESTDIR stages it (packaging); uninstall removes every file.
+PREFIX ?= /usr/local
+DESTDIR ?=
+ROOT = $(DESTDIR)$(PREFIX)
+INSTALLED = bin/envsieve bin/envsieve-daemon lib/envsieve/libenvsieve.so \
+	share/bash-completion/completions/envsieve share/zsh/site-functions/_envsieve \
+	share/fish/vendor_completions.d/envsieve.fish
+install: build man
+	install -d $(ROOT)/bin $(ROOT)/lib/envsieve $(ROOT)/share/man/man1 \
+		$(ROOT)/share/bash-completion/completions $(ROOT)/share/zsh/site-functions \
+		$(ROOT)/share/fish/vendor_completions.d
+	install -m 0755 $(BIN)/envsieve $(BIN)/envsieve-daemon $(ROOT)/bin/
+	install -m 0644 $(BIN)/libenvsieve.so $(ROOT)/lib/envsieve/
+	install -m 0644 $(BIN)/man/*.1 $(ROOT)/share/man/man1/
+	$(BIN)/envsieve completion bash > $(ROOT)/share/bash-completion/completions/envsieve
+	$(BIN)/envsieve completion zsh > $(ROOT)/share/zsh/site-functions/_envsieve
+	$(BIN)/envsieve completion fish > $(ROOT)/share/fish/vendor_completions.d/envsieve.fish
+
+uninstall:
+	rm -f $(addprefix $(ROOT)/,$(INSTALLED)) $(ROOT)/share/man/man1/envsieve*.1
+	-rmdir $(ROOT)/lib/envsieve 2>/dev/null
 
 test: deps vet cross staticcheck race
 
