@@ -71,9 +71,10 @@ deps:
 quick:
 	$(GO) test -short ./...
 
-# The portable core builds and vets for macOS (both arches) and linux/arm64;
+# The portable core builds and vets for macOS (both arches), linux/arm64 and
+# Windows;
 # what is Linux-only sits behind build tags with a twin that says so.
-CROSS := darwin/amd64 darwin/arm64 linux/arm64
+CROSS := darwin/amd64 darwin/arm64 linux/arm64 windows/amd64
 cross:
 	@for t in $(CROSS); do echo "go vet for $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./... || exit 1; done
 

@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/sieve"
@@ -52,7 +51,7 @@ func Open(path, home string) (*Log, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("audit log %s: %w", path, err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|oNoFollow, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("audit log %s: %w", path, err)
 		}

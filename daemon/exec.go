@@ -21,7 +21,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/creachadair/jrpc2"
-	"golang.org/x/sys/unix"
 
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/shellcmd"
@@ -211,8 +210,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		defer stdinR.Close()
 		defer stdinW.Close()
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownProcessGroup(cmd)
 	if p.Timeout > 0 {
 		t := time.AfterFunc(time.Duration(p.Timeout*float64(time.Second)), func() { cancel(errTimeout) })
 		defer t.Stop()
@@ -248,8 +246,8 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, fmt.Errorf("wait for %s: %w", filepath.Base(path), werr)
 	}
 	res := &ExecResult{ExecID: execID, ExitCode: st.ExitCode()}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		res.ExitCode, res.Signal = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
+	if sig, name, ok := killedBy(st); ok {
+		res.ExitCode, res.Signal = 128+sig, name
 	}
 	switch context.Cause(ectx) {
 	case errTimeout:

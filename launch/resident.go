@@ -65,10 +65,6 @@ func NotifySignals() *Signals {
 	return s
 }
 
-// forwarded are the signals a resident launcher passes on to its child.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
-
 // Supervise runs c as a resident launcher's child: it starts c, forwards
 // signals, waits, and returns the exit status a shell would report (128+N
 // for a child killed by signal N). The caller flushes its writers after.
@@ -137,7 +133,7 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 		case sig := <-sigs:
 			s := sig.(syscall.Signal)
 			switch {
-			case s == syscall.SIGWINCH:
+			case s == sigWinch:
 				if ptmx != nil && r.TTY != nil {
 					_ = pty.InheritSize(r.TTY, ptmx)
 				}
@@ -199,7 +195,11 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 	if c.isolate {
 		cmd.SysProcAttr = isolateAttr()
 	}
-	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true
+	if err := controllingTerminal(cmd.SysProcAttr); err != nil {
+		ptmx.Close()
+		slave.Close()
+		return nil, nil, err
+	}
 	c.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		ptmx.Close()

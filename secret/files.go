@@ -1,13 +1,11 @@
 package secret
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Files delivers secrets as files: each value in a 0600 file, named for its
@@ -69,7 +67,7 @@ func removeStale(root string) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if processGone(pid) {
 			fi, err := os.Lstat(filepath.Join(root, e.Name()))
 			if err == nil && checkPrivate(e.Name(), fi, 0o077) == nil {
 				os.RemoveAll(filepath.Join(root, e.Name()))

@@ -22,7 +22,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -98,8 +97,7 @@ func (c *Command) Fetch(ctx context.Context, name string) (string, error) {
 	cmd.Stdout = &out
 	cmd.Stderr = c.Stderr
 	cmd.WaitDelay = time.Second
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownProcessGroup(cmd) // a timeout kills the helper and what it started
 	err = cmd.Run()
 	helper := strings.Join(c.Argv, " ")
 	switch {

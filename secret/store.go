@@ -12,10 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"filippo.io/age"
-	"golang.org/x/sys/unix"
 )
 
 // Store is an encrypted file of named secrets: a JSON object encrypted with
@@ -206,7 +204,7 @@ func openPrivate(path string) (*os.File, error) {
 	if err := checkDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +224,8 @@ func checkPrivate(path string, fi fs.FileInfo, forbidden fs.FileMode) error {
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
 		return &PermissionError{Path: path, Mode: fi.Mode(), Why: "not a regular file"}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return &PermissionError{Path: path, Mode: fi.Mode(), Why: fmt.Sprintf("owned by uid %d, not by you", st.Uid)}
+	if uid, ok := fileOwner(fi); ok && uid != os.Getuid() {
+		return &PermissionError{Path: path, Mode: fi.Mode(), Why: fmt.Sprintf("owned by uid %d, not by you", uid)}
 	}
 	if fi.Mode().Perm()&forbidden != 0 {
 		return &PermissionError{Path: path, Mode: fi.Mode(), Why: "others can access it; it must be 0600 (0700 for a directory)"}
@@ -281,7 +279,7 @@ func writePrivate(path string, data []byte) error {
 
 // writeNew creates path 0600, failing if it exists.
 func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
 	if err != nil {
 		return err
 	}
@@ -295,13 +293,13 @@ func writeNew(path string, data []byte) error {
 // lockFile takes an exclusive lock so two `envsieve secrets set` do not lose
 // each other's update.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|oNoFollow, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if err := lockExclusive(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return func() { unlock(f); f.Close() }, nil
 }

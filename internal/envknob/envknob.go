@@ -7,11 +7,8 @@
 package envknob
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
 
 // Knob is one environment variable envsieve itself reads.
@@ -96,14 +93,6 @@ func RuntimeDir() string {
 		return sharedMemory
 	}
 	return "/tmp"
-}
-
-const sharedMemory = "/dev/shm"
-
-func sharedMemoryUsable() bool {
-	fi, err := os.Stat(sharedMemory)
-	return err == nil && fi.IsDir() && fi.Mode()&fs.ModeSticky != 0 &&
-		unix.Access(sharedMemory, unix.W_OK|unix.X_OK) == nil
 }
 
 // Companions returns where an install puts the file name that goes with

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 )
 
 // ErrWritable is wrapped when a file or a directory above it is one the
@@ -32,16 +31,16 @@ func Check(path string, uid int) error {
 		if err != nil {
 			return err
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		if uidOf, gidOf, ok := owner(fi); ok {
 			mode := fi.Mode().Perm()
 			sticky := fi.IsDir() && fi.Mode()&os.ModeSticky != 0 && p != path
 			switch {
-			case int(st.Uid) == uid && uid != 0:
+			case uidOf == uid && uid != 0:
 				return fmt.Errorf("%s: %w it (it is yours)", p, ErrWritable)
 			case sticky:
 			case mode&0o002 != 0:
 				return fmt.Errorf("%s: %w it (everyone can)", p, ErrWritable)
-			case mode&0o020 != 0 && (int(st.Gid) == os.Getegid() || slices.Contains(groups, int(st.Gid))):
+			case mode&0o020 != 0 && (gidOf == os.Getegid() || slices.Contains(groups, gidOf)):
 				return fmt.Errorf("%s: %w it (its group can)", p, ErrWritable)
 			}
 		}
