@@ -8,7 +8,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: build man install uninstall test deps quick cross vet staticcheck race fuzz bench clean
+.PHONY: build man install uninstall test deps quick cross arm64 vet staticcheck race fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
@@ -46,13 +46,23 @@ uninstall:
 	rm -f $(addprefix $(ROOT)/,$(INSTALLED)) $(ROOT)/share/man/man1/envsieve*.1
 	-rmdir $(ROOT)/lib/envsieve 2>/dev/null
 
-test: deps vet cross staticcheck race
+# arm64: the test binaries of the pure packages, built for linux/arm64 and
+# run under qemu-user, so that the arm64 claim is tested, not assumed.
+ARM64_PKGS := sieve policy internal/detect internal/pattern internal/shellcmd redact seal
+arm64:
+	@for p in $(ARM64_PKGS); do \
+		t=$(BIN)/arm64/$$(echo $$p | tr / _).test; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $$t ./$$p || exit 1; \
+		echo "arm64 (qemu): $$p"; (cd $$p && qemu-aarch64 $$t -test.count=1) || exit 1; \
+	done
+
+test: deps vet cross arm64 staticcheck race
 
 # deps: the programs the tests run for real (the shim's runtimes table, the
 # static and setuid programs of its attack tests, the unprivileged user's
 # tests). Installed with apt-get when it is there and we are root; otherwise
 # the list of what is missing and the command, and the test run stops.
-DEPS := cc:gcc node:nodejs python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl
+DEPS := cc:gcc node:nodejs python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl qemu-aarch64:qemu-user
 deps:
 	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d#*:}"; done; \
 	test -n "$$(ls /usr/lib/*-linux-gnu/libc.a /usr/lib/libc.a 2>/dev/null)" || missing="$$missing libc6-dev"; \
