@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The release, checked as CI can: goreleaser (pinned, from the Go module
+# proxy) validates .goreleaser.yaml and builds a snapshot of every archive;
+# then the linux/amd64 archive's envsieve runs from a clean directory and
+# finds its shim and envsieve-daemon there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GORELEASER_VERSION=v2.12.7
+CYCLONEDX_VERSION=v1.9.0
+tools="$PWD/build/tools"
+mkdir -p "$tools"
+[ -x "$tools/goreleaser" ] || GOBIN="$tools" go install "github.com/goreleaser/goreleaser/v2@$GORELEASER_VERSION"
+[ -x "$tools/cyclonedx-gomod" ] || GOBIN="$tools" go install "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$CYCLONEDX_VERSION"
+if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+	if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q gcc-aarch64-linux-gnu
+	else
+		echo "release-check: the arm64 shim needs gcc-aarch64-linux-gnu" >&2
+		exit 1
+	fi
+fi
+export PATH="$tools:$PATH"
+goreleaser check
+goreleaser release --snapshot --clean --skip=publish
+ls dist/*.tar.gz dist/checksums.txt dist/*.cdx.json
+clean=$(mktemp -d)
+trap 'rm -rf "$clean"' EXIT
+tar -xzf dist/envsieve_*_linux_amd64.tar.gz -C "$clean"
+root=$(echo "$clean"/envsieve_*)
+(cd "$clean" && env -i PATH=/usr/bin:/bin "$root/bin/envsieve" run -- /bin/true)
+explain=$(env -i PATH=/usr/bin:/bin "$root/bin/envsieve" explain -- /bin/true)
+grep -q '^shim:    loads' <<<"$explain"
+help=$(env -i PATH=/usr/bin:/bin "$root/bin/envsieve" client --help)
+grep -q "client speaks to 'envsieve daemon'" <<<"$help"
+arm64=$(tar -tzf dist/envsieve_*_linux_arm64.tar.gz)
+grep -q 'lib/envsieve/libenvsieve.so$' <<<"$arm64"
+echo "release-check: snapshot archives built; the linux/amd64 envsieve runs and finds its shim and daemon"
