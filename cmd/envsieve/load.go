@@ -81,6 +81,8 @@ type launchPlan struct {
 	// isolate runs the child in namespaces of its own (--isolate); seal
 	// also masks the user's secret material there (--seal).
 	isolate, seal bool
+	// sealMode is the seal the launch asked for (chooseSeal).
+	sealMode policy.SealMode
 	// noShim keeps the shim out of the child (--no-shim).
 	noShim bool
 	// secretEnv and secretFiles are the secrets the build was given, for

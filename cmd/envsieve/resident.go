@@ -185,6 +185,7 @@ func (l *launchPlan) chooseSeal(u *cli.UI) error {
 	if mode == policy.SealOff {
 		return nil
 	}
+	l.sealMode = mode
 	if err := seal.Available(); err != nil {
 		if mode == policy.SealRequired {
 			return fmt.Errorf("seal: required by the policy, and not available here: %w", err)
@@ -273,6 +274,17 @@ func start(u *cli.UI, l *launchPlan, path string, argv []string) error {
 	}
 	u.Debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v", set != nil, l.policy.Redact.Entropy, r.PTY, l.files != nil, l.isolate, sh != nil)
 	status, err := launch.Supervise(c, r)
+	if errors.Is(err, launch.ErrNamespaces) && l.seal && l.sealMode == policy.SealOn {
+		// The kernel's switches allowed it, and something else refused
+		// it (a container's seccomp filter): on runs without the seal.
+		u.Warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
+		c = &launch.Cmd{Path: path, Args: argv, Env: l.res.Env}
+		r.AfterStart = nil
+		if err := launch.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		status, err = launch.Supervise(c, r)
+	}
 	for _, c := range closers {
 		c()
 	}
