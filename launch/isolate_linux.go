@@ -43,7 +43,7 @@ func Isolate(c *Cmd) (*Cmd, error) {
 		env[i] = kv
 	}
 	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-		Stderr: c.Stderr, WaitDelay: c.WaitDelay, Result: c.Result, isolate: true}, nil
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result, isolate: true}, nil
 }
 
 // initPreload carries the program's LD_PRELOAD past the isolated init.

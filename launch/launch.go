@@ -172,6 +172,9 @@ type Cmd struct {
 	// WaitDelay bounds how long Wait waits for I/O after the child exits
 	// (a grandchild holding a pipe cannot hang the caller). Zero means 5s.
 	WaitDelay time.Duration
+	// ExtraFiles are open files the child gets as its descriptors 3 and
+	// on, as in exec.Cmd; nil gives it none besides the inheritable ones.
+	ExtraFiles []*os.File
 	// Result is the engine's result that built Env, when Command built it.
 	Result *sieve.Result
 
@@ -248,6 +251,7 @@ func (c *Cmd) StartContext(ctx context.Context) error {
 	}
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	cmd.ExtraFiles = c.ExtraFiles
 	cmd.WaitDelay = c.WaitDelay
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second

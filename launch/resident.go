@@ -191,6 +191,7 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 		cmd.Env = []string{}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.ExtraFiles = c.ExtraFiles
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if c.isolate {
 		cmd.SysProcAttr = isolateAttr()

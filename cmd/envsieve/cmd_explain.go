@@ -63,24 +63,24 @@ type shimJSON struct {
 	Hide    []string `json:"hide"`
 }
 
-func shimDoc(l *launchPlan, path string) shimJSON {
+func shimDoc(h *launch.Host, f *policyFlags, l *launch.Plan, path string) shimJSON {
 	doc := shimJSON{RulesAt: "launch", Hide: []string{}}
-	if l.res.BlockIteration && len(l.res.Hide) > 0 {
-		doc.Hide = l.res.Hide
+	if l.Result.BlockIteration && len(l.Result.Hide) > 0 {
+		doc.Hide = l.Result.Hide
 	}
 	switch {
-	case l.noShim:
+	case f.noShim:
 		doc.Why = "--no-shim"
 	case path == "":
 		doc.Why = "the program is not found"
 	default:
-		if _, static, err := findShim(path); err != nil {
+		if _, static, err := h.FindShim(path); err != nil {
 			doc.Why = err.Error()
 		} else if static {
 			doc.Why = "the program is statically linked"
 		} else {
 			doc.Loads = true
-			if len(l.policy.Rules) > 0 {
+			if len(l.Policy().Rules) > 0 {
 				doc.RulesAt = "exec"
 			}
 		}
@@ -100,10 +100,11 @@ type redactJSON struct {
 	TooShort []string `json:"too_short"`
 }
 
-func redactDoc(l *launchPlan) redactJSON {
-	r := redactJSON{Enabled: l.policy.Redact.Enabled, MinSecretLen: l.policy.Redact.MinSecretLen, Masked: []string{}, TooShort: []string{}}
+func redactDoc(l *launch.Plan) redactJSON {
+	p := l.Policy()
+	r := redactJSON{Enabled: p.Redact.Enabled, MinSecretLen: p.Redact.MinSecretLen, Masked: []string{}, TooShort: []string{}}
 	if r.Enabled {
-		r.Masked, r.TooShort = l.maskedNames()
+		r.Masked, r.TooShort = l.MaskedNames()
 	}
 	r.Hidden = r.Masked
 	return r
@@ -172,20 +173,20 @@ sensitive keys masked. --json prints the same as a stable document
 			if err != nil {
 				return err
 			}
-			l.cleanup() // explain starts nothing
-			res := l.res
+			l.Cleanup() // explain starts nothing
+			res := l.Result
 			path := ""
 			if len(argv) > 0 {
-				if path, err = launch.Resolve(argv[0], res, l.req.Path); err != nil {
+				if path, err = launch.Resolve(argv[0], res, l.Request.Path); err != nil {
 					u.Warnf("%v", err)
 				}
 			}
 			doc := explainDoc(p, res, argv, path)
-			if l.req.Untrusted {
-				doc.NoRule = l.req.Path + " is in a place the agent's tree can write, so no rule grants to it"
+			if l.Request.Untrusted {
+				doc.NoRule = l.Request.Path + " is in a place the agent's tree can write, so no rule grants to it"
 			}
 			doc.Redact = redactDoc(l)
-			doc.Shim = shimDoc(l, path)
+			doc.Shim = shimDoc(host(u, &f), &f, l, path)
 			doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
 			if f.seal {
 				doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)

@@ -27,19 +27,19 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			if err != nil {
 				return err
 			}
+			// Masking is what this verb is for, whatever redact.enabled
+			// says; the policy itself is never changed.
+			f.forceMask = true
 			l, err := buildWith(u, p, &f, nil, false)
 			if err != nil {
 				return err
 			}
-			l.cleanup()
-			// Masking is what this verb is for, whatever redact.enabled
-			// says; the policy itself is never changed.
-			l.forceMask = true
-			set, err := l.redactionSet(u)
+			l.Cleanup()
+			set, err := l.RedactionSet()
 			if err != nil {
 				return err
 			}
-			w, _, closers, err := l.filter(u, u.Out, io.Discard, set)
+			w, _, closers, err := l.Filter(u.Out, io.Discard, set)
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ executed, 127 when it is not found.`,
 			if err != nil {
 				return err
 			}
-			return start(u, l, path, argv)
+			return start(l, path, argv)
 		},
 	}
 	c.Flags().SetInterspersed(false)

@@ -134,7 +134,7 @@ func (a *shArgs) startupFiles() bool {
 // turned off, the shell dynamic), looking the shell up in the launcher's
 // PATH as the child's will be: then the shell never gets a rule's keys,
 // and each program gets its grant at its exec.
-func shimLoads(shell string, noShim bool) bool {
+func shimLoads(h *launch.Host, shell string, noShim bool) bool {
 	if noShim {
 		return false
 	}
@@ -142,7 +142,7 @@ func shimLoads(shell string, noShim bool) bool {
 	if err != nil {
 		return false
 	}
-	_, static, err := findShim(path)
+	_, static, err := h.FindShim(path)
 	return err == nil && !static
 }
 
@@ -187,7 +187,7 @@ string runs with the policy's shell (default /bin/sh).`,
 			case !a.hasC:
 			case a.startupFiles():
 				u.Debugf("sh: a login or interactive shell runs files the tree can write: no rule applies")
-			case shimLoads(shell, a.flags.noShim):
+			case shimLoads(host(u, &a.flags), shell, a.flags.noShim):
 				u.Debugf("sh: the shim loads: rules apply at the exec of each program, never to the shell")
 			default:
 				if cmds, ok := shellcmd.Commands(a.command); ok {
@@ -205,12 +205,12 @@ string runs with the policy's shell (default /bin/sh).`,
 				argv = append(argv, "-c", a.command)
 			}
 			argv = append(argv, a.rest...)
-			path, err := launch.LookPath(shell, l.res.Env)
+			path, err := launch.LookPath(shell, l.Result.Env)
 			if err != nil {
-				l.cleanup()
+				l.Cleanup()
 				return err
 			}
-			return start(u, l, path, argv)
+			return start(l, path, argv)
 		},
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/envsieve/envsieve/launch"
 )
 
 // pingLatencies runs `envsieve run ARGS -- envping`, asks it for n answers,
@@ -75,7 +77,7 @@ func TestRedactLatency(t *testing.T) {
 		n, med(direct), p90(direct), med(redacted), p90(redacted))
 	// The idle release, plus a pipe hop; the bound is loose for a loaded
 	// CI machine. An interactive line stays well under what a person notices.
-	if med(redacted) > detectorIdle+30*time.Millisecond {
+	if med(redacted) > launch.DetectorIdle+30*time.Millisecond {
 		t.Errorf("median latency through the redacting launcher is %s: output is held past the idle time", med(redacted))
 	}
 }

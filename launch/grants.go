@@ -1,4 +1,4 @@
-package main
+package launch
 
 import (
 	"errors"
@@ -10,19 +10,18 @@ import (
 	"sync"
 
 	"github.com/envsieve/envsieve/audit"
-	"github.com/envsieve/envsieve/internal/cli"
-	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/shim"
 	"github.com/envsieve/envsieve/sieve"
 )
 
-// shimRun is the shim's side of one launch: its socket, and what the
-// child's processes reported through it.
-type shimRun struct {
+// ShimRun is the shim's side of one launch: its socket, the exec-time
+// grants it answers, and what the child's processes reported through it.
+// A nil *ShimRun (no shim) is valid for all its methods.
+type ShimRun struct {
 	srv  *shim.Server
-	l    *launchPlan
+	l    *Plan
 	alog *audit.Log
 	// base is the launch's environment by key (before the shim's own
 	// variables), hidden the keys the shim hides in the first program.
@@ -43,36 +42,38 @@ type shimRun struct {
 // maxLogged bounds the access events of one launch.
 const maxLogged = 10000
 
-// errShimNeeded is wrapped when the policy needs the shim and it cannot load.
-var errShimNeeded = errors.New("the shim is needed")
+// ErrShimNeeded is wrapped when the policy needs the shim and it cannot
+// load. Use errors.Is.
+var ErrShimNeeded = errors.New("the shim is needed")
 
-// startShim decides whether the shim is used for the program at path and,
-// when it is, starts its socket and adds its variables to the launch's
-// environment. It returns nil when the shim is off: --no-shim or not built
+// StartShim decides whether the shim is used for the program at path and,
+// when it is, starts its socket and adds its variables to the plan's Env
+// (the engine's result is not changed). It returns nil when the shim is off: --no-shim or not built
 // (an error instead when the policy hides keys). A statically linked program
 // cannot load it: the launcher says which settings therefore do not hold in
 // it, and still serves the dynamic programs it starts.
-func startShim(u *cli.UI, l *launchPlan, path string, alog *audit.Log) (*shimRun, error) {
-	res := l.res
+func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
+	res := l.Result
+	h := l.host
 	needHide := res.BlockIteration && len(res.Hide) > 0
 	if needHide {
 		if err := shim.CheckHide(res.Hide); err != nil {
 			return nil, fmt.Errorf("block_iteration: %w", err)
 		}
 	}
-	grants := len(l.policy.Rules) > 0
-	if l.noShim {
+	grants := len(l.opt.Policy.Rules) > 0
+	if l.opt.NoShim {
 		if needHide {
-			return nil, fmt.Errorf("block_iteration: %w to hide %s, and --no-shim turns it off", errShimNeeded, strings.Join(res.Hide, ", "))
+			return nil, fmt.Errorf("block_iteration: %w to hide %s, and --no-shim turns it off", ErrShimNeeded, strings.Join(res.Hide, ", "))
 		}
 		return nil, nil
 	}
-	lib, static, err := findShim(path)
+	lib, static, err := h.FindShim(path)
 	if errors.Is(err, shim.ErrNotFound) {
 		if needHide {
-			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", errShimNeeded, strings.Join(res.Hide, ", "), err)
+			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", ErrShimNeeded, strings.Join(res.Hide, ", "), err)
 		}
-		u.Debugf("shim: %v", err)
+		h.debugf("shim: %v", err)
 		return nil, nil
 	}
 	if err != nil {
@@ -93,16 +94,16 @@ func startShim(u *cli.UI, l *launchPlan, path string, alog *audit.Log) (*shimRun
 		// Said on stderr only when a setting of the policy is lost; a
 		// static program that loses only the reports is common (Go tools).
 		if needHide || grants {
-			u.Warnf("%s", msg)
+			h.warnf("%s", msg)
 		} else {
-			u.Debugf("%s", msg)
+			h.debugf("%s", msg)
 		}
 		alog.Warn(msg)
 	}
-	s := &shimRun{l: l, alog: alog, grants: grants, base: map[string]string{}, hidden: map[string]bool{},
+	s := &ShimRun{l: l, alog: alog, grants: grants, base: map[string]string{}, hidden: map[string]bool{},
 		reads: map[string]bool{}, logged: map[string]bool{}, granted: map[string]bool{}, statics: map[string]bool{},
 		decision: map[string]*sieve.Decision{}}
-	for _, kv := range res.Env {
+	for _, kv := range l.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		s.base[k] = v
 	}
@@ -117,41 +118,40 @@ func startShim(u *cli.UI, l *launchPlan, path string, alog *audit.Log) (*shimRun
 			s.decision[d.Key] = d
 		}
 	}
-	if s.srv, err = shim.Listen(envknob.RuntimeDir(), s); err != nil {
+	if s.srv, err = shim.Listen(h.runtimeDir(), s); err != nil {
 		return nil, err
 	}
-	env := make([]string, 0, len(res.Env)+4)
-	for _, kv := range res.Env {
+	env := make([]string, 0, len(l.Env)+4)
+	for _, kv := range l.Env {
 		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, res.Env), shim.EnvSock+"="+s.srv.Path)
+	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, l.Env), shim.EnvSock+"="+s.srv.Path)
 	if needHide {
 		env = append(env, shim.EnvHide+"="+strings.Join(res.Hide, ","))
 	}
 	if grants {
 		env = append(env, shim.EnvExec+"=1")
-		if globs, ok := ruleGlobs(l.policy); ok {
+		if globs, ok := ruleGlobs(l.opt.Policy); ok {
 			env = append(env, shim.EnvRules+"="+globs)
 		}
-		if denies := ruleDenies(l.policy); denies != "" {
+		if denies := ruleDenies(l.opt.Policy); denies != "" {
 			env = append(env, shim.EnvDeny+"="+denies)
 		}
 	}
-	res.Env = env
+	l.Env = env
 	alog.Shim(lib, res.Hide, grants)
-	u.Debugf("shim: %s, hiding %v, exec grants %v, socket %s", lib, res.Hide, grants, s.srv.Path)
+	h.debugf("shim: %s, hiding %v, exec grants %v, socket %s", lib, res.Hide, grants, s.srv.Path)
 	return s, nil
 }
 
-// findShim locates the shim (ENVSIEVE_SHIM, next to envsieve, or in
+// FindShim locates the shim (the host's Shim, next to its Exe, or in
 // ../lib/envsieve/) and says whether the program at path is statically
 // linked, so cannot load it. The error wraps shim.ErrNotFound when there is
 // no shim.
-func findShim(path string) (lib string, static bool, err error) {
-	exe, _ := os.Executable()
-	if lib, err = shim.Locate(envknob.Shim(), exe); err != nil {
+func (h *Host) FindShim(path string) (lib string, static bool, err error) {
+	if lib, err = shim.Locate(h.Shim, h.Exe); err != nil {
 		return "", false, err
 	}
 	static, err = shim.Static(path)
@@ -187,8 +187,8 @@ func ruleDenies(p *policy.Policy) string {
 	return strings.Join(globs, "\n")
 }
 
-// close stops the socket once what the child's processes sent is read.
-func (s *shimRun) close() {
+// Close stops the socket once what the child's processes sent is read.
+func (s *ShimRun) Close() {
 	if s == nil {
 		return
 	}
@@ -199,7 +199,7 @@ func (s *shimRun) close() {
 
 // verdict says what the policy did with a key a process accessed. The
 // caller holds s.mu.
-func (s *shimRun) verdict(key string) string {
+func (s *ShimRun) verdict(key string) string {
 	if s.granted[key] {
 		return "given"
 	}
@@ -215,7 +215,7 @@ func (s *shimRun) verdict(key string) string {
 }
 
 // Access implements shim.Handler.
-func (s *shimRun) Access(a *shim.Access) {
+func (s *ShimRun) Access(a *shim.Access) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if shim.Reads(a.Op) {
@@ -230,7 +230,7 @@ func (s *shimRun) Access(a *shim.Access) {
 }
 
 // Notice implements shim.Handler. A static program is noted once per path.
-func (s *shimRun) Notice(n *shim.Notice) {
+func (s *ShimRun) Notice(n *shim.Notice) {
 	reason := n.Reason
 	if reason == "static-program" {
 		s.mu.Lock()
@@ -246,7 +246,7 @@ func (s *shimRun) Notice(n *shim.Notice) {
 }
 
 // Refused implements shim.Handler.
-func (s *shimRun) Refused(reason string) {
+func (s *ShimRun) Refused(reason string) {
 	s.mu.Lock()
 	s.refused++
 	first := s.refused == 1
@@ -260,12 +260,13 @@ func (s *shimRun) Refused(reason string) {
 // program gets what the first rule matching it grants on top of the
 // launch's environment, and loses what that rule denies and every key
 // granted to another program.
-func (s *shimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
+func (s *ShimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 	if !s.grants {
 		return nil, nil, false
 	}
 	l := s.l
-	req := l.req
+	pol := l.opt.Policy
+	req := l.Request
 	req.Commands, req.Path, req.Untrusted = [][]string{x.Argv}, x.Path, false
 	// The program a rule grants to: named as an administrator named it, and
 	// one the agent's tree cannot have written (a copy or a link named gh
@@ -273,7 +274,7 @@ func (s *shimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 	if x.Path != "" {
 		if name, writable, err := trust.Program(x.Path, os.Geteuid()); err == nil {
 			req.Path, req.Untrusted = name, writable != nil
-			if writable != nil && sieve.ChooseRule(l.policy, sieve.Request{Commands: req.Commands}) != nil {
+			if writable != nil && sieve.ChooseRule(pol, sieve.Request{Commands: req.Commands}) != nil {
 				s.alog.NoGrant(x.PID, x.Path, "the program is in a place the agent's tree can write: "+writable.Error())
 			}
 		} else {
@@ -282,9 +283,9 @@ func (s *shimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 	}
 	var res *sieve.Result
 	var rule *policy.Rule
-	if rule = sieve.ChooseRule(l.policy, req); rule != nil {
+	if rule = sieve.ChooseRule(pol, req); rule != nil {
 		var err error
-		res, err = sieve.Build(sieve.Input{Parent: l.parent, Policy: l.policy, Request: req,
+		res, err = sieve.Build(sieve.Input{Parent: l.opt.Parent, Policy: pol, Request: req,
 			SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
 		if err != nil {
 			s.alog.NoGrant(x.PID, x.Path, "rule "+rule.Name+": "+err.Error())
@@ -355,7 +356,7 @@ func listed(keys []string) string {
 
 // withheldReads returns, sorted, the keys the child's processes read that
 // the policy withheld (or, in audit mode, that enforce would withhold).
-func (s *shimRun) withheldReads(verdict string) []string {
+func (s *ShimRun) withheldReads(verdict string) []string {
 	if s == nil {
 		return nil
 	}
@@ -371,20 +372,20 @@ func (s *shimRun) withheldReads(verdict string) []string {
 	return out
 }
 
-// explainFailure prints, after a failed child, the withheld keys it read:
+// ExplainFailure says, after a failed child, which withheld keys it read:
 // a missing variable is the cause agents most often chase in the wrong
-// place. In audit mode it lists what enforce would have withheld.
-func (s *shimRun) explainFailure(u *cli.UI, status int) {
+// place. In audit mode it warns of what enforce would have withheld.
+func (s *ShimRun) ExplainFailure(status int) {
 	if s == nil {
 		return
 	}
 	if keys := s.withheldReads("would-drop"); len(keys) > 0 {
-		u.Warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
+		s.l.host.warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
 	}
 	if status == 0 {
 		return
 	}
 	if keys := s.withheldReads("withheld"); len(keys) > 0 {
-		fmt.Fprintf(u.Err, "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
+		fmt.Fprintf(s.l.host.stderr(), "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
 	}
 }

@@ -1,0 +1,116 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/redact"
+)
+
+// RedactionSet compiles the values to mask under the install key; nil when
+// the launch does not mask or there is nothing to mask.
+func (l *Plan) RedactionSet() (*redact.Set, error) {
+	if !l.Masking() {
+		return nil, nil
+	}
+	mask := l.Masked()
+	if len(mask) == 0 {
+		return nil, nil
+	}
+	key, err := l.key()
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	minLen := l.opt.Policy.Redact.MinSecretLen
+	set, err := redact.Compile(key, mask, redact.Options{MinLen: minLen})
+	if err != nil {
+		return nil, fmt.Errorf("redaction: %w", err)
+	}
+	if skipped := set.Skipped(); len(skipped) > 0 {
+		l.host.debugf("redaction: not masked, shorter than min_secret_len %d: %v", minLen, skipped)
+	}
+	if set.Len() == 0 {
+		return nil, nil
+	}
+	l.host.debugf("redaction: %d values, %d patterns", len(mask)-len(set.Skipped()), set.Len())
+	return set, nil
+}
+
+func (l *Plan) key() ([]byte, error) {
+	if l.host.Key == nil {
+		return nil, fmt.Errorf("no install key here")
+	}
+	return l.host.Key()
+}
+
+// DetectorIdle is how long the output filters hold bytes that may still
+// be part of a value when the child writes nothing more (a prompt, an
+// echo): the unknown-secret stage's growing word, and redact.Streams'
+// held tail.
+const DetectorIdle = 20 * time.Millisecond
+
+// Filter returns the writers that mask a child's stdout and stderr on
+// their way to stdout and stderr: the known values of set (both streams
+// matched as one, held back by length and released when idle, so that
+// neither a value split between them nor the timing of what is held gives
+// anything away; see redact.Streams), then, when the policy's
+// redact.entropy is on, credential-looking strings nobody named. A nil set
+// masks no known value. The closers flush in order and must all be called.
+func (l *Plan) Filter(stdout, stderr io.Writer, set *redact.Set) (io.Writer, io.Writer, []func() error, error) {
+	var closers []func() error
+	r := l.opt.Policy.Redact
+	if l.Masking() && r.Entropy {
+		key, err := l.key()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("redaction: %w", err)
+		}
+		opt := detect.ScanOptions{MinLen: r.EntropyMinLen, MinEntropy: r.EntropyThreshold}
+		do := redact.NewDetector(stdout, key, opt, DetectorIdle)
+		de := redact.NewDetector(stderr, key, opt, DetectorIdle)
+		stdout, stderr, closers = do, de, []func() error{do.Close, de.Close}
+	}
+	if set != nil {
+		m := redact.NewStreams(stdout, stderr, set, DetectorIdle)
+		stdout, stderr, closers = m.Stdout(), m.Stderr(), append([]func() error{m.Close}, closers...)
+	}
+	return stdout, stderr, closers, nil
+}
+
+// OpenAudit opens the audit log, when the host or the policy names one,
+// and records the launch, every decision, the injected secrets (by name
+// and fingerprint) and what redaction masks. A nil log records nothing,
+// and all its methods may be called.
+func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
+	path := l.host.AuditPath
+	if path == "" {
+		path = l.opt.Policy.AuditPath
+	}
+	if path == "" {
+		return nil, nil
+	}
+	alog, err := audit.Open(path, l.host.Home)
+	if err != nil {
+		return nil, err
+	}
+	p := l.opt.Policy
+	alog.Launch(argv, p, l.Result)
+	alog.Decisions(l.Result)
+	if len(l.injected) > 0 {
+		key, err := l.key()
+		if err != nil {
+			alog.Close()
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		for _, name := range l.Result.Injected {
+			spec := p.SecretSpec(name)
+			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
+		}
+	}
+	if p.Redact.Enabled {
+		alog.Redaction(l.MaskedNames())
+	}
+	return alog, nil
+}

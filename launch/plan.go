@@ -1,0 +1,414 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/internal/trust"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/redact"
+	"github.com/envsieve/envsieve/secret"
+	"github.com/envsieve/envsieve/sieve"
+)
+
+// Reporter receives what a launch has to say besides its errors: debug
+// lines and warnings. The CLI's UI implements it; a nil Reporter in a
+// [Host] is silent.
+type Reporter interface {
+	Debugf(format string, args ...any)
+	Warnf(format string, args ...any)
+}
+
+// Host is what a launch needs from the program that runs it: where its
+// secrets, keys and files are. The CLI fills it from the user's
+// configuration; the daemon from its own. Every field's zero value is
+// documented; none of them makes the launch inherit anything.
+type Host struct {
+	// Report gets debug lines and warnings; nil is silent.
+	Report Reporter
+	// Stderr gets the output of `from: command` helpers and the notes
+	// printed after a failed child; nil discards them.
+	Stderr io.Writer
+	// Key returns the install key (redaction tokens, audit fingerprints);
+	// nil means there is none, and a launch that needs one fails.
+	Key func() ([]byte, error)
+	// Store opens the secret store for `from: store` secrets; nil means
+	// there is none, and such a secret is not found.
+	Store func() (secret.Source, error)
+	// HelperEnv is the environment of `from: command` helpers, before
+	// the helper's own minimal filter (secret.Command).
+	HelperEnv []string
+	// RuntimeDir holds the shim's socket and, where memory files are not
+	// available, file-delivered secrets; "" means os.TempDir().
+	RuntimeDir string
+	// ExtraFiles passes file-delivered secrets as the child's descriptors
+	// 3 and on (a server that runs launches side by side, so none
+	// inherits another's); false makes them inheritable as they are (a
+	// launcher that runs one child, or execs in place).
+	ExtraFiles bool
+	// Shim is the shim the user named (ENVSIEVE_SHIM); "" looks next to
+	// Exe.
+	Shim string
+	// Exe is the running launcher's path, next to which the shim is found.
+	Exe string
+	// Home is HOME, for the audit log's "~" paths and the seal.
+	Home string
+	// ConfigDir and DataDir are envsieve's own directories, for the seal.
+	ConfigDir, DataDir string
+	// AuditPath is the audit log the user named (--audit, ENVSIEVE_AUDIT);
+	// "" means the policy's audit.path, and none when that is empty too.
+	AuditPath string
+}
+
+func (h *Host) debugf(format string, args ...any) {
+	if h.Report != nil {
+		h.Report.Debugf(format, args...)
+	}
+}
+
+func (h *Host) warnf(format string, args ...any) {
+	if h.Report != nil {
+		h.Report.Warnf(format, args...)
+	}
+}
+
+func (h *Host) stderr() io.Writer {
+	if h.Stderr == nil {
+		return io.Discard
+	}
+	return h.Stderr
+}
+
+func (h *Host) runtimeDir() string {
+	if h.RuntimeDir == "" {
+		return os.TempDir()
+	}
+	return h.RuntimeDir
+}
+
+// Options is one launch's request.
+type Options struct {
+	// Policy is the loaded policy; it is never changed.
+	Policy *policy.Policy
+	// Parent is the environment the launch filters: the launcher's own
+	// (os.Environ()) or, for a daemon session, the client's snapshot.
+	Parent []string
+	// Request is the engine's request. When its Path is empty and the
+	// first command is found in Parent's PATH, Build fills Path and
+	// Untrusted from the program found (internal/trust).
+	Request sieve.Request
+	// DryRun fetches no secret that has a side effect (explain): only
+	// `from: env` secrets are read, and nothing is written.
+	DryRun bool
+	// Isolate runs the child in namespaces of its own; Seal also masks
+	// the user's secret material there (it implies Isolate).
+	Isolate, Seal bool
+	// NoShim keeps the shim out of the child.
+	NoShim bool
+	// ForceMask masks output even where the policy's redact.enabled is off
+	// (envsieve redact). The policy itself is never changed.
+	ForceMask bool
+	// Builder builds the environment from the fetched secrets; nil is
+	// sieve.Build over Parent. The daemon gives its two layers here.
+	Builder func(in sieve.Input) (*sieve.Result, error)
+}
+
+// Plan is one built launch: the engine's result and what the launcher
+// must do while the child runs. It owns the file-delivered secrets until
+// [Plan.Cleanup].
+type Plan struct {
+	host *Host
+	opt  Options
+	// Result is the engine's result. It is never changed.
+	Result *sieve.Result
+	// Env is the child's environment: the result's, plus the shim's
+	// variables once [Plan.StartShim] has added them.
+	Env []string
+	// Request is the request the result was built for.
+	Request sieve.Request
+	// injected holds the fetched secret values by name, for redaction
+	// and the audit log's fingerprints.
+	injected map[string]string
+	// secretEnv and secretFiles are the secrets the build was given, for
+	// the builds of exec-time grants.
+	secretEnv, secretFiles map[string]string
+	// files holds file-delivered secrets where they are written to a
+	// private directory (no memfd); nil when there are none.
+	files *secret.Files
+	// fds holds the memory files of file-delivered secrets.
+	fds []*os.File
+	// sealMode is the seal the launch settled on (ChooseSeal).
+	sealMode policy.SealMode
+	mask     []redact.Secret
+}
+
+// Policy returns the policy the plan was built under.
+func (l *Plan) Policy() *policy.Policy { return l.opt.Policy }
+
+// Injected returns the names of the secrets fetched for the launch, sorted.
+func (l *Plan) Injected() []string {
+	names := make([]string, 0, len(l.injected))
+	for n := range l.injected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ExtraFiles returns the memory files of file-delivered secrets when the
+// host passes them as the child's descriptors 3 and on, in that order.
+func (l *Plan) ExtraFiles() []*os.File {
+	if !l.host.ExtraFiles {
+		return nil
+	}
+	return l.fds
+}
+
+// HoldsFiles reports whether file-delivered secrets must be removed after
+// the child exits (so the launcher cannot exec in place).
+func (l *Plan) HoldsFiles() bool { return l.files != nil }
+
+// Cleanup removes file-delivered secrets and closes their memory files.
+// It is safe on a nil Plan and more than once.
+func (l *Plan) Cleanup() {
+	if l == nil {
+		return
+	}
+	if l.files != nil {
+		_ = l.files.Remove()
+		l.files = nil
+	}
+	for _, f := range l.fds {
+		f.Close()
+	}
+	l.fds = nil
+}
+
+// FetchError reports a secret its source could not give. It names the
+// secret and the source, never a value.
+type FetchError struct {
+	Name string
+	From policy.SecretFrom
+	Err  error
+}
+
+func (e *FetchError) Error() string {
+	return fmt.Sprintf("secret %s (from %s): %v", e.Name, e.From, e.Err)
+}
+
+func (e *FetchError) Unwrap() error { return e.Err }
+
+// notFetched stands in for a secret that a dry run does not fetch: it
+// starts nothing, so it runs no helper and opens no store.
+const notFetched = "<not fetched by explain>"
+
+// Build fetches the request's secrets from the sources the policy names and
+// builds the child's environment. On success the caller owns the plan's
+// Cleanup.
+func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
+	if o.Policy == nil {
+		return nil, errors.New("launch: no policy")
+	}
+	if o.Parent == nil {
+		return nil, ErrNilEnv
+	}
+	req := o.Request
+	if req.Path == "" && len(req.Commands) > 0 && len(req.Commands[0]) > 0 {
+		if path, err := LookPath(req.Commands[0][0], o.Parent); err == nil {
+			req.Path = path
+			// The program a rule would grant to: named as an administrator
+			// named it, and one the agent's tree cannot have written.
+			if name, writable, err := trust.Program(path, os.Geteuid()); err == nil {
+				req.Path, req.Untrusted = name, writable != nil
+				if writable != nil {
+					h.debugf("rules: %s is not a program a rule grants to: %v", path, writable)
+				}
+			}
+		}
+	}
+	names, err := sieve.SecretNames(o.Policy, req)
+	if err != nil {
+		return nil, err
+	}
+	l := &Plan{host: h, opt: o, Request: req}
+	values, files, err := l.fetch(ctx, names)
+	if err != nil {
+		l.Cleanup()
+		return nil, err
+	}
+	env := map[string]string{}
+	for name, v := range values {
+		if _, asFile := files[name]; !asFile {
+			env[name] = v
+		}
+	}
+	l.injected, l.secretEnv, l.secretFiles = values, env, files
+	in := sieve.Input{Parent: o.Parent, Policy: o.Policy, Request: req, SecretValues: env, SecretFiles: files}
+	build := o.Builder
+	if build == nil {
+		build = sieve.Build
+	}
+	if l.Result, err = build(in); err != nil {
+		l.Cleanup()
+		return nil, err
+	}
+	l.Env = slices.Clone(l.Result.Env)
+	return l, nil
+}
+
+// fetch fetches the named secrets. File-delivered ones become sealed
+// memory files (made once every helper has run, so that none inherits
+// one), named /dev/fd/N in files; where there are none (not Linux), files
+// in a private directory.
+func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[string]string, err error) {
+	h, p := l.host, l.opt.Policy
+	values = map[string]string{}
+	var store secret.Source
+	for _, name := range names {
+		spec := p.SecretSpec(name)
+		if l.opt.DryRun {
+			if spec.From == policy.FromEnv {
+				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
+					values[name] = v
+				}
+			} else {
+				values[name] = notFetched
+			}
+			continue
+		}
+		var src secret.Source
+		switch spec.From {
+		case policy.FromStore:
+			if store == nil {
+				if h.Store == nil {
+					return nil, nil, &FetchError{Name: name, From: spec.From, Err: fmt.Errorf("%w: there is no secret store here", secret.ErrNotFound)}
+				}
+				if store, err = h.Store(); err != nil {
+					return nil, nil, err
+				}
+			}
+			src = store
+		case policy.FromCommand:
+			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: h.HelperEnv, Stderr: h.stderr()}
+		default:
+			src = secret.Env(l.opt.Parent)
+		}
+		v, ferr := src.Fetch(ctx, name)
+		if errors.Is(ferr, secret.ErrNotFound) && spec.From == policy.FromEnv {
+			continue // the engine reports a missing secret by name
+		}
+		if ferr != nil {
+			return nil, nil, &FetchError{Name: name, From: spec.From, Err: ferr}
+		}
+		values[name] = v
+		h.debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
+	}
+	for _, name := range names {
+		v, ok := values[name]
+		if !ok || l.opt.DryRun || p.SecretSpec(name).Deliver != policy.DeliverFile {
+			continue
+		}
+		if files == nil {
+			files = map[string]string{}
+		}
+		if secret.MemfdSupported {
+			f, err := secret.Memfd(name, v)
+			if err != nil {
+				return nil, nil, err
+			}
+			l.fds = append(l.fds, f)
+			if h.ExtraFiles {
+				files[name] = secret.FDPath(2 + len(l.fds))
+				continue
+			}
+			if err := secret.Inherit(f); err != nil {
+				return nil, nil, err
+			}
+			files[name] = secret.FDPath(int(f.Fd()))
+			continue
+		}
+		if l.files == nil {
+			if l.files, err = secret.NewFiles(h.runtimeDir()); err != nil {
+				return nil, nil, err
+			}
+		}
+		path, werr := l.files.Write(name, v)
+		if werr != nil {
+			return nil, nil, werr
+		}
+		files[name] = path
+	}
+	return values, files, nil
+}
+
+// Masked returns the values to mask in the child's output: every
+// sensitive value of the parent environment (by name or by value, the
+// first copy of each key) that the child's environment does not hold, and
+// every injected secret. It is computed once per plan.
+func (l *Plan) Masked() []redact.Secret {
+	if l.mask == nil {
+		l.mask = masked(l.opt.Parent, l.Result.Env, l.injected)
+	}
+	return l.mask
+}
+
+func masked(parent, env []string, injected map[string]string) []redact.Secret {
+	given := make(map[string]bool, len(env))
+	for _, kv := range env {
+		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
+			given[v] = true
+		}
+	}
+	out := []redact.Secret{}
+	seen := map[string]bool{}
+	add := func(name, value string) {
+		if value != "" && !seen[value] {
+			seen[value] = true
+			out = append(out, redact.Secret{Name: name, Value: []byte(value)})
+		}
+	}
+	keys := map[string]bool{}
+	for _, kv := range parent {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || keys[k] {
+			continue
+		}
+		keys[k] = true
+		if !given[v] && detect.Sensitive(k, v) {
+			add(k, v)
+		}
+	}
+	names := make([]string, 0, len(injected))
+	for n := range injected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(n, injected[n])
+	}
+	return out
+}
+
+// MaskedNames splits the names of the masked values into those redaction
+// masks and those too short to mask (redact.min_secret_len).
+func (l *Plan) MaskedNames() (masked, tooShort []string) {
+	masked, tooShort = []string{}, []string{}
+	for _, s := range l.Masked() {
+		if len(s.Value) < l.opt.Policy.Redact.MinSecretLen {
+			tooShort = append(tooShort, s.Name)
+		} else {
+			masked = append(masked, s.Name)
+		}
+	}
+	return masked, tooShort
+}
+
+// Masking reports whether the launch masks its child's output.
+func (l *Plan) Masking() bool { return l.opt.Policy.Redact.Enabled || l.opt.ForceMask }
