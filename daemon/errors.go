@@ -34,6 +34,7 @@ func toRPC(err error) error {
 	var je *jrpc2.Error
 	var le *sieve.LimitError
 	var se *sieve.SecretError
+	var fe *launch.FetchError
 	var nf *launch.NotFoundError
 	var pe policy.ErrorList
 	switch {
@@ -47,7 +48,7 @@ func toRPC(err error) error {
 		}{LimitData{Limit: le.Limit, Actual: le.Actual, Max: le.Max}, le.Top})
 		e.Data = data
 		return e
-	case errors.As(err, &se):
+	case errors.As(err, &se), errors.As(err, &fe):
 		return rpcError(CodeSecret, err.Error())
 	case errors.Is(err, sieve.ErrUnknownTool):
 		return rpcError(CodeUnknownTool, err.Error())

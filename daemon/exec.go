@@ -12,9 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,9 +20,7 @@ import (
 
 	"github.com/creachadair/jrpc2"
 
-	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/shellcmd"
-	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
@@ -102,40 +98,35 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		commands = [][]string{argv}
 	}
 	req := sieve.Request{Commands: commands, Profile: ss.profile, Tool: p.Tool, Secrets: p.Secrets}
-	if len(commands) > 0 && len(commands[0]) > 0 {
-		// A rule that matches by path is chosen for the program the
-		// client's own PATH finds, as `envsieve run` does with its own.
-		if path, err := launch.LookPath(commands[0][0], ss.snapshot); err == nil {
-			req.Path = path
-			if name, writable, err := trust.Program(path, os.Geteuid()); err == nil {
-				req.Path, req.Untrusted = name, writable != nil
+	// One launch, as `envsieve run` makes it (package launch): the
+	// session's snapshot is the parent, the daemon's own environment the
+	// first of the two layers (buildEnv), and the secrets come from the
+	// daemon's sources. A rule that matches by path is chosen for the
+	// program the client's own PATH finds.
+	var client *sieve.Result
+	l, err := launch.Build(ectx, s.host(), launch.Options{
+		Policy: pol, Parent: ss.snapshot, Request: req, Sensitive: ss.masked,
+		Builder: func(in sieve.Input) (*sieve.Result, error) {
+			b, err := s.buildEnv(ss, in.Request, in.SecretValues, in.SecretFiles)
+			if err != nil {
+				return nil, err
 			}
-		}
-	}
-	values, files, dir, fds, err := s.fetchSecrets(ectx, ss, req)
-	if dir != nil {
-		defer dir.Remove()
-	}
-	for _, f := range fds {
-		defer f.Close()
-	}
+			if client == nil {
+				client = b.Client
+			}
+			res := *b.Client
+			res.Env = b.Env
+			return &res, nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	envValues := make(map[string]string, len(values))
-	for name, v := range values {
-		if _, asFile := files[name]; !asFile {
-			envValues[name] = v
-		}
-	}
-	b, err := s.buildEnv(ss, req, envValues, files)
-	if err != nil {
-		return nil, err
-	}
+	defer l.Cleanup()
 	// The daemon runs commands unsealed: a profile that requires the seal
 	// gets none of them, one that asks for it gets them with a warning in
 	// the daemon's log, never silently.
-	switch b.Client.Seal {
+	switch client.Seal {
 	case policy.SealRequired:
 		return nil, rpcError(CodeExecFailed, "session/exec: the profile requires the seal, which the daemon does not give its commands: run the agent with envsieve run")
 	case policy.SealOn:
@@ -143,9 +134,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	}
 	var path string
 	if p.Shell != "" {
-		path, err = launch.LookPath(argv[0], b.Env)
+		path, err = launch.LookPath(argv[0], l.Result.Env)
 	} else {
-		path, err = launch.Resolve(argv[0], &sieve.Result{Env: b.Env, Rule: b.Client.Rule}, req.Path)
+		path, err = launch.Resolve(argv[0], l.Result, l.Request.Path)
 	}
 	if err != nil {
 		return nil, err
@@ -161,17 +152,33 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	} else if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return nil, rpcError(CodeExecFailed, fmt.Sprintf("cwd %s: not a directory", cwd))
 	}
-	set, err := s.redactionSet(ss, b.Env, values)
+	set, err := s.redactionSet(ss, l)
 	if err != nil {
 		return nil, err
 	}
+	alog, err := l.OpenAudit(argv)
+	if err != nil {
+		return nil, err
+	}
+	defer alog.Close()
+	// The shim, as for `envsieve run`: hiding (block_iteration), access
+	// reports and exec-time grants in the command's tree.
+	sh, err := l.StartShim(path, alog)
+	if err != nil {
+		return nil, err
+	}
+	defer sh.Close()
 
 	srv := jrpc2.ServerFromContext(ctx)
 	outN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stdout"}}
 	errN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stderr"}}
-	stdout, stderr, closers := s.filter(outN, errN, set)
+	stdout, stderr, closers, err := l.Filter(outN, errN, set)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, outN.Close, errN.Close)
 
-	if b.Env == nil {
+	if l.Env == nil {
 		return nil, launch.ErrNilEnv // never inherit the daemon's environment
 	}
 	// The command's stdout and stderr are pipes this exec reads itself
@@ -194,10 +201,10 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	defer errR.Close()
 	cmd := exec.CommandContext(ectx, path)
 	cmd.Args = argv
-	cmd.Env = b.Env
+	cmd.Env = l.Env
 	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.ExtraFiles = fds // file-delivered secrets, as /dev/fd/3 and on
+	cmd.ExtraFiles = l.ExtraFiles() // file-delivered secrets, as /dev/fd/3 and on
 	var stdinW *os.File
 	if len(stdin) > 0 {
 		stdinR, w, err := os.Pipe()
@@ -222,8 +229,11 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		f.Close()
 	}
 	if err != nil {
-		return nil, startError(path, err)
+		err = startError(path, err)
+		alog.Exit(125, err)
+		return nil, err
 	}
+	alog.Exec(path)
 	if stdinW != nil {
 		go func() {
 			// Closed by the deferred Close when the command ends
@@ -241,14 +251,18 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	for _, closeFn := range closers {
 		_ = closeFn()
 	}
+	sh.Close()
 	st := cmd.ProcessState
 	if st == nil {
-		return nil, fmt.Errorf("wait for %s: %w", filepath.Base(path), werr)
+		err := fmt.Errorf("wait for %s: %w", filepath.Base(path), werr)
+		alog.Exit(125, err)
+		return nil, err
 	}
 	res := &ExecResult{ExecID: execID, ExitCode: st.ExitCode()}
 	if sig, name, ok := killedBy(st); ok {
 		res.ExitCode, res.Signal = 128+sig, name
 	}
+	alog.Exit(res.ExitCode, nil)
 	switch context.Cause(ectx) {
 	case errTimeout:
 		res.TimedOut = true
@@ -336,114 +350,40 @@ func (s *Server) release(ss *session, execID string) {
 	s.execWG.Done()
 }
 
-// fetchSecrets fetches the request's secrets from the sources the policy
-// names: `env` is the session's snapshot (the client's own environment),
-// `store` the daemon's store, `command` a helper run with the daemon's own
-// environment. File-delivered secrets become sealed memory files that the
-// command gets as its descriptors 3 and on (fds, in that order; files names
-// them /dev/fd/N), never inherited by another session's command; where
-// there are none (not Linux), files in a private directory that the caller
-// removes.
-func (s *Server) fetchSecrets(ctx context.Context, ss *session, req sieve.Request) (values, files map[string]string, dir *secret.Files, fds []*os.File, err error) {
-	pol := s.cfg.Policy
-	names, err := sieve.SecretNames(pol, req)
-	if err != nil || len(names) == 0 {
-		return nil, nil, nil, nil, err
+// host is what a launch of the daemon needs: its own sources, key and
+// directories. File-delivered secrets are the command's descriptors 3 and
+// on, never inherited by another session's command.
+func (s *Server) host() *launch.Host {
+	store := s.cfg.Store
+	h := &launch.Host{
+		Stderr:     s.cfg.HelperStderr,
+		Key:        func() ([]byte, error) { return s.key, nil },
+		HelperEnv:  s.cfg.Env,
+		RuntimeDir: s.cfg.RuntimeDir,
+		ExtraFiles: true,
+		Shim:       s.cfg.Shim,
+		Exe:        s.exe,
+		Home:       s.cfg.Home,
+		AuditPath:  s.cfg.AuditPath,
 	}
-	values = map[string]string{}
-	for _, name := range names {
-		spec := pol.SecretSpec(name)
-		var src secret.Source
-		switch spec.From {
-		case policy.FromStore:
-			if s.cfg.Store == nil {
-				return nil, nil, dir, fds, &sieve.SecretError{Name: name, Reason: "not found: the daemon has no secret store"}
-			}
-			src = s.cfg.Store
-		case policy.FromCommand:
-			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: s.cfg.Env, Stderr: s.cfg.HelperStderr}
-		default:
-			src = secret.Env(ss.snapshot)
-		}
-		v, ferr := src.Fetch(ctx, name)
-		if errors.Is(ferr, secret.ErrNotFound) && spec.From == policy.FromEnv {
-			continue // the engine names the missing secret
-		}
-		if ferr != nil {
-			return nil, nil, dir, fds, rpcError(CodeSecret, ferr.Error())
-		}
-		values[name] = v
-		if spec.Deliver == policy.DeliverFile && secret.MemfdSupported {
-			f, err := secret.Memfd(name, v)
-			if err != nil {
-				return nil, nil, dir, fds, err
-			}
-			if files == nil {
-				files = map[string]string{}
-			}
-			files[name] = secret.FDPath(3 + len(fds))
-			fds = append(fds, f)
-		} else if spec.Deliver == policy.DeliverFile {
-			if dir == nil {
-				root := s.cfg.RuntimeDir
-				if root == "" {
-					root = os.TempDir()
-				}
-				if dir, err = secret.NewFiles(root); err != nil {
-					return nil, nil, nil, fds, err
-				}
-				files = map[string]string{}
-			}
-			path, werr := dir.Write(name, v)
-			if werr != nil {
-				return nil, nil, dir, fds, werr
-			}
-			files[name] = path
-		}
+	if store != nil {
+		h.Store = func() (secret.Source, error) { return store, nil }
 	}
-	return values, files, dir, fds, nil
+	return h
 }
 
-// redactionSet compiles the values to mask in a command's output: the
-// snapshot's sensitive values that the command's environment does not hold,
-// and every injected secret: only values the session could hold. The
-// daemon's own values are never masked in a session's output: masking them
-// would make the redactor an oracle for values the session cannot read. A session keeps the
-// last few compiled sets, so repeated commands compile nothing. nil means
-// nothing to mask.
-func (s *Server) redactionSet(ss *session, env []string, injected map[string]string) (*redact.Set, error) {
-	pol := s.cfg.Policy
-	if !pol.Redact.Enabled {
+// redactionSet compiles the values to mask in a command's output
+// (launch.Plan.Masked: the snapshot's sensitive values that the command's
+// environment does not hold, and every injected secret: only values the
+// session could hold). The daemon's own values are never masked in a
+// session's output: masking them would make the redactor an oracle for
+// values the session cannot read. A session keeps the last few compiled
+// sets, so repeated commands compile nothing. nil means nothing to mask.
+func (s *Server) redactionSet(ss *session, l *launch.Plan) (*redact.Set, error) {
+	if !l.Masking() {
 		return nil, nil
 	}
-	given := make(map[string]bool, len(env))
-	for _, kv := range env {
-		if i := strings.IndexByte(kv, '='); i >= 0 && len(kv)-i-1 >= pol.Redact.MinSecretLen {
-			given[kv[i+1:]] = true
-		}
-	}
-	var hide []redact.Secret
-	seen := map[string]bool{}
-	add := func(name string, v []byte) {
-		if len(v) == 0 || seen[string(v)] {
-			return
-		}
-		seen[string(v)] = true
-		hide = append(hide, redact.Secret{Name: name, Value: v})
-	}
-	for _, h := range ss.masked {
-		if !given[string(h.Value)] {
-			add(h.Name, h.Value)
-		}
-	}
-	names := make([]string, 0, len(injected))
-	for n := range injected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		add(n, []byte(injected[n]))
-	}
+	hide := l.Masked()
 	if len(hide) == 0 {
 		return nil, nil
 	}
@@ -456,14 +396,11 @@ func (s *Server) redactionSet(ss *session, env []string, injected map[string]str
 		}
 	}
 	s.mu.Unlock()
-	set, err := redact.Compile(s.key, hide, redact.Options{MinLen: pol.Redact.MinSecretLen})
+	set, err := l.RedactionSet()
 	if err != nil {
-		return nil, fmt.Errorf("redaction: %w", err)
+		return nil, err
 	}
-	if set.Len() == 0 {
-		set = nil
-	}
-	if len(injected) == 0 {
+	if len(l.Injected()) == 0 {
 		s.mu.Lock()
 		ss.setLRU = append(ss.setLRU, cachedSet{digest: digest, set: set})
 		if len(ss.setLRU) > 4 {
@@ -487,32 +424,6 @@ func maskDigest(hide []redact.Secret) string {
 		b = append(b, h.Value...)
 	}
 	return string(b)
-}
-
-// filter returns the writer that masks a command's output on its way to dst:
-// the known values (set), then, when the policy's redact.entropy is on,
-// credential-looking strings nobody named. The closers flush in order.
-// filter returns the writers that mask a command's stdout and stderr on
-// their way to outN and errN: the known values of set (both streams matched
-// as one, held back by length and released when idle, so that neither a
-// value split between them nor the timing of what is held gives anything
-// away; see redact.Streams), then, when the policy's redact.entropy is on,
-// credential-looking strings nobody named. The closers flush in order.
-func (s *Server) filter(outN, errN *outWriter, set *redact.Set) (stdout, stderr io.Writer, closers []func() error) {
-	pol := s.cfg.Policy
-	stdout, stderr = outN, errN
-	closers = []func() error{outN.Close, errN.Close}
-	if pol.Redact.Enabled && pol.Redact.Entropy {
-		opt := detect.ScanOptions{MinLen: pol.Redact.EntropyMinLen, MinEntropy: pol.Redact.EntropyThreshold}
-		do := redact.NewDetector(stdout, s.key, opt, detectorIdle)
-		de := redact.NewDetector(stderr, s.key, opt, detectorIdle)
-		stdout, stderr, closers = do, de, append([]func() error{do.Close, de.Close}, closers...)
-	}
-	if set != nil {
-		m := redact.NewStreams(stdout, stderr, set, detectorIdle)
-		stdout, stderr, closers = m.Stdout(), m.Stderr(), append([]func() error{m.Close}, closers...)
-	}
-	return stdout, stderr, closers
 }
 
 // pump copies a command's output pipe to its filter chain.

@@ -48,6 +48,14 @@ type Config struct {
 	// Limits bound what clients may ask for; zero fields take the
 	// defaults of [DefaultLimits].
 	Limits Limits
+	// Shim is the shim library (libenvsieve.so) the commands load; ""
+	// looks next to the daemon's executable, as envsieve does.
+	Shim string
+	// AuditPath is the audit log every command is recorded in; "" means
+	// the policy's audit.path, and none when that is empty too.
+	AuditPath string
+	// Home is the user's home directory, for the audit log's "~" paths.
+	Home string
 	// Log receives one record per connection, refusal, session and exec
 	// (names, ids and exit codes; never a value); nil discards.
 	Log *slog.Logger
@@ -102,6 +110,7 @@ type Server struct {
 	cfg  Config
 	lim  Limits
 	key  []byte
+	exe  string // the daemon's executable, next to which the shim is found
 	log  *slog.Logger
 	uid  int
 	snap policy.Limits // the limits a snapshot must fit
@@ -164,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.exe, _ = os.Executable()
 	if s.key == nil {
 		s.key = make([]byte, 32)
 		if _, err := rand.Read(s.key); err != nil {

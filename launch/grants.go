@@ -285,7 +285,7 @@ func (s *ShimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 	var rule *policy.Rule
 	if rule = sieve.ChooseRule(pol, req); rule != nil {
 		var err error
-		res, err = sieve.Build(sieve.Input{Parent: l.opt.Parent, Policy: pol, Request: req,
+		res, err = l.build(sieve.Input{Parent: l.opt.Parent, Policy: pol, Request: req,
 			SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
 		if err != nil {
 			s.alog.NoGrant(x.PID, x.Path, "rule "+rule.Name+": "+err.Error())

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"time"
@@ -40,10 +41,17 @@ func (l *Plan) RedactionSet() (*redact.Set, error) {
 }
 
 func (l *Plan) key() ([]byte, error) {
-	if l.host.Key == nil {
-		return nil, fmt.Errorf("no install key here")
+	if l.host.Key != nil {
+		return l.host.Key()
 	}
-	return l.host.Key()
+	if l.ownKey == nil {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return nil, fmt.Errorf("a key for this launch: %w", err)
+		}
+		l.ownKey = k
+	}
+	return l.ownKey, nil
 }
 
 // DetectorIdle is how long the output filters hold bytes that may still

@@ -37,7 +37,8 @@ type Host struct {
 	// printed after a failed child; nil discards them.
 	Stderr io.Writer
 	// Key returns the install key (redaction tokens, audit fingerprints);
-	// nil means there is none, and a launch that needs one fails.
+	// nil means a random key for each launch (its tokens and fingerprints
+	// match nothing outside it).
 	Key func() ([]byte, error)
 	// Store opens the secret store for `from: store` secrets; nil means
 	// there is none, and such a secret is not found.
@@ -115,6 +116,10 @@ type Options struct {
 	// ForceMask masks output even where the policy's redact.enabled is off
 	// (envsieve redact). The policy itself is never changed.
 	ForceMask bool
+	// Sensitive are Parent's sensitive values (the first copy of each
+	// key), when the caller has them already (a daemon session computes
+	// them once); nil computes them from Parent.
+	Sensitive []redact.Secret
 	// Builder builds the environment from the fetched secrets; nil is
 	// sieve.Build over Parent. The daemon gives its two layers here.
 	Builder func(in sieve.Input) (*sieve.Result, error)
@@ -147,6 +152,7 @@ type Plan struct {
 	// sealMode is the seal the launch settled on (ChooseSeal).
 	sealMode policy.SealMode
 	mask     []redact.Secret
+	ownKey   []byte // the launch's own key when the host has none
 }
 
 // Policy returns the policy the plan was built under.
@@ -251,16 +257,21 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 	}
 	l.injected, l.secretEnv, l.secretFiles = values, env, files
 	in := sieve.Input{Parent: o.Parent, Policy: o.Policy, Request: req, SecretValues: env, SecretFiles: files}
-	build := o.Builder
-	if build == nil {
-		build = sieve.Build
-	}
-	if l.Result, err = build(in); err != nil {
+	if l.Result, err = l.build(in); err != nil {
 		l.Cleanup()
 		return nil, err
 	}
 	l.Env = slices.Clone(l.Result.Env)
 	return l, nil
+}
+
+// build builds an environment of the launch: the host's Builder, or the
+// engine over the parent.
+func (l *Plan) build(in sieve.Input) (*sieve.Result, error) {
+	if l.opt.Builder != nil {
+		return l.opt.Builder(in)
+	}
+	return sieve.Build(in)
 }
 
 // fetch fetches the named secrets. File-delivered ones become sealed
@@ -354,12 +365,12 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 // every injected secret. It is computed once per plan.
 func (l *Plan) Masked() []redact.Secret {
 	if l.mask == nil {
-		l.mask = masked(l.opt.Parent, l.Result.Env, l.injected)
+		l.mask = masked(l.opt.Parent, l.opt.Sensitive, l.Result.Env, l.injected)
 	}
 	return l.mask
 }
 
-func masked(parent, env []string, injected map[string]string) []redact.Secret {
+func masked(parent []string, sensitive []redact.Secret, env []string, injected map[string]string) []redact.Secret {
 	given := make(map[string]bool, len(env))
 	for _, kv := range env {
 		if _, v, ok := strings.Cut(kv, "="); ok && v != "" {
@@ -374,15 +385,22 @@ func masked(parent, env []string, injected map[string]string) []redact.Secret {
 			out = append(out, redact.Secret{Name: name, Value: []byte(value)})
 		}
 	}
-	keys := map[string]bool{}
-	for _, kv := range parent {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || keys[k] {
-			continue
+	if sensitive == nil {
+		keys := map[string]bool{}
+		for _, kv := range parent {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || keys[k] {
+				continue
+			}
+			keys[k] = true
+			if detect.Sensitive(k, v) {
+				sensitive = append(sensitive, redact.Secret{Name: k, Value: []byte(v)})
+			}
 		}
-		keys[k] = true
-		if !given[v] && detect.Sensitive(k, v) {
-			add(k, v)
+	}
+	for _, s := range sensitive {
+		if !given[string(s.Value)] {
+			add(s.Name, string(s.Value))
 		}
 	}
 	names := make([]string, 0, len(injected))
