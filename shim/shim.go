@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/envsieve/envsieve/internal/envknob"
 )
 
 // LibName is the file name of the shim.
@@ -34,6 +33,14 @@ const (
 // ErrNotFound is returned by Locate when no copy of the library exists.
 var ErrNotFound = errors.New("shim " + LibName + " not found")
 
+// Companions returns where an install puts the file name that goes with
+// envsieve's executable exe (libenvsieve.so, envsieve-daemon), in the order
+// to look: next to exe, then in ../lib/envsieve/ beside it. Never PATH.
+func Companions(exe, name string) []string {
+	dir := filepath.Dir(exe)
+	return []string{filepath.Join(dir, name), filepath.Join(dir, "..", "lib", "envsieve", name)}
+}
+
 // Locate returns the path of libenvsieve.so: override when it is set
 // (ENVSIEVE_SHIM), else next to the executable exe, else in
 // ../lib/envsieve/ beside it. The path returned is absolute.
@@ -42,7 +49,7 @@ func Locate(override, exe string) (string, error) {
 	if override != "" {
 		cands = []string{override}
 	} else if exe != "" {
-		cands = envknob.Companions(exe, LibName)
+		cands = Companions(exe, LibName)
 	}
 	for _, c := range cands {
 		abs, err := filepath.Abs(c)

@@ -416,3 +416,12 @@ func listenPacket(path string) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
+
+// TestCompanions: next to the executable, then ../lib/envsieve/ beside it.
+func TestCompanions(t *testing.T) {
+	got := shim.Companions("/opt/envsieve/bin/envsieve", "libenvsieve.so")
+	want := []string{"/opt/envsieve/bin/libenvsieve.so", "/opt/envsieve/lib/envsieve/libenvsieve.so"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Companions = %q, want %q", got, want)
+	}
+}

@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/envsieve/envsieve/internal/daemoncli"
+	"github.com/envsieve/envsieve/cmd/internal/daemoncli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

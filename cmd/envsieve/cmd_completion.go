@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 )
 
 // completion builds the whole tree, so it joins verbs at init (a direct

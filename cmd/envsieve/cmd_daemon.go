@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/envsieve/envsieve/internal/cli"
-	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/shim"
 )
 
-// daemonProgram holds the daemon and its client (internal/daemoncli says
+// daemonProgram holds the daemon and its client (cmd/internal/daemoncli says
 // why it is a program of its own).
 const daemonProgram = "envsieve-daemon"
 
@@ -55,7 +55,7 @@ func findDaemonProgram() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", daemonProgram, err)
 	}
-	cands := envknob.Companions(exe, daemonProgram)
+	cands := shim.Companions(exe, daemonProgram)
 	for _, c := range cands {
 		if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return c, nil

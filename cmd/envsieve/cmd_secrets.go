@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/policy"
 )
 

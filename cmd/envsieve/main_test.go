@@ -11,7 +11,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/envsieve/envsieve/internal/daemoncli"
+	"github.com/envsieve/envsieve/cmd/internal/daemoncli"
 	"github.com/envsieve/envsieve/internal/envtest"
 	"github.com/envsieve/envsieve/internal/shimtest"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
-	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 )
 
 // With the envsieve_docs build tag (make man), `envsieve __man DIR` writes

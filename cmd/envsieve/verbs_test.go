@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 )
 
 // TestVerbs checks that the command Main builds alone for a verb is the one

@@ -95,14 +95,6 @@ func RuntimeDir() string {
 	return "/tmp"
 }
 
-// Companions returns where an install puts the file name that goes with
-// envsieve's executable exe (libenvsieve.so, envsieve-daemon), in the order
-// to look: next to exe, then in ../lib/envsieve/ beside it. Never PATH.
-func Companions(exe, name string) []string {
-	dir := filepath.Dir(exe)
-	return []string{filepath.Join(dir, name), filepath.Join(dir, "..", "lib", "envsieve", name)}
-}
-
 // ConfigDir returns envsieve's configuration directory,
 // $XDG_CONFIG_HOME/envsieve or $HOME/.config/envsieve; "" when neither is set
 // to an absolute path.

@@ -10,7 +10,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/envsieve/envsieve/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
 )
 

@@ -1,0 +1,155 @@
+package layers
+
+import (
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/envsieve/envsieve"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// listPackages runs `go list -json -deps=false` over the module.
+func listPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	gotool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the module's packages: %v", err)
+	}
+	// go test caches a result by the files the test itself opened or
+	// stat'ed; go list reads the sources in another process, so stat them
+	// here, and a changed import runs the test again.
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") {
+			_, _ = os.Stat(path)
+		}
+		return nil
+	})
+	cmd := exec.Command(gotool, "list", "-json", module+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = &p
+	}
+	if len(pkgs) < 15 {
+		t.Fatalf("go list found %d packages; the module has more", len(pkgs))
+	}
+	return pkgs
+}
+
+// rule forbids the packages matching from from depending on what
+// matches to: directly when direct, else anywhere in their dependencies.
+type rule struct {
+	why    string
+	from   []string
+	to     []string
+	direct bool
+}
+
+func matches(pats []string, path string) bool {
+	for _, p := range pats {
+		if q, ok := strings.CutSuffix(p, "/..."); ok {
+			if path == q || strings.HasPrefix(path, q+"/") {
+				return true
+			}
+		} else if path == p {
+			return true
+		}
+	}
+	return false
+}
+
+func m(rel ...string) []string {
+	out := make([]string, len(rel))
+	for i, r := range rel {
+		out[i] = module + "/" + r
+	}
+	return out
+}
+
+var rules = []rule{
+	{
+		why:  "the engine and its detectors are pure: no processes, no network, no program-side package",
+		from: m("sieve", "internal/detect", "internal/pattern", "redact"),
+		to:   append([]string{"os/exec", "net", "net/http", "crypto/tls"}, m("launch", "daemon", "audit", "secret", "shim", "seal", "cmd/...")...),
+	},
+	{
+		why:    "foundation packages import no other envsieve package outside the foundation",
+		from:   m("internal/detect", "internal/pattern", "internal/envknob", "internal/shellcmd", "internal/peercred", "internal/trust"),
+		to:     m("sieve", "policy", "launch", "daemon", "audit", "secret", "shim", "seal", "redact", "cmd/..."),
+		direct: true,
+	},
+	{
+		why:  "the launch is used by the daemon, never the other way",
+		from: m("launch", "policy", "sieve", "audit", "secret", "shim", "seal", "redact"),
+		to:   m("daemon", "cmd/..."),
+	},
+	{
+		why:    "only the policy package reads YAML (the engine gets compiled values)",
+		from:   []string{module + "/..."},
+		to:     []string{"github.com/goccy/go-yaml"},
+		direct: true,
+	},
+}
+
+// allowedYAML are the packages that may import the YAML parser directly:
+// the policy, the broker's catalog, and the benchmark that measures the
+// cost of linking it.
+var allowedYAML = m("policy", "broker", "bench/floor/libs")
+
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, r := range rules {
+		for path, p := range pkgs {
+			if !matches(r.from, path) || (r.to[0] == "github.com/goccy/go-yaml" && slices.Contains(allowedYAML, path)) {
+				continue
+			}
+			deps, verb := p.Deps, "depends on"
+			if r.direct {
+				deps, verb = p.Imports, "imports"
+			}
+			for _, d := range deps {
+				if matches(r.to, d) && d != path {
+					t.Errorf("%s %s %s: %s", path, verb, d, r.why)
+				}
+			}
+		}
+	}
+}
+
+// TestLayersRuleCatches proves the test can fail: a made-up package that
+// breaks each rule is reported.
+func TestLayersRuleCatches(t *testing.T) {
+	for _, r := range rules {
+		from := r.from[0]
+		if strings.HasSuffix(from, "/...") {
+			from = strings.TrimSuffix(from, "/...") + "/x"
+		}
+		to := strings.TrimSuffix(r.to[len(r.to)-1], "/...")
+		if !matches(r.from, from) || !matches(r.to, to) {
+			t.Errorf("rule %q: %s -> %s not matched", r.why, from, to)
+		}
+	}
+}
