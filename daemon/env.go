@@ -86,7 +86,7 @@ func (s *Server) buildEnv(ss *session, req sieve.Request, values, files map[stri
 		kb, _, _ := strings.Cut(b, "=")
 		return strings.Compare(ka, kb)
 	})
-	if err := checkEnv(env, r2.Limits); err != nil {
+	if err := sieve.CheckLimits(env, r2.Limits); err != nil {
 		return nil, err
 	}
 	out.Env = env
@@ -104,36 +104,4 @@ func denied(plan *policy.Plan, rule *policy.Rule, name string) bool {
 		}
 	}
 	return false
-}
-
-// checkEnv checks the merged environment against the limits, counting as the
-// engine does, and names the largest variables (never a value).
-func checkEnv(env []string, lim policy.Limits) error {
-	total, longest, longKey := 0, 0, ""
-	for _, kv := range env {
-		total += len(kv) + 1
-		k, v, _ := strings.Cut(kv, "=")
-		if len(v) > longest {
-			longest, longKey = len(v), k
-		}
-	}
-	top := func(n int) []sieve.Contributor {
-		c := make([]sieve.Contributor, 0, len(env))
-		for _, kv := range env {
-			k, _, _ := strings.Cut(kv, "=")
-			c = append(c, sieve.Contributor{Key: k, Bytes: len(kv) + 1})
-		}
-		slices.SortStableFunc(c, func(a, b sieve.Contributor) int { return b.Bytes - a.Bytes })
-		return c[:min(n, len(c))]
-	}
-	switch {
-	case len(env) > lim.MaxKeys:
-		return &sieve.LimitError{Limit: "max_keys", Actual: len(env), Max: lim.MaxKeys, Top: top(3)}
-	case total > lim.MaxBytes:
-		return &sieve.LimitError{Limit: "max_bytes", Actual: total, Max: lim.MaxBytes, Top: top(3)}
-	case longest > lim.MaxValueBytes:
-		return &sieve.LimitError{Limit: "max_value_bytes", Actual: longest, Max: lim.MaxValueBytes,
-			Top: []sieve.Contributor{{Key: longKey, Bytes: longest + len(longKey) + 2}}}
-	}
-	return nil
 }

@@ -3,10 +3,8 @@ package daemon
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -229,7 +226,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		f.Close()
 	}
 	if err != nil {
-		err = startError(path, err)
+		err = launch.StartError(path, err)
 		alog.Exit(125, err)
 		return nil, err
 	}
@@ -271,19 +268,6 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	}
 	s.log.Debug("exec", "session_id", ss.id, "exec_id", execID, "program", filepath.Base(path), "exit_code", res.ExitCode)
 	return res, nil
-}
-
-func startError(path string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		switch {
-		case errors.Is(pe.Err, syscall.ENOENT):
-			return &launch.NotFoundError{Name: path, Err: pe.Err}
-		case errors.Is(pe.Err, syscall.EACCES), errors.Is(pe.Err, syscall.ENOEXEC), errors.Is(pe.Err, syscall.EISDIR):
-			return fmt.Errorf("%s: %w: %v", path, launch.ErrNotExecutable, pe.Err)
-		}
-	}
-	return fmt.Errorf("start %s: %w", path, err)
 }
 
 // declared reports whether a session may ask for the secret name: the

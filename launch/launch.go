@@ -138,6 +138,17 @@ func Exec(path string, argv, env []string) error {
 	return execError(path, err)
 }
 
+// StartError maps the error of starting path (exec.Cmd.Start, or exec
+// in place) to the errors the exit switch knows: a *NotFoundError (127)
+// for a missing program, ErrNotExecutable (126) for one that cannot run.
+func StartError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return execError(path, pe.Err)
+	}
+	return execError(path, err)
+}
+
 func execError(path string, err error) error {
 	switch {
 	case errors.Is(err, syscall.ENOENT):
@@ -282,11 +293,7 @@ func (c *Cmd) startError(err error) error {
 	if c.isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)) {
 		return fmt.Errorf("isolate: %w: %v (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces)", ErrNamespaces, err)
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return execError(c.Path, pe.Err)
-	}
-	return err
+	return StartError(c.Path, err)
 }
 
 // Wait waits for the command to exit; see exec.Cmd.Wait.

@@ -39,7 +39,11 @@ func (e *LimitError) Error() string {
 	return b.String()
 }
 
-func checkLimits(env []string, lim policy.Limits) error {
+// CheckLimits checks a whole environment (KEY=VALUE entries) against the
+// limits, counting as the engine does (key, '=', value and a NUL each),
+// and names the largest variables, never a value. The engine calls it on
+// every result; the daemon on its merged layers.
+func CheckLimits(env []string, lim policy.Limits) error {
 	total, longest := 0, 0
 	for _, kv := range env {
 		total += len(kv) + 1 // key + '=' + value + NUL

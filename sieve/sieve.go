@@ -524,7 +524,7 @@ func Build(in Input) (*Result, error) {
 		for i, e := range sc.kept {
 			env[i] = text(e)
 		}
-		if err := checkLimits(env, lim); err != nil {
+		if err := CheckLimits(env, lim); err != nil {
 			return nil, err
 		}
 	}
