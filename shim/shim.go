@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
 )
 
 // LibName is the file name of the shim.

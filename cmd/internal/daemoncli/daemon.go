@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/envsieve/envsieve/daemon"
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/daemon"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/secret"
