@@ -89,6 +89,8 @@ cross:
 	@for t in $(CROSS); do echo "go vet for $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) vet ./... || exit 1; done
 
 vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
 $(BIN)/staticcheck-$(STATICCHECK_VERSION):
