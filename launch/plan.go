@@ -415,7 +415,7 @@ func masked(parent []string, sensitive []redact.Secret, env []string, injected m
 }
 
 // MaskedNames splits the names of the masked values into those redaction
-// masks and those too short to mask (redact.min_secret_len).
+// masks and those too short to mask (redact.min_secret_len), each sorted.
 func (l *Plan) MaskedNames() (masked, tooShort []string) {
 	masked, tooShort = []string{}, []string{}
 	for _, s := range l.Masked() {
@@ -425,6 +425,8 @@ func (l *Plan) MaskedNames() (masked, tooShort []string) {
 			masked = append(masked, s.Name)
 		}
 	}
+	sort.Strings(masked)
+	sort.Strings(tooShort)
 	return masked, tooShort
 }
 
