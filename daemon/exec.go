@@ -28,10 +28,6 @@ import (
 // defaultShell runs shell strings when the policy names no shell.
 const defaultShell = "/bin/sh"
 
-// detectorIdle is how long the unknown-secret stage holds a word that may
-// still be growing when the command writes nothing more.
-const detectorIdle = 20 * time.Millisecond
-
 // waitDelay bounds how long an exec waits for its output pipes after the
 // command exits (a background grandchild may hold them).
 const waitDelay = 2 * time.Second

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/envsieve/envsieve/launch"
 )
 
 // Method names. docs/protocol.md describes each with examples.
@@ -69,6 +71,25 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// Unwrap maps the error's code to the launch package's sentinel, so that a
+// caller's one exit switch treats a daemon's refusal as a local launch's:
+// CodeNotExecutable is launch.ErrNotExecutable (126).
+func (e *Error) Unwrap() error {
+	if e.Code == CodeNotExecutable {
+		return launch.ErrNotExecutable
+	}
+	return nil
+}
+
+// As makes CodeNotFound a *launch.NotFoundError (127) for errors.As.
+func (e *Error) As(target any) bool {
+	if nf, ok := target.(**launch.NotFoundError); ok && e.Code == CodeNotFound {
+		*nf = &launch.NotFoundError{Name: e.Message, Err: e}
+		return true
+	}
+	return false
+}
 
 // LimitData is the data of the limit errors (CodeSnapshotTooLarge,
 // CodeTooManyClients, CodeTooManySessions, CodeTooManyExecs, CodeEnvLimit):

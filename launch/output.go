@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/envsieve/envsieve/audit"
@@ -87,6 +88,32 @@ func (l *Plan) Filter(stdout, stderr io.Writer, set *redact.Set) (io.Writer, io.
 	return stdout, stderr, closers, nil
 }
 
+// maskArgs returns argv with every masked value as long as
+// redact.min_secret_len or longer replaced by its token, for the audit log: a command line may hold a value the
+// child was not given (typed into it, or pasted by an agent), and the log
+// must not.
+func (l *Plan) maskArgs(argv []string) ([]string, error) {
+	mask := l.Masked()
+	if len(mask) == 0 {
+		return argv, nil
+	}
+	key, err := l.key()
+	if err != nil {
+		return nil, err
+	}
+	minLen := l.opt.Policy.Redact.MinSecretLen
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		for _, m := range mask {
+			if v := string(m.Value); len(v) >= minLen && strings.Contains(a, v) {
+				a = strings.ReplaceAll(a, v, redact.Token(key, m.Value))
+			}
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
 // OpenAudit opens the audit log, when the host or the policy names one,
 // and records the launch, every decision, the injected secrets (by name
 // and fingerprint) and what redaction masks. A nil log records nothing,
@@ -104,7 +131,12 @@ func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 		return nil, err
 	}
 	p := l.opt.Policy
-	alog.Launch(argv, p, l.Result)
+	logged, err := l.maskArgs(argv)
+	if err != nil {
+		alog.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	alog.Launch(logged, p, l.Result)
 	alog.Decisions(l.Result)
 	if len(l.injected) > 0 {
 		key, err := l.key()

@@ -106,20 +106,14 @@ func (e *execFlags) exec(ctx context.Context, u *cli.UI, c *daemon.Client, sid s
 	return nil
 }
 
-// daemonError turns a daemon's error into envsieve's: a program not found
-// or not executable is reported here and exits 127 or 126, as for run.
-func daemonError(u *cli.UI, err error) error {
+// daemonError says where an error came from. A program not found or not
+// executable keeps its type through the wrap (daemon.Error maps its codes
+// to the launch package's errors), so cli.ExitCode gives 127 or 126, as
+// for run.
+func daemonError(_ *cli.UI, err error) error {
 	var de *daemon.Error
-	if !errors.As(err, &de) {
-		return err
-	}
-	switch de.Code {
-	case daemon.CodeNotFound:
-		u.PrintError(err)
-		return cli.ExitStatus(127)
-	case daemon.CodeNotExecutable:
-		u.PrintError(err)
-		return cli.ExitStatus(126)
+	if err == nil || errors.As(err, &de) {
+		return err // its message says its code
 	}
 	return fmt.Errorf("daemon: %w", err)
 }
