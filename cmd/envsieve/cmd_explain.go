@@ -147,9 +147,14 @@ type limitsJSON struct {
 	MaxValueBytes int `json:"max_value_bytes"`
 }
 
-func explainCmd(u *cli.UI) *cobra.Command {
-	var f policyFlags
-	var asJSON bool
+// explainOptions are explain's flags.
+type explainOptions struct {
+	policyFlags
+	json bool
+}
+
+func newExplainCmd(u *cli.UI) *cobra.Command {
+	var o explainOptions
 	c := &cobra.Command{
 		Use:   "explain [flags] [--json] [-- CMD [ARGS...]]",
 		Short: "Show what a command would get, and why, without starting it",
@@ -161,53 +166,60 @@ sensitive keys masked. --json prints the same as a stable document
 		Example: `  envsieve explain --profile claude -- claude
   envsieve explain --json -- gh pr list | jq '.decisions[] | select(.kept)'`,
 		RunE: func(_ *cobra.Command, argv []string) error {
-			p, err := cli.LoadPolicy(u, f.policy)
-			if err != nil {
-				return err
-			}
-			var commands [][]string
-			if len(argv) > 0 {
-				commands = [][]string{argv}
-			}
-			l, err := buildWith(u, p, &f, commands, true)
-			if err != nil {
-				return err
-			}
-			l.Cleanup() // explain starts nothing
-			res := l.Result
-			path := ""
-			if len(argv) > 0 {
-				if path, err = launch.Resolve(argv[0], res, l.Request.Path); err != nil {
-					u.Warnf("%v", err)
-				}
-			}
-			doc := explainDoc(p, res, argv, path)
-			if l.Request.Untrusted {
-				doc.NoRule = l.Request.Path + " is in a place the agent's tree can write, so no rule grants to it"
-			}
-			doc.Redact = redactDoc(l)
-			doc.Shim = shimDoc(host(u, &f), &f, l, path)
-			doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
-			if f.seal {
-				doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
-			}
-			if err := seal.Available(); err != nil {
-				doc.Seal.Why = err.Error()
-			} else {
-				doc.Seal.Available = true
-			}
-			if asJSON {
-				enc := json.NewEncoder(u.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(doc)
-			}
-			return printExplain(u.Out, doc)
+			return runExplain(u, &o, argv)
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	f.register(c.Flags(), true)
-	c.Flags().BoolVar(&asJSON, "json", false, "print a JSON document (schema envsieve.explain/v1)")
+	o.register(c.Flags(), true)
+	c.Flags().BoolVar(&o.json, "json", false, "print a JSON document (schema envsieve.explain/v1)")
 	return c
+}
+
+// runExplain builds the launch of argv without starting it (no secret with
+// a side effect is fetched) and prints why each key is kept or dropped.
+func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
+	f := &o.policyFlags
+	p, err := cli.LoadPolicy(u, f.policy)
+	if err != nil {
+		return err
+	}
+	var commands [][]string
+	if len(argv) > 0 {
+		commands = [][]string{argv}
+	}
+	l, err := buildWith(u, p, f, commands, true)
+	if err != nil {
+		return err
+	}
+	l.Cleanup() // explain starts nothing
+	res := l.Result
+	path := ""
+	if len(argv) > 0 {
+		if path, err = launch.Resolve(argv[0], res, l.Request.Path); err != nil {
+			u.Warnf("%v", err)
+		}
+	}
+	doc := explainDoc(p, res, argv, path)
+	if l.Request.Untrusted {
+		doc.NoRule = l.Request.Path + " is in a place the agent's tree can write, so no rule grants to it"
+	}
+	doc.Redact = redactDoc(l)
+	doc.Shim = shimDoc(host(u, f), f, l, path)
+	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
+	if f.seal {
+		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
+	}
+	if err := seal.Available(); err != nil {
+		doc.Seal.Why = err.Error()
+	} else {
+		doc.Seal.Available = true
+	}
+	if o.json {
+		enc := json.NewEncoder(u.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	return printExplain(u.Out, doc)
 }
 
 func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string) *explainJSON {

@@ -108,9 +108,14 @@ func newCanaries() ([]string, error) {
 	return out, nil
 }
 
-func verifyCmd(u *cli.UI) *cobra.Command {
-	var f policyFlags
-	var asJSON bool
+// verifyOptions are verify's flags: what it passes to envsieve run.
+type verifyOptions struct {
+	policy, profile string
+	isolate, json   bool
+}
+
+func newVerifyCmd(u *cli.UI) *cobra.Command {
+	var o verifyOptions
 	c := &cobra.Command{
 		Use:   "verify [--profile P] [--isolate] [-- CMD [ARGS...]]",
 		Short: "Plant canary secrets, run a command under envsieve, and report every leak",
@@ -126,81 +131,88 @@ With a CMD of your own, a canary counts as leaked when its value appears in
 the command's output (which passes through envsieve's redaction, as an agent
 would read it).`,
 		RunE: func(_ *cobra.Command, argv []string) error {
-			canaries, err := newCanaries()
-			if err != nil {
-				return err
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			run := []string{self, "run"}
-			if f.policy != "" {
-				run = append(run, "--policy", f.policy)
-			}
-			if f.profile != "" {
-				run = append(run, "--profile", f.profile)
-			}
-			if f.isolate {
-				run = append(run, "--isolate")
-			}
-			run = append(run, "--")
-			custom := len(argv) > 0
-			if custom {
-				run = append(run, argv...)
-			} else {
-				run = append(run, self, probeArg)
-			}
-			// The shell stays the parent of envsieve, holding the canaries in
-			// its environment as an agent would.
-			sh := exec.Command("/bin/sh", append([]string{"-c", `"$@"; exit $?`, "agent"}, run...)...)
-			sh.Env = append(os.Environ(), canaries...)
-			sh.Stderr = u.Err
-			if !custom {
-				sh.Stdin = strings.NewReader(strings.Join(canaries, "\n") + "\n")
-			}
-			out, err := sh.Output()
-			if err != nil && !custom {
-				return fmt.Errorf("verify: the probe failed: %w", err)
-			}
-			found := map[string][]string{}
-			channels := probeChannels
-			if custom {
-				channels = []string{"output"}
-				for _, c := range canaries {
-					name, value, _ := strings.Cut(c, "=")
-					if bytes.Contains(out, []byte(value)) {
-						found["output"] = append(found["output"], name)
-					}
-				}
-			} else if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(out))).Decode(&found); err != nil {
-				return fmt.Errorf("verify: read the probe's report: %w", err)
-			}
-			leaks := 0
-			for _, ch := range channels {
-				leaks += len(found[ch])
-			}
-			if asJSON {
-				enc := json.NewEncoder(u.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"canaries": canaryNames, "leaks": found, "leaked": leaks > 0}); err != nil {
-					return err
-				}
-			} else {
-				printMatrix(u, channels, found)
-			}
-			if leaks > 0 {
-				return cli.ExitStatus(1)
-			}
-			return nil
+			return runVerify(u, &o, argv)
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&f.policy, "policy", "", "policy `file` for envsieve run")
-	c.Flags().StringVar(&f.profile, "profile", "", "profile `name` for envsieve run")
-	c.Flags().BoolVar(&f.isolate, "isolate", false, "run with --isolate")
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().StringVar(&o.policy, "policy", "", "policy `file` for envsieve run")
+	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` for envsieve run")
+	c.Flags().BoolVar(&o.isolate, "isolate", false, "run with --isolate")
+	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return c
+}
+
+// runVerify plants the canaries in a stand-in agent shell, runs argv (or
+// the built-in probe) under envsieve run, and reports every leak; exit 1
+// when anything leaked.
+func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
+	canaries, err := newCanaries()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	run := []string{self, "run"}
+	if o.policy != "" {
+		run = append(run, "--policy", o.policy)
+	}
+	if o.profile != "" {
+		run = append(run, "--profile", o.profile)
+	}
+	if o.isolate {
+		run = append(run, "--isolate")
+	}
+	run = append(run, "--")
+	custom := len(argv) > 0
+	if custom {
+		run = append(run, argv...)
+	} else {
+		run = append(run, self, probeArg)
+	}
+	// The shell stays the parent of envsieve, holding the canaries in
+	// its environment as an agent would.
+	sh := exec.Command("/bin/sh", append([]string{"-c", `"$@"; exit $?`, "agent"}, run...)...)
+	sh.Env = append(os.Environ(), canaries...)
+	sh.Stderr = u.Err
+	if !custom {
+		sh.Stdin = strings.NewReader(strings.Join(canaries, "\n") + "\n")
+	}
+	out, err := sh.Output()
+	if err != nil && !custom {
+		return fmt.Errorf("verify: the probe failed: %w", err)
+	}
+	found := map[string][]string{}
+	channels := probeChannels
+	if custom {
+		channels = []string{"output"}
+		for _, c := range canaries {
+			name, value, _ := strings.Cut(c, "=")
+			if bytes.Contains(out, []byte(value)) {
+				found["output"] = append(found["output"], name)
+			}
+		}
+	} else if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(out))).Decode(&found); err != nil {
+		return fmt.Errorf("verify: read the probe's report: %w", err)
+	}
+	leaks := 0
+	for _, ch := range channels {
+		leaks += len(found[ch])
+	}
+	if o.json {
+		enc := json.NewEncoder(u.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"canaries": canaryNames, "leaks": found, "leaked": leaks > 0}); err != nil {
+			return err
+		}
+	} else {
+		printMatrix(u, channels, found)
+	}
+	if leaks > 0 {
+		return cli.ExitStatus(1)
+	}
+	return nil
 }
 
 func printMatrix(u *cli.UI, channels []string, found map[string][]string) {

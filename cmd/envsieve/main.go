@@ -49,9 +49,9 @@ var verbs = []struct {
 	name string
 	cmd  func(*cli.UI) *cobra.Command
 }{
-	{"run", runCmd}, {"sh", shCmd}, {"explain", explainCmd}, {"check", checkCmd},
+	{"run", runCmd}, {"sh", shCmd}, {"explain", newExplainCmd}, {"check", checkCmd},
 	{"profiles", profilesCmd}, {"manifest", manifestCmd}, {"secrets", secretsCmd},
-	{"redact", redactCmd}, {"scan", scanCmd}, {"verify", verifyCmd},
+	{"redact", redactCmd}, {"scan", scanCmd}, {"verify", newVerifyCmd},
 	{"lint-env", lintEnvCmd}, {"daemon", daemonCmd}, {"client", clientCmd},
 }
 

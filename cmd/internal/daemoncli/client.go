@@ -169,179 +169,249 @@ daemon, 126 and 127 for a program that cannot be run or is not found.`,
 	root.PersistentFlags().StringVar(&f.socket, "socket", "", "daemon socket `path` (default $XDG_RUNTIME_DIR/envsieve.sock)")
 	root.PersistentFlags().DurationVar(&f.wait, "wait", 0, "wait up to `DURATION` for the daemon's socket to answer")
 
-	var initID string
-	initC := &cobra.Command{
+	root.AddCommand(newClientInitCmd(u, &f), newClientNewCmd(u, &f), newClientExecCmd(u, &f), newClientEnvCmd(u, &f),
+		newClientCloseCmd(u, &f), newClientRunCmd(u, &f), newClientShutdownCmd(u, &f))
+	return root
+}
+
+// clientInitOptions are the flags of client init.
+type clientInitOptions struct{ id string }
+
+func newClientInitCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	var o clientInitOptions
+	c := &cobra.Command{
 		Use:   "init [--id ID]",
 		Short: "Register this shell's environment; print the client id",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if initID != "" {
-				c.SetClientSecret(initID, envknob.ClientSecret())
-			}
-			id, err := c.Initialize(cmd.Context(), initID, os.Environ())
-			if err != nil {
-				return daemonError(u, err)
-			}
-			if secret := c.ClientSecret(id); secret != "" && secret != envknob.ClientSecret() {
-				fmt.Fprintln(u.Out, id, secret)
-			} else {
-				fmt.Fprintln(u.Out, id)
-			}
-			return nil
+			return runClientInit(cmd.Context(), u, f, &o)
 		},
 	}
-	initC.Flags().StringVar(&initID, "id", "", "register under this client `id` (again, with its secret in ENVSIEVE_CLIENT_SECRET: replace its snapshot)")
+	c.Flags().StringVar(&o.id, "id", "", "register under this client `id` (again, with its secret in ENVSIEVE_CLIENT_SECRET: replace its snapshot)")
+	return c
+}
 
-	var newClient, newProfile, newParent string
-	newC := &cobra.Command{
+// runClientInit registers the shell's environment and prints the client
+// id, and its secret when the daemon made one.
+func runClientInit(ctx context.Context, u *cli.UI, f *clientFlags, o *clientInitOptions) error {
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if o.id != "" {
+		c.SetClientSecret(o.id, envknob.ClientSecret())
+	}
+	id, err := c.Initialize(ctx, o.id, os.Environ())
+	if err != nil {
+		return daemonError(u, err)
+	}
+	if secret := c.ClientSecret(id); secret != "" && secret != envknob.ClientSecret() {
+		fmt.Fprintln(u.Out, id, secret)
+	} else {
+		fmt.Fprintln(u.Out, id)
+	}
+	return nil
+}
+
+// clientNewOptions are the flags of client new.
+type clientNewOptions struct{ client, profile, parent string }
+
+func newClientNewCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	var o clientNewOptions
+	c := &cobra.Command{
 		Use:   "new --client ID [--profile NAME] [--parent SESSION]",
 		Short: "Open a session; print the session id",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetClientSecret(newClient, envknob.ClientSecret())
-			sid, err := c.NewSession(cmd.Context(), newClient, newProfile, newParent)
-			if err != nil {
-				return daemonError(u, err)
-			}
-			fmt.Fprintln(u.Out, sid)
-			return nil
+			return runClientNew(cmd.Context(), u, f, &o)
 		},
 	}
-	newC.Flags().StringVar(&newClient, "client", "", "client `id` from init (required; its secret in ENVSIEVE_CLIENT_SECRET)")
-	newC.Flags().StringVar(&newProfile, "profile", "", "profile `name` (default: the global level only)")
-	newC.Flags().StringVar(&newParent, "parent", "", "parent `session`: a sub-agent's session, whose profile may only narrow the parent's")
-	_ = newC.MarkFlagRequired("client")
+	c.Flags().StringVar(&o.client, "client", "", "client `id` from init (required; its secret in ENVSIEVE_CLIENT_SECRET)")
+	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` (default: the global level only)")
+	c.Flags().StringVar(&o.parent, "parent", "", "parent `session`: a sub-agent's session, whose profile may only narrow the parent's")
+	_ = c.MarkFlagRequired("client")
+	return c
+}
 
-	var ef execFlags
-	execC := &cobra.Command{
+// runClientNew opens a session and prints its id.
+func runClientNew(ctx context.Context, u *cli.UI, f *clientFlags, o *clientNewOptions) error {
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetClientSecret(o.client, envknob.ClientSecret())
+	sid, err := c.NewSession(ctx, o.client, o.profile, o.parent)
+	if err != nil {
+		return daemonError(u, err)
+	}
+	fmt.Fprintln(u.Out, sid)
+	return nil
+}
+
+func newClientExecCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	var o execFlags
+	c := &cobra.Command{
 		Use:   "exec [flags] (-c STRING | -- CMD [ARGS...])",
 		Short: "Run a command in the session of ENVSIEVE_SESSION; its output is streamed back, masked",
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			sid, err := sessionID()
-			if err != nil {
-				return err
-			}
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return ef.exec(cmd.Context(), u, c, sid, argv)
+			return runClientExec(cmd.Context(), u, f, &o, argv)
 		},
 	}
-	execC.Flags().SetInterspersed(false)
-	noSessionFlag(execC)
-	ef.register(execC)
+	c.Flags().SetInterspersed(false)
+	noSessionFlag(c)
+	o.register(c)
+	return c
+}
 
-	var envJSON bool
-	envC := &cobra.Command{
+// runClientExec runs argv in the session of ENVSIEVE_SESSION.
+func runClientExec(ctx context.Context, u *cli.UI, f *clientFlags, o *execFlags, argv []string) error {
+	sid, err := sessionID()
+	if err != nil {
+		return err
+	}
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return o.exec(ctx, u, c, sid, argv)
+}
+
+// clientEnvOptions are the flags of client env.
+type clientEnvOptions struct{ json bool }
+
+func newClientEnvCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	var o clientEnvOptions
+	c := &cobra.Command{
 		Use:   "env [--json]",
 		Short: "Show what the commands of the session of ENVSIEVE_SESSION get: names, masked values and their layer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sid, err := sessionID()
-			if err != nil {
-				return err
-			}
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			r, err := c.Env(cmd.Context(), sid)
-			if err != nil {
-				return daemonError(u, err)
-			}
-			if envJSON {
-				enc := json.NewEncoder(u.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
-			}
-			for _, e := range r.Env {
-				fmt.Fprintf(u.Out, "%-7s %s=%s\n", e.Layer, e.Name, e.Value)
-			}
-			return nil
+			return runClientEnv(cmd.Context(), u, f, &o)
 		},
 	}
-	noSessionFlag(envC)
-	envC.Flags().BoolVar(&envJSON, "json", false, "print the session/env result as JSON")
+	noSessionFlag(c)
+	c.Flags().BoolVar(&o.json, "json", false, "print the session/env result as JSON")
+	return c
+}
 
-	closeC := &cobra.Command{
+// runClientEnv prints the session's environment by layer, values masked.
+func runClientEnv(ctx context.Context, u *cli.UI, f *clientFlags, o *clientEnvOptions) error {
+	sid, err := sessionID()
+	if err != nil {
+		return err
+	}
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Env(ctx, sid)
+	if err != nil {
+		return daemonError(u, err)
+	}
+	if o.json {
+		enc := json.NewEncoder(u.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	for _, e := range r.Env {
+		fmt.Fprintf(u.Out, "%-7s %s=%s\n", e.Layer, e.Name, e.Value)
+	}
+	return nil
+}
+
+func newClientCloseCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	c := &cobra.Command{
 		Use:   "close",
 		Short: "Close the session of ENVSIEVE_SESSION and its sub-agent sessions, killing their commands",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sid, err := sessionID()
-			if err != nil {
-				return err
-			}
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return daemonError(u, c.CloseSession(cmd.Context(), sid))
+			return runClientClose(cmd.Context(), u, f)
 		},
 	}
-	noSessionFlag(closeC)
+	noSessionFlag(c)
+	return c
+}
 
-	var runProfile, runID string
-	var rf execFlags
-	runC := &cobra.Command{
+// runClientClose closes the session of ENVSIEVE_SESSION.
+func runClientClose(ctx context.Context, u *cli.UI, f *clientFlags) error {
+	sid, err := sessionID()
+	if err != nil {
+		return err
+	}
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return daemonError(u, c.CloseSession(ctx, sid))
+}
+
+// clientRunOptions are the flags of client run.
+type clientRunOptions struct {
+	execFlags
+	profile, id string
+}
+
+func newClientRunCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	var o clientRunOptions
+	c := &cobra.Command{
 		Use:   "run [--profile NAME] [flags] (-c STRING | -- CMD [ARGS...])",
 		Short: "Register this shell's environment, open a session, run one command, close it",
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			ctx := cmd.Context()
-			c, err := f.dial(ctx)
-			if err != nil {
-				return err
+			if o.profile == "" {
+				o.profile = envknob.Profile()
 			}
-			defer c.Close()
-			id, err := c.Initialize(ctx, runID, os.Environ())
-			if err != nil {
-				return daemonError(u, err)
-			}
-			sid, err := c.NewSession(ctx, id, runProfile, "")
-			if err != nil {
-				return daemonError(u, err)
-			}
-			defer c.CloseSession(context.Background(), sid)
-			return rf.exec(ctx, u, c, sid, argv)
+			return runClientRun(cmd.Context(), u, f, &o, argv)
 		},
 	}
-	runC.Flags().SetInterspersed(false)
-	runC.Flags().StringVar(&runProfile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
-	runC.Flags().StringVar(&runID, "id", "", "register under this client `id`")
-	rf.register(runC)
-	runC.PreRun = func(*cobra.Command, []string) {
-		if runProfile == "" {
-			runProfile = envknob.Profile()
-		}
-	}
+	c.Flags().SetInterspersed(false)
+	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
+	c.Flags().StringVar(&o.id, "id", "", "register under this client `id`")
+	o.register(c)
+	return c
+}
 
-	shutdownC := &cobra.Command{
+// runClientRun registers, opens a session, runs argv and closes the
+// session, on one connection.
+func runClientRun(ctx context.Context, u *cli.UI, f *clientFlags, o *clientRunOptions, argv []string) error {
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	id, err := c.Initialize(ctx, o.id, os.Environ())
+	if err != nil {
+		return daemonError(u, err)
+	}
+	sid, err := c.NewSession(ctx, id, o.profile, "")
+	if err != nil {
+		return daemonError(u, err)
+	}
+	defer c.CloseSession(context.Background(), sid)
+	return o.exec(ctx, u, c, sid, argv)
+}
+
+func newClientShutdownCmd(u *cli.UI, f *clientFlags) *cobra.Command {
+	return &cobra.Command{
 		Use:   "shutdown",
 		Short: "Stop the daemon: running commands are killed, the socket is removed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return daemonError(u, c.Shutdown(cmd.Context()))
+			return runClientShutdown(cmd.Context(), u, f)
 		},
 	}
-	root.AddCommand(initC, newC, execC, envC, closeC, runC, shutdownC)
-	return root
+}
+
+// runClientShutdown asks the daemon to stop.
+func runClientShutdown(ctx context.Context, u *cli.UI, f *clientFlags) error {
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return daemonError(u, c.Shutdown(ctx))
 }
