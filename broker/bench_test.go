@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// BenchmarkScrub is the scrubber's throughput on a streamed body that
+// holds no value (the usual case) in 32 KiB reads.
+func BenchmarkScrub(b *testing.B) {
+	fake := Fake(testKey, "GITHUB_TOKEN", realToken)
+	pairs := append(scrubPairs("GITHUB_TOKEN", realToken, fake), scrubPairs("K", "sk-ant-api03-"+strings.Repeat("Qq1", 30), Fake(testKey, "K", "sk-ant-api03-"+strings.Repeat("Qq1", 30)))...)
+	chunk := []byte(strings.Repeat(`{"type":"content_block_delta","delta":{"text":"hello world, this is a streamed answer"}}`+"\n", 400))[:32<<10]
+	b.SetBytes(int64(len(chunk)) * 64)
+	ps := newPatterns(pairs)
+	buf := make([]byte, 32<<10)
+	for b.Loop() {
+		r := newScrubber(io.NopCloser(&repeatReader{chunk: chunk, n: 64}), ps, nil)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+}
+
+type repeatReader struct {
+	chunk []byte
+	n     int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	r.n--
+	return copy(p, r.chunk), nil
+}
+
+// benchServer is a loopback HTTPS server answering a small body.
+func benchServer(b *testing.B) (*httptest.Server, *x509.CertPool) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	b.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return srv, pool
+}
+
+func benchGet(b *testing.B, c *http.Client, u, auth string) {
+	req, _ := http.NewRequest("GET", u, nil)
+	req.Header.Set("Authorization", auth)
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// BenchmarkDirect is the floor: a keep-alive request straight to the
+// loopback HTTPS server.
+func BenchmarkDirect(b *testing.B) {
+	srv, _ := benchServer(b)
+	c := srv.Client()
+	for b.Loop() {
+		benchGet(b, c, srv.URL+"/x", "Bearer "+realToken)
+	}
+}
+
+// BenchmarkBroker is the same request through the broker (proxy mode,
+// intercepted, the fake swapped, the response scrubbed), keep-alive.
+func BenchmarkBroker(b *testing.B) {
+	srv, roots := benchServer(b)
+	host := srv.Listener.Addr().String()
+	br, err := Start(Config{Bindings: []Binding{{Name: "GITHUB_TOKEN", Hosts: []string{host}}},
+		Secrets: map[string]string{"GITHUB_TOKEN": realToken}, Key: testKey, UpstreamRoots: roots, UID: -1, Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(br.CAPEM())
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	fake := br.Fakes()["GITHUB_TOKEN"]
+	for b.Loop() {
+		benchGet(b, c, "https://"+host+"/x", "Bearer "+fake)
+	}
+}

@@ -1,0 +1,809 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Binding is one brokered secret: where its fake is swapped for the real
+// value (policy: secrets.NAME.broker, or a binding of the catalog).
+type Binding struct {
+	// Name is the secret's variable name (GITHUB_TOKEN).
+	Name string
+	// Hosts are the hosts the real value goes to in proxy mode: "host"
+	// (any port), "host:port", or "*.suffix". None means base-URL mode
+	// only.
+	Hosts []string
+	// In are the places of a request where the fake is swapped: "header:NAME"
+	// or "query:NAME". Nil means the authorization headers (DefaultIn).
+	In []string
+	// Methods, when set, are the only request methods the real value is
+	// given to; Paths, when set, the only path prefixes.
+	Methods, Paths []string
+	// BaseURL names the endpoint variable of base-URL mode
+	// (ANTHROPIC_BASE_URL): the child gets it pointed at the broker. ""
+	// means proxy mode only.
+	BaseURL string
+	// Upstream is where base-URL mode forwards when the user's environment
+	// does not set BaseURL: an https URL, or http on loopback.
+	Upstream string
+}
+
+// DefaultIn are the places a fake is swapped in when a binding names none:
+// the authorization headers of the common APIs (a Basic credential's user
+// or password included).
+var DefaultIn = []string{"header:Authorization", "header:X-Api-Key", "header:X-Goog-Api-Key", "header:Private-Token"}
+
+// Event is one thing the broker did or refused, for the audit log. It
+// names the secret, never a value.
+type Event struct {
+	// Kind is "refused" (a fake sent where its secret is not bound),
+	// "unswapped" (a fake in a place of its own host that is not swapped:
+	// it went through as the fake), "denied" (a request the broker does
+	// not serve: another user, no or a wrong credential, a method or path
+	// the binding does not allow, egress), or "swapped".
+	Kind string
+	// Secret is the secret's name; "" when none is concerned.
+	Secret string
+	// Host is the request's target host.
+	Host string
+	// Place is where in the request: "header:NAME", "query:NAME", "path",
+	// "body", or the reason of a denial.
+	Place string
+}
+
+// Config is one broker's setting. The zero value of each field is
+// documented; Secrets and Key are required.
+type Config struct {
+	// Bindings are the brokered secrets.
+	Bindings []Binding
+	// Secrets are the real values by name; the child never gets them.
+	Secrets map[string]string
+	// Key derives the fakes (the install key; see Fake).
+	Key []byte
+	// BoundOnly refuses a CONNECT to a host no binding names; false
+	// tunnels it untouched (policy broker.egress: open).
+	BoundOnly bool
+	// UpstreamRoots are the roots the broker trusts upstream; nil means the
+	// system's.
+	UpstreamRoots *x509.CertPool
+	// UpstreamProxy is the proxy the broker goes through (the user's own
+	// HTTPS_PROXY); nil means none.
+	UpstreamProxy *url.URL
+	// UID is the only user whose connections are served; -1 serves any
+	// (never in a launch: for tests of the other checks).
+	UID int
+	// Dir is a private directory (0700) for the CA bundle the child trusts.
+	// Required.
+	Dir string
+	// SystemRoots is the PEM bundle of system roots the child's bundle
+	// starts with; "" looks in the usual places.
+	SystemRoots string
+	// Env is the user's environment: the original values of base-URL
+	// variables and NO_PROXY.
+	Env map[string]string
+	// Audit receives events; nil discards them.
+	Audit func(Event)
+}
+
+// Broker is a running broker: one loopback listener serving proxy and
+// base-URL mode.
+type Broker struct {
+	cfg    Config
+	ln     net.Listener
+	srv    *http.Server
+	ca     *authority
+	cred   string
+	bundle string
+	addr   string
+	up     *http.Transport
+	// secrets are the brokered secrets, with their fakes.
+	secrets []*brokered
+	// routes maps a base-URL route name to its secret and upstream.
+	routes map[string]*route
+	// scrub replaces real values by fakes in responses.
+	scrub *patterns
+	// fakes finds fakes in requests.
+	fakes *patterns
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+type brokered struct {
+	Binding
+	real, fake string
+	in         []string
+}
+
+type route struct {
+	secret   *brokered
+	upstream *url.URL
+}
+
+// Start starts a broker on a loopback port.
+func Start(cfg Config) (*Broker, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("broker: no directory for the CA bundle")
+	}
+	b := &Broker{cfg: cfg, routes: map[string]*route{}, conns: map[net.Conn]struct{}{}}
+	var hosts []string
+	var scrub, fakes []pair
+	for _, bd := range cfg.Bindings {
+		real, ok := cfg.Secrets[bd.Name]
+		if !ok || real == "" {
+			continue
+		}
+		s := &brokered{Binding: bd, real: real, fake: Fake(cfg.Key, bd.Name, real), in: bd.In}
+		if s.in == nil {
+			s.in = DefaultIn
+		}
+		b.secrets = append(b.secrets, s)
+		hosts = append(hosts, bd.Hosts...)
+		scrub = append(scrub, scrubPairs(bd.Name, real, s.fake)...)
+		fakes = append(fakes, pair{name: bd.Name, from: []byte(s.fake)})
+		if bd.BaseURL != "" {
+			up := cfg.Env[bd.BaseURL]
+			if up == "" {
+				up = bd.Upstream
+			}
+			u, err := upstreamURL(up)
+			if err != nil {
+				return nil, fmt.Errorf("broker: %s: %s: %w", bd.Name, bd.BaseURL, err)
+			}
+			b.routes[strings.ToLower(bd.BaseURL)] = &route{secret: s, upstream: u}
+		}
+	}
+	b.scrub, b.fakes = newPatterns(scrub), newPatterns(fakes)
+	var err error
+	if b.ca, err = newAuthority(hosts); err != nil {
+		return nil, err
+	}
+	cred := make([]byte, 16)
+	if _, err := rand.Read(cred); err != nil {
+		return nil, err
+	}
+	b.cred = hex.EncodeToString(cred)
+	if b.bundle, err = b.writeBundle(); err != nil {
+		return nil, err
+	}
+	roots := cfg.UpstreamRoots
+	b.up = &http.Transport{
+		Proxy:               http.ProxyURL(cfg.UpstreamProxy),
+		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	if cfg.UpstreamProxy == nil {
+		b.up.Proxy = nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen: %w", err)
+	}
+	b.ln = &peerListener{Listener: ln, b: b}
+	b.addr = ln.Addr().String()
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, ErrorLog: discardLog}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		_ = b.srv.Serve(b.ln)
+	}()
+	return b, nil
+}
+
+// upstreamURL parses a base-URL upstream: https, or http to loopback only
+// (a local model server): the real value never crosses a network in the
+// clear.
+func upstreamURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q is not an absolute URL", s)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !isLoopback(u.Hostname()) {
+			return nil, fmt.Errorf("upstream %s is plain http to a host that is not loopback: the real value would cross the network in the clear", u.Redacted())
+		}
+	default:
+		return nil, fmt.Errorf("upstream %q: want https (or http on loopback)", s)
+	}
+	return u, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// systemBundles are where Linux distributions and macOS keep the roots.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem", "/usr/local/etc/openssl/cert.pem",
+}
+
+// writeBundle writes the system roots plus the launch's CA to the
+// directory; it is what the child's TLS clients trust.
+func (b *Broker) writeBundle() (string, error) {
+	var sys []byte
+	cands := systemBundles
+	if b.cfg.SystemRoots != "" {
+		cands = []string{b.cfg.SystemRoots}
+	}
+	for _, c := range cands {
+		if data, err := os.ReadFile(c); err == nil {
+			sys = data
+			break
+		}
+	}
+	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
+		sys = append(sys, '\n')
+	}
+	path := filepath.Join(b.cfg.Dir, "broker-ca.pem")
+	data := append(sys, b.ca.pem...)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("broker: CA bundle: %w", err)
+	}
+	return path, nil
+}
+
+// CAPEM returns the launch CA's certificate.
+func (b *Broker) CAPEM() []byte { return b.ca.pem }
+
+// Addr returns the listener's address (127.0.0.1:PORT).
+func (b *Broker) Addr() string { return b.addr }
+
+// Fakes returns the fake of each brokered secret by name.
+func (b *Broker) Fakes() map[string]string {
+	m := make(map[string]string, len(b.secrets))
+	for _, s := range b.secrets {
+		m[s.Name] = s.fake
+	}
+	return m
+}
+
+// caVars are the variables through which TLS clients take a bundle of
+// roots (DESIGN.md section 11).
+var caVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO",
+	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"}
+
+// ChildEnv returns what the child's environment gets from the broker, by
+// name: each brokered secret's fake, each base-URL variable pointed at the
+// broker, the proxy variables (both cases, with the launch's credential)
+// when a binding has hosts, NO_PROXY without the bound hosts, and the CA
+// bundle variables.
+func (b *Broker) ChildEnv() map[string]string {
+	env := map[string]string{}
+	proxy := false
+	var bound []string
+	for _, s := range b.secrets {
+		env[s.Name] = s.fake
+		if s.BaseURL != "" {
+			env[s.BaseURL] = "http://" + b.addr + "/" + b.cred + "/" + strings.ToLower(s.BaseURL)
+		}
+		if len(s.Hosts) > 0 {
+			proxy = true
+			for _, h := range s.Hosts {
+				bound = append(bound, strings.TrimPrefix(hostOnly(h), "*."))
+			}
+		}
+	}
+	if !proxy {
+		return env
+	}
+	pu := "http://envsieve:" + b.cred + "@" + b.addr
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		env[k] = pu
+	}
+	noProxy := b.cfg.Env["NO_PROXY"]
+	if noProxy == "" {
+		noProxy = b.cfg.Env["no_proxy"]
+	}
+	var keep []string
+	for _, e := range strings.Split(noProxy, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" || e == "*" || slices.ContainsFunc(bound, func(h string) bool {
+			return strings.TrimPrefix(e, ".") == h || strings.HasSuffix(h, "."+strings.TrimPrefix(e, "."))
+		}) {
+			continue // a bound host must go through the broker
+		}
+		keep = append(keep, e)
+	}
+	env["NO_PROXY"] = strings.Join(keep, ",")
+	env["no_proxy"] = env["NO_PROXY"]
+	for _, k := range caVars {
+		env[k] = b.bundle
+	}
+	return env
+}
+
+// Close stops the broker and removes its bundle.
+func (b *Broker) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := b.srv.Shutdown(ctx)
+	b.mu.Lock()
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+	b.up.CloseIdleConnections()
+	os.Remove(b.bundle)
+	return err
+}
+
+func (b *Broker) audit(e Event) {
+	if b.cfg.Audit != nil {
+		b.cfg.Audit(e)
+	}
+}
+
+func (b *Broker) track(c net.Conn, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		b.conns[c] = struct{}{}
+	} else {
+		delete(b.conns, c)
+	}
+}
+
+// ServeHTTP serves the listener: CONNECT and absolute-form requests are
+// proxy mode, the rest base-URL mode.
+func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodConnect:
+		if !b.proxyAuth(w, r) {
+			return
+		}
+		b.connect(w, r)
+	case r.URL.IsAbs():
+		if !b.proxyAuth(w, r) {
+			return
+		}
+		if r.URL.Scheme != "http" {
+			http.Error(w, "envsieve broker: only http:// is proxied without CONNECT", http.StatusBadRequest)
+			return
+		}
+		host := withPort(r.URL.Host, "80")
+		if !b.cfg.BoundOnly || b.boundHost(host) {
+			b.forward(w, r, "http", host, nil)
+			return
+		}
+		b.audit(Event{Kind: "denied", Host: host, Place: "egress"})
+		http.Error(w, "envsieve broker: egress to "+host+" is refused (broker.egress: bound-only)", http.StatusForbidden)
+	default:
+		b.base(w, r)
+	}
+}
+
+// proxyAuth checks the launch's credential in Proxy-Authorization.
+func (b *Broker) proxyAuth(w http.ResponseWriter, r *http.Request) bool {
+	got := r.Header.Get("Proxy-Authorization")
+	want := "Basic " + base64.StdEncoding.EncodeToString([]byte("envsieve:"+b.cred))
+	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
+		return true
+	}
+	b.audit(Event{Kind: "denied", Host: r.Host, Place: "proxy-credential"})
+	w.Header().Set("Proxy-Authenticate", `Basic realm="envsieve broker"`)
+	http.Error(w, "envsieve broker: proxy credential required", http.StatusProxyAuthRequired)
+	return false
+}
+
+// base serves base-URL mode: /CRED/ROUTE/rest goes to the route's
+// upstream + rest.
+func (b *Broker) base(w http.ResponseWriter, r *http.Request) {
+	p, n := r.URL.Path, len(b.cred)
+	if len(p) < n+2 || p[0] != '/' || p[n+1] != '/' || subtle.ConstantTimeCompare([]byte(p[1:1+n]), []byte(b.cred)) != 1 {
+		b.audit(Event{Kind: "denied", Host: r.Host, Place: "base-url-credential"})
+		http.Error(w, "envsieve broker: not found", http.StatusForbidden)
+		return
+	}
+	name, rest, _ := strings.Cut(p[n+2:], "/")
+	rt := b.routes[name]
+	if rt == nil {
+		http.Error(w, "envsieve broker: no such endpoint", http.StatusNotFound)
+		return
+	}
+	r.URL.Path = strings.TrimSuffix(rt.upstream.Path, "/") + "/" + rest
+	r.URL.RawPath = ""
+	r.Host = rt.upstream.Host
+	host := withPort(rt.upstream.Host, map[string]string{"https": "443", "http": "80"}[rt.upstream.Scheme])
+	b.forward(w, r, rt.upstream.Scheme, host, rt.secret)
+}
+
+// withPort adds the default port to a host without one.
+func withPort(host, port string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+// matchHost reports whether pattern ("host", "host:port", "*.suffix")
+// names target ("host:port").
+func matchHost(pattern, target string) bool {
+	th, tp, _ := net.SplitHostPort(target)
+	ph, pp, err := net.SplitHostPort(pattern)
+	if err != nil {
+		ph, pp = strings.Trim(pattern, "[]"), ""
+	}
+	if pp != "" && pp != tp {
+		return false
+	}
+	th, ph = strings.ToLower(th), strings.ToLower(ph)
+	if s, ok := strings.CutPrefix(ph, "*."); ok {
+		return strings.HasSuffix(th, "."+s)
+	}
+	return th == ph
+}
+
+// boundTo reports whether s's real value may go to target.
+func (s *brokered) boundTo(target string) bool {
+	for _, h := range s.Hosts {
+		if matchHost(h, target) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Broker) boundHost(target string) bool {
+	for _, s := range b.secrets {
+		if s.boundTo(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// connect serves a CONNECT: a bound host is terminated with the launch
+// CA's certificate and served as requests; any other is tunnelled
+// untouched, or refused under BoundOnly.
+func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
+	target := withPort(r.Host, "443")
+	bound := b.boundHost(target)
+	if !bound && b.cfg.BoundOnly {
+		b.audit(Event{Kind: "denied", Host: target, Place: "egress"})
+		http.Error(w, "envsieve broker: egress to "+target+" is refused (broker.egress: bound-only)", http.StatusForbidden)
+		return
+	}
+	var upstream net.Conn
+	if !bound {
+		var err error
+		if upstream, err = b.dialTunnel(r.Context(), target); err != nil {
+			http.Error(w, "envsieve broker: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		http.Error(w, "envsieve broker: cannot take over the connection", http.StatusInternalServerError)
+		return
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	b.track(conn, true)
+	defer b.track(conn, false)
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		conn.Close()
+		return
+	}
+	client := bufferedConn{Conn: conn, r: rw.Reader}
+	if !bound {
+		tunnel(client, upstream)
+		return
+	}
+	host := hostOnly(target)
+	tc := tls.Server(client, &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return b.ca.leaf(host)
+		},
+	})
+	if err := tc.HandshakeContext(r.Context()); err != nil {
+		tc.Close()
+		return
+	}
+	ln := newOneConnListener(tc)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b.forward(w, r, "https", target, nil)
+		}),
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          discardLog,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				ln.Close()
+			}
+		},
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	_ = srv.Serve(ln)
+}
+
+// dialTunnel connects to target, through the upstream proxy when there is
+// one.
+func (b *Broker) dialTunnel(ctx context.Context, target string) (net.Conn, error) {
+	var d net.Dialer
+	d.Timeout = 30 * time.Second
+	pu := b.cfg.UpstreamProxy
+	if pu == nil {
+		return d.DialContext(ctx, "tcp", target)
+	}
+	c, err := d.DialContext(ctx, "tcp", withPort(pu.Host, "80"))
+	if err != nil {
+		return nil, fmt.Errorf("upstream proxy: %w", err)
+	}
+	req := &http.Request{Method: http.MethodConnect, URL: &url.URL{Opaque: target}, Host: target, Header: http.Header{}}
+	if u := pu.User; u != nil {
+		pw, _ := u.Password()
+		req.Header.Set("Proxy-Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw)))
+	}
+	if err := req.Write(c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.Close()
+		return nil, fmt.Errorf("upstream proxy: CONNECT %s: %s", target, resp.Status)
+	}
+	return bufferedConn{Conn: c, r: br}, nil
+}
+
+// tunnel copies both ways until either side ends.
+func tunnel(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}
+
+// forward sends r to scheme://target, the fakes swapped for the real
+// values where their bindings allow it, and scrubs the response. base is
+// the secret of a base-URL route (bound to its upstream); nil in proxy
+// mode.
+func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target string, base *brokered) {
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme, out.URL.Host = scheme, target
+	if out.Host == "" {
+		out.Host = r.URL.Host
+	}
+	// Swapping in the clear happens only to loopback (tests, local model
+	// servers): elsewhere a real value travels only inside TLS.
+	secure := scheme == "https" || isLoopback(hostOnly(target))
+	if code, msg := b.swap(out, target, base, secure); code != 0 {
+		http.Error(w, "envsieve broker: "+msg, code)
+		return
+	}
+	if out.Body != nil && out.Body != http.NoBody {
+		out.Body = newScrubber(out.Body, b.fakes, func(name string) {
+			kind := "unswapped"
+			if s := b.secret(name); s == nil || !(s == base || s.boundTo(target)) {
+				kind = "refused"
+			}
+			b.audit(Event{Kind: kind, Secret: name, Host: target, Place: "body"})
+		})
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(*httputil.ProxyRequest) {}, // out is made; Rewrite drops X-Forwarded-*
+		Transport:     b.up,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			for k, vs := range resp.Header {
+				for i, v := range vs {
+					buf := []byte(v)
+					b.scrub.replace(buf, nil)
+					resp.Header[k][i] = string(buf)
+				}
+			}
+			resp.Body = newScrubber(resp.Body, b.scrub, nil)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "envsieve broker: upstream: "+b.scrubString(err.Error()), http.StatusBadGateway)
+		},
+		ErrorLog: discardLog,
+	}
+	rp.ServeHTTP(w, out)
+}
+
+func (b *Broker) scrubString(s string) string {
+	buf := []byte(s)
+	b.scrub.replace(buf, nil)
+	return string(buf)
+}
+
+func (b *Broker) secret(name string) *brokered {
+	for _, s := range b.secrets {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// swap replaces, in the request's headers and query, each fake by its real
+// value where the fake's binding allows it: a place its In names, on a
+// host it is bound to (or its base-URL route), over TLS or to loopback,
+// with an allowed method and path. A fake sent where its secret is not
+// bound is refused (403); one in another place of its own host goes
+// through as the fake. It returns a status and message to refuse with, or
+// 0.
+func (b *Broker) swap(r *http.Request, target string, base *brokered, secure bool) (int, string) {
+	names := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, s := range b.secrets {
+		bound := s == base || s.boundTo(target)
+		for _, k := range names {
+			vs := r.Header[k]
+			for i, v := range vs {
+				if !strings.Contains(v, s.fake) && !basicHolds(v, s.fake) {
+					continue
+				}
+				place := "header:" + k
+				if !bound {
+					b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: place})
+					return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
+				}
+				if !s.swapsIn(place) {
+					b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: place})
+					continue
+				}
+				if code, msg := s.allowed(r, secure); code != 0 {
+					b.audit(Event{Kind: "denied", Secret: s.Name, Host: target, Place: msg})
+					return code, msg
+				}
+				vs[i] = swapValue(v, s.fake, s.real)
+				b.audit(Event{Kind: "swapped", Secret: s.Name, Host: target, Place: place})
+			}
+		}
+		q := r.URL.Query()
+		changed := false
+		for k, vs := range q {
+			for i, v := range vs {
+				if !strings.Contains(v, s.fake) {
+					continue
+				}
+				place := "query:" + k
+				if !bound {
+					b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: place})
+					return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
+				}
+				if !s.swapsIn(place) {
+					b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: place})
+					continue
+				}
+				if code, msg := s.allowed(r, secure); code != 0 {
+					b.audit(Event{Kind: "denied", Secret: s.Name, Host: target, Place: msg})
+					return code, msg
+				}
+				vs[i] = strings.ReplaceAll(v, s.fake, s.real)
+				changed = true
+				b.audit(Event{Kind: "swapped", Secret: s.Name, Host: target, Place: place})
+			}
+		}
+		if changed {
+			r.URL.RawQuery = q.Encode()
+		}
+		if strings.Contains(r.URL.Path, s.fake) || strings.Contains(r.URL.RawPath, s.fake) {
+			if !bound {
+				b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: "path"})
+				return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
+			}
+			b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: "path"})
+		}
+	}
+	return 0, ""
+}
+
+// swapsIn reports whether place ("header:Name", "query:name") is one the
+// binding swaps in. Header names compare without case.
+func (s *brokered) swapsIn(place string) bool {
+	kind, name, _ := strings.Cut(place, ":")
+	for _, in := range s.in {
+		k, n, _ := strings.Cut(in, ":")
+		if k != kind {
+			continue
+		}
+		if kind == "header" && strings.EqualFold(n, name) || kind == "query" && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed checks the binding's methods and paths, and that the real value
+// would not cross a network in the clear.
+func (s *brokered) allowed(r *http.Request, secure bool) (int, string) {
+	if !secure {
+		return http.StatusForbidden, s.Name + " is not sent in the clear: use https"
+	}
+	if len(s.Methods) > 0 && !slices.ContainsFunc(s.Methods, func(m string) bool { return strings.EqualFold(m, r.Method) }) {
+		return http.StatusForbidden, s.Name + " is not given to " + r.Method + " requests"
+	}
+	if len(s.Paths) > 0 && !slices.ContainsFunc(s.Paths, func(p string) bool { return strings.HasPrefix(r.URL.Path, p) }) {
+		return http.StatusForbidden, s.Name + " is not given to " + r.URL.Path
+	}
+	return 0, ""
+}
+
+// basicHolds reports whether v is a Basic credential whose user or
+// password holds fake.
+func basicHolds(v, fake string) bool {
+	scheme, cred, ok := strings.Cut(v, " ")
+	if !ok || !strings.EqualFold(scheme, "Basic") {
+		return false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+	return err == nil && strings.Contains(string(raw), fake)
+}
+
+// swapValue replaces fake by real in a header value, inside a Basic
+// credential's encoding too.
+func swapValue(v, fake, real string) string {
+	if scheme, cred, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Basic") {
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil && strings.Contains(string(raw), fake) {
+			return scheme + " " + base64.StdEncoding.EncodeToString([]byte(strings.ReplaceAll(string(raw), fake, real)))
+		}
+	}
+	return strings.ReplaceAll(v, fake, real)
+}

@@ -1,0 +1,43 @@
+// Package broker keeps the real values of HTTP credentials out of an
+// agent's process tree. The tree gets a fake of each brokered secret (the
+// same known prefix, length and alphabet; see [Fake]); a broker on a
+// loopback port, run by the launcher outside the tree, swaps the fake for
+// the real value only on requests to the hosts the secret is bound to,
+// and only in the places its binding names (the authorization headers by
+// default), never in a body. So a value the agent reads, transforms or
+// sends anywhere is a fake; the real one reaches only its own host.
+//
+// Two ways in, served by one listener ([Start]):
+//
+//   - base-URL mode, for clients with an endpoint variable
+//     (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ...): [Broker.ChildEnv] points
+//     the variable at the broker under a random path prefix, and the broker
+//     forwards to the user's original endpoint or the binding's upstream;
+//   - proxy mode, for everything else (gh, git, npm, curl, python): the
+//     proxy variables point at the broker with a per-launch credential; a
+//     CONNECT to a bound host is terminated with a certificate of a
+//     per-launch CA (key in memory only, name constraints limited to the
+//     bound hosts) that the child trusts through a bundle of the system
+//     roots plus that CA; any other CONNECT is tunnelled untouched, or
+//     refused when [Config.BoundOnly].
+//
+// # Security
+//
+//   - A fake in a request to a host its secret is not bound to (headers,
+//     query or path, where the broker sees them: plain HTTP, or an
+//     intercepted host) is refused with 403 and an [Event]; a fake in an
+//     unswapped place of its own host (another header, the body) goes
+//     through as the fake, with an event. A fake in a body to another host
+//     is reported, not refused (the broker does not buffer bodies).
+//   - The real value goes only inside TLS, or in the clear to loopback (a
+//     local model server); a base-URL upstream is https or loopback http.
+//   - Responses are scrubbed: the real value in a header or a streamed body,
+//     however it is split, reaches the child as the fake.
+//   - Only the launch's user is served (the loopback peer's uid, from the
+//     kernel's socket table, on Linux), and only with the launch's
+//     credential (Proxy-Authorization, or the base-URL path prefix).
+//   - What it cannot do: a brokered capability can still be used against
+//     its own host within its binding (the agent can call the API the key
+//     is for); credentials that are not HTTP headers (database URLs, SSH)
+//     are not brokered.
+package broker
