@@ -80,8 +80,8 @@ var builtinProfiles = sync.OnceValues(func() ([]rawProfile, error) {
 	}
 	for _, p := range raw.Profiles {
 		for k, pos := range p.Keys {
-			if k != "description" && k != "allow" && k != "seal" {
-				d.errorAt(pos, "built-in profile %s: only description, allow and seal are used", p.Name.V)
+			if k != "description" && k != "allow" && k != "seal" && k != "brokered" {
+				d.errorAt(pos, "built-in profile %s: only description, allow, seal and brokered are used", p.Name.V)
 			}
 		}
 	}
@@ -189,6 +189,43 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 			p.Secrets[sec.Name] = sec
 		}
 	}
+	if rb := raw.Broker; rb != nil {
+		if rb.Egress != nil {
+			switch rb.Egress.V {
+			case "open":
+			case "bound-only":
+				p.Broker.BoundOnly = true
+			default:
+				b.d.errorAt(rb.Egress.Pos, "broker: egress: want open or bound-only, got %q", rb.Egress.V)
+			}
+		}
+		for _, ca := range rb.UpstreamCA {
+			if !filepath.IsAbs(ca.V) && !strings.HasPrefix(ca.V, "~/") {
+				b.d.errorAt(ca.Pos, "broker: upstream_ca: want an absolute path (or ~/...), got %q", ca.V)
+				continue
+			}
+			p.Broker.UpstreamCA = append(p.Broker.UpstreamCA, ca.V)
+		}
+	}
+	// Every brokered name needs a binding: the policy's own or the
+	// catalog's.
+	levels := []*Level{p.Global}
+	for _, name := range p.order {
+		levels = append(levels, p.profiles[name].Level)
+	}
+	for _, r := range p.Rules {
+		levels = append(levels, r.Level)
+	}
+	if p.LocalLvl != nil {
+		levels = append(levels, p.LocalLvl)
+	}
+	for _, l := range levels {
+		for _, s := range l.Brokered {
+			if p.Binding(s.Entry) == nil {
+				b.d.errorAt(s.Pos, "%s: brokered: %s has no binding: give it one under secrets.%s.broker (hosts or base_url), or broker a name of the built-in catalog ('envsieve profiles' lists them)", l.Name, s.Entry, s.Entry)
+			}
+		}
+	}
 	return p, nil
 }
 
@@ -233,6 +270,12 @@ func (b *builder) secret(rs rawSecret) *Secret {
 			s.Deliver = dl
 		default:
 			b.d.errorAt(rs.Deliver.Pos, "%s: deliver: want env or file, got %q", what, rs.Deliver.V)
+		}
+	}
+	if rs.Broker != nil {
+		s.Broker = b.d.checkBinding(what+": broker", s.Name, rs.Broker)
+		if s.Deliver == DeliverFile {
+			b.d.errorAt(rs.Broker.Pos, "%s: broker: a brokered secret is delivered as its fake in the environment, not as a file", what)
 		}
 	}
 	return s
@@ -368,6 +411,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 		l.SealSource = &Source{Level: name, List: "seal", Entry: r.Seal.V, Pos: r.Seal.Pos}
 	}
 	l.Hide = b.names(name, "hide", r.Hide)
+	l.Brokered = b.names(name, "brokered", r.Brokered)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)
 	if r.ClientEnv != nil {
 		switch ce := ClientEnv(r.ClientEnv.V); ce {
@@ -673,6 +717,11 @@ func (p *Policy) CheckNarrows(child, parent string) error {
 		for _, h := range l.Hide {
 			if !slices.Contains(cp.Hide, h.Entry) {
 				esc(h.Pos, "the parent's hide %s is missing", h.Entry)
+			}
+		}
+		for _, h := range l.Brokered {
+			if !slices.Contains(cp.Brokered, h.Entry) {
+				esc(h.Pos, "the parent's brokered %s is missing", h.Entry)
 			}
 		}
 	}

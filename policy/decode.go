@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ type rawLevel struct {
 	BlockIter   *boolv
 	Seal        *str
 	Hide        []str
+	Brokered    []str
 	Extends     []str // profiles only
 	Parent      *str  // profiles only
 	Passthrough []str // profiles only: shell_env_passthrough
@@ -89,6 +91,7 @@ type rawSecret struct {
 	Command []str
 	Timeout *str
 	Deliver *str
+	Broker  *rawBinding
 }
 
 type rawRedact struct {
@@ -112,6 +115,7 @@ type rawFile struct {
 	Rules    []rawRule
 	Tools    []rawTool
 	Secrets  []rawSecret
+	Broker   *rawBroker
 }
 
 type decoder struct {
@@ -316,6 +320,16 @@ func (d *decoder) checkText(what string, s str) (str, bool) {
 // scalar builtin:NAME in a flow list ([builtin:claude]) as a one-pair
 // mapping; when the source has no space around the ':', it is the reference.
 func (d *decoder) profileRef(what string, n ast.Node) (str, bool) {
+	if s, ok := d.colonScalar(n, "builtin"); ok {
+		return str{V: builtinPrefix + strings.TrimPrefix(s.V, "builtin:"), Pos: s.Pos}, true
+	}
+	return d.str(what, n)
+}
+
+// colonScalar reads back a plain scalar KEY:VALUE (no space around the
+// ':') that goccy/go-yaml parsed as a one-pair mapping in a flow list, for
+// the keys given; ok is false for anything else.
+func (d *decoder) colonScalar(n ast.Node, keys ...string) (str, bool) {
 	var pair *ast.MappingValueNode
 	switch m := n.(type) {
 	case *ast.MappingValueNode:
@@ -328,14 +342,14 @@ func (d *decoder) profileRef(what string, n ast.Node) (str, bool) {
 	if pair != nil {
 		k, kok := pair.Key.(*ast.StringNode)
 		v, vok := pair.Value.(*ast.StringNode)
-		if kok && vok && k.Value == "builtin" {
+		if kok && vok && slices.Contains(keys, k.Value) {
 			kp, vp := d.nodePos(k), d.nodePos(v)
-			if kp.Line == vp.Line && vp.Col == kp.Col+len("builtin:") {
-				return str{V: builtinPrefix + v.Value, Pos: kp}, true
+			if kp.Line == vp.Line && vp.Col == kp.Col+len(k.Value)+1 {
+				return str{V: k.Value + ":" + v.Value, Pos: kp}, true
 			}
 		}
 	}
-	return d.str(what, n)
+	return str{}, false
 }
 
 // value decodes the value of a set entry. Numbers are taken as written;
@@ -426,7 +440,8 @@ func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, a
 				}
 			})
 		},
-		"hide": func(_ str, v ast.Node) { l.Hide = d.strList(what+": hide", v) },
+		"hide":     func(_ str, v ast.Node) { l.Hide = d.strList(what+": hide", v) },
+		"brokered": func(_ str, v ast.Node) { l.Brokered = d.strList(what+": brokered", v) },
 		"block_iteration": func(_ str, v ast.Node) {
 			b, ok := v.(*ast.BoolNode)
 			if !ok {
@@ -568,9 +583,18 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 				"command": func(_ str, v ast.Node) { sec.Command = d.strList(what+": command", v) },
 				"timeout": d.optStr(what+": timeout", &sec.Timeout),
 				"deliver": d.optStr(what+": deliver", &sec.Deliver),
+				"broker":  func(_ str, v ast.Node) { sec.Broker = d.binding(what+": broker", v) },
 			})
 			f.Secrets = append(f.Secrets, sec)
 		})
+	}
+	h["broker"] = func(key str, v ast.Node) {
+		rb := &rawBroker{Pos: key.Pos}
+		d.fields(v, "broker", map[string]func(str, ast.Node){
+			"egress":      d.optStr("broker: egress", &rb.Egress),
+			"upstream_ca": func(_ str, v ast.Node) { rb.UpstreamCA = d.strList("broker: upstream_ca", v) },
+		})
+		f.Broker = rb
 	}
 	f.Global.Pos = d.nodePos(root)
 	f.Global.Keys = d.fields(root, "policy", h)

@@ -11,7 +11,7 @@ const LocalName = ".envsieve.yaml"
 
 // Narrow returns a copy of p with a project-local policy merged in. An agent
 // can edit files in its repository, so a local file may only narrow: it may
-// say version, description, deny, hide, limits no higher than the policy's, a
+// say version, description, deny, hide, brokered, limits no higher than the policy's, a
 // base no wider than the policy's, mode enforce and block_iteration true. Anything that widens is an
 // escalation error naming the key and the line.
 func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
@@ -57,6 +57,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	}
 	if raw.Shell != nil {
 		esc(raw.Shell.Pos, "shell chooses the program that runs")
+	}
+	if raw.Broker != nil {
+		esc(raw.Broker.Pos, "broker belongs in the user's policy (its upstream roots and egress)")
 	}
 	if g.Mode != nil && g.Mode.V != string(Enforce) {
 		esc(g.Mode.Pos, "mode %q widens enforce", g.Mode.V)

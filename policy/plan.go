@@ -376,6 +376,8 @@ type Plan struct {
 	SealSource *Source
 	// Hide is the union of the levels' hide lists.
 	Hide []string
+	// Brokered is the union of the levels' brokered lists.
+	Brokered []string
 	// ShellEnvPassthrough and ClientEnv shape daemon sessions: the
 	// daemon's own variables taken into layer 1, and the treatment of the
 	// client's snapshot (ClientFiltered unless a profile says otherwise).
@@ -426,6 +428,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 			p.ClientEnv = *l.ClientEnv
 		}
 		p.Hide = addNames(p.Hide, l.Hide)
+		p.Brokered = addNames(p.Brokered, l.Brokered)
 		p.ShellEnvPassthrough = addNames(p.ShellEnvPassthrough, l.Passthrough)
 		p.applyLimits(l, false)
 	}
@@ -437,6 +440,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 			p.Seal, p.SealSource = *local.Seal, local.SealSource
 		}
 		p.Hide = addNames(p.Hide, local.Hide)
+		p.Brokered = addNames(p.Brokered, local.Brokered)
 		if local.Base != nil && baseRank[*local.Base] < baseRank[p.Base] {
 			p.Base, p.BaseSource = *local.Base, local.BaseSource
 		}

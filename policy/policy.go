@@ -131,6 +131,10 @@ type Level struct {
 	// Hide names keys the shim hides besides the sensitive keys admitted by
 	// exact name (List "hide").
 	Hide []*Source
+	// Brokered names keys whose real value the child never gets: it gets
+	// a fake, and the broker swaps it on the way to the binding's hosts
+	// (List "brokered"; each has a binding, the policy's or the catalog's).
+	Brokered []*Source
 	// Passthrough and ClientEnv are for daemon sessions (profiles only):
 	// the daemon's own variables handed to layer 1, and how the client's
 	// snapshot is treated.
@@ -241,6 +245,11 @@ type Secret struct {
 	Command []string      // FromCommand: the helper and its arguments
 	Timeout time.Duration // FromCommand: zero means DefaultSecretTimeout
 	Deliver Delivery
+	// Broker is the secret's own binding (secrets.NAME.broker): wherever
+	// it reaches a child, the child gets a fake and the broker keeps the
+	// real value. nil when the policy gives none (the catalog may; see
+	// Policy.Binding).
+	Broker *Binding
 }
 
 // DefaultSecretTimeout bounds a secret helper command.
@@ -289,12 +298,14 @@ type Policy struct {
 	// AuditPath is where the audit log goes: a file ("~/" is the home
 	// directory), "-" for stderr, "" for no log.
 	AuditPath string
-	profiles  map[string]*Profile // user and built-in, by name
-	order     []string            // user profiles in file order, then built-ins
-	noneProf  *Plan               // the plan when no profile is asked for
-	catalog   *Catalog
-	raw       *rawFile // kept to rebuild with a project-local level
-	src       []byte
+	// Broker are the top-level broker settings.
+	Broker   BrokerSettings
+	profiles map[string]*Profile // user and built-in, by name
+	order    []string            // user profiles in file order, then built-ins
+	noneProf *Plan               // the plan when no profile is asked for
+	catalog  *Catalog
+	raw      *rawFile // kept to rebuild with a project-local level
+	src      []byte
 
 	builtinsEager bool // the built-ins are in profiles already
 	lazyOnce      sync.Once

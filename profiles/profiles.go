@@ -1,7 +1,7 @@
 // Package profiles holds envsieve's built-in data as embedded YAML: the base
 // sets and groups of curated variable names (groups.yaml), the built-in agent
-// profiles (builtin.yaml) and the default policy used when no policy file is
-// found (default.yaml). The policy package parses and validates all three with
+// profiles (builtin.yaml), the broker catalog (brokers.yaml) and the default
+// policy used when no policy file is found (default.yaml). The policy package parses and validates all three with
 // the same strict parser as a user's policy; this package only carries bytes.
 package profiles
 
@@ -16,6 +16,12 @@ var Groups []byte
 //
 //go:embed builtin.yaml
 var Builtin []byte
+
+// Brokers is brokers.yaml: the built-in broker catalog, the bindings of
+// well-known HTTP credentials to their hosts and endpoints.
+//
+//go:embed brokers.yaml
+var Brokers []byte
 
 // Default is default.yaml: the policy used when no policy file is found.
 //

@@ -184,6 +184,12 @@ type Result struct {
 	// every sensitive key admitted by exact name, every injected secret, and
 	// the policy's hide entries. Nil when BlockIteration is off.
 	Hide []string
+	// Brokered names the keys of Env whose value the child must get as a
+	// fake, the real value kept by the broker (package broker): the
+	// levels' brokered names, and every secret with its own binding
+	// (secrets.NAME.broker). The engine leaves the real value in Env; the
+	// launcher replaces it. Sorted; nil when none.
+	Brokered []string
 }
 
 // Errors callers branch on. Use errors.Is.
@@ -551,7 +557,29 @@ func Build(in Input) (*Result, error) {
 	if res.BlockIteration {
 		res.Hide = hidden(res, plan, rule)
 	}
+	res.Brokered = brokered(res, p, plan, rule)
 	return res, nil
+}
+
+// brokered lists the keys of Env that are brokered.
+func brokered(res *Result, p *policy.Policy, plan *policy.Plan, rule *policy.Rule) []string {
+	var out []string
+	for _, kv := range res.Env {
+		key, _, _ := strings.Cut(kv, "=")
+		is := slices.Contains(plan.Brokered, key)
+		if !is && rule != nil {
+			is = slices.ContainsFunc(rule.Level.Brokered, func(s *policy.Source) bool { return s.Entry == key })
+		}
+		if !is {
+			if s, ok := p.Secrets[key]; ok && s.Broker != nil {
+				is = true
+			}
+		}
+		if is {
+			out = append(out, key)
+		}
+	}
+	return out
 }
 
 // hidden lists the kept keys the shim hides: secrets, sensitive keys that an
