@@ -203,6 +203,25 @@ func (a *Log) NoGrant(pid int, path, reason string) {
 	a.l.Info("no_grant", "pid", pid, "path", path, "reason", reason)
 }
 
+// Brokered records the secrets whose real value the broker keeps: the
+// child holds their fakes.
+func (a *Log) Brokered(names []string) {
+	if a == nil {
+		return
+	}
+	a.l.Info("brokered", "names", names)
+}
+
+// Broker records what the credential broker did or refused: kind
+// ("swapped", "unswapped", "refused", "denied"), the secret's name, the
+// request's host and the place in the request (never a value).
+func (a *Log) Broker(kind, secret, host, place string) {
+	if a == nil {
+		return
+	}
+	a.l.Info("broker", "kind", kind, "secret", secret, "host", host, "place", place)
+}
+
 // Warn records a warning the launcher printed: a setting that does not hold.
 // msg is built by envsieve from names, never from values.
 func (a *Log) Warn(msg string) {

@@ -396,6 +396,13 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		host := withPort(r.URL.Host, "80")
+		if host == b.addr {
+			// A base-URL request that came through the proxy variables
+			// (they point at the broker too): serve it as one.
+			r.URL = &url.URL{Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+			b.base(w, r)
+			return
+		}
 		if !b.cfg.BoundOnly || b.boundHost(host) {
 			b.forward(w, r, "http", host, nil)
 			return

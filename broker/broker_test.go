@@ -378,6 +378,17 @@ func TestBaseURL(t *testing.T) {
 	if strings.Contains(string(out), key) || !strings.Contains(string(out), fake) {
 		t.Errorf("the echo did not come back with the fake")
 	}
+	// curl honours HTTP_PROXY, which points at the broker too: the
+	// base-URL request arrives through the proxy and is served the same.
+	cmd = exec.Command("curl", "-sS", "--fail", "-H", "x-api-key: "+fake, env["ANTHROPIC_BASE_URL"]+"/v1/models")
+	cmd.Env = childEnv(b)
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("curl: %v %s", err, out)
+	}
+	if e := got.last(); e.APIKey != key || e.Path != "/anthropic/v1/models" {
+		t.Errorf("through the proxy variables: the upstream got path %q and a key of %d bytes", e.Path, len(e.APIKey))
+	}
 }
 
 // TestCAConstrained: the launch CA cannot vouch for a host it was not made

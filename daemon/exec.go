@@ -116,6 +116,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	defer l.Cleanup()
+	if err := l.StartBroker(); err != nil {
+		return nil, err
+	}
 	// The daemon runs commands unsealed: a profile that requires the seal
 	// gets none of them, one that asks for it gets them with a warning in
 	// the daemon's log, never silently.
@@ -345,6 +348,7 @@ func (s *Server) host() *launch.Host {
 		Exe:        s.exe,
 		Home:       s.cfg.Home,
 		AuditPath:  s.cfg.AuditPath,
+		Broker:     StartBroker,
 	}
 	if store != nil {
 		h.Store = func() (secret.Source, error) { return store, nil }

@@ -6,9 +6,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
@@ -131,5 +135,37 @@ func TestDaemonWritesTheAuditLog(t *testing.T) {
 		if events[want] == 0 {
 			t.Errorf("no %q event in the audit log; events %v", want, events)
 		}
+	}
+}
+
+// TestDaemonBrokers: a session command gets a fake of a brokered key, as
+// `envsieve run` gives it, and its API call reaches the endpoint with the
+// real key through the daemon's broker.
+func TestDaemonBrokers(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		io.WriteString(w, "ok "+r.URL.Path)
+	}))
+	defer srv.Close()
+	real := "sk-ant-api03-" + strings.Repeat("D4em", 20)
+	ts := startServerConfig(t, "version: 1\nallow: [ANTHROPIC_API_KEY]\nbrokered: [ANTHROPIC_API_KEY]\n", Config{})
+	c := dial(t, ts.path)
+	mustInit(t, c, "agent", clientEnv("/usr/bin", "ANTHROPIC_API_KEY="+real, "ANTHROPIC_BASE_URL="+srv.URL))
+	sid := mustSession(t, c, "agent", "", "")
+	out, errb, res := run(t, c, sid, "/bin/sh", "-c", `printenv ANTHROPIC_API_KEY | wc -c; curl -sS -H "x-api-key: $ANTHROPIC_API_KEY" "$ANTHROPIC_BASE_URL/v1/messages"`)
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %s", res.ExitCode, errb)
+	}
+	if strings.Contains(out, real) || !strings.Contains(out, "ok /v1/messages") {
+		t.Errorf("output %q", strings.ReplaceAll(out, real, "<REAL>"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != real {
+		t.Errorf("the endpoint did not get the real key (%d requests)", len(got))
 	}
 }

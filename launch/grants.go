@@ -291,6 +291,11 @@ func (s *ShimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
 			s.alog.NoGrant(x.PID, x.Path, "rule "+rule.Name+": "+err.Error())
 			rule, res = nil, nil
 		}
+		if res != nil {
+			// A grant holds fakes of brokered secrets, never their real
+			// values, and reaches their hosts through the broker.
+			res.Env = l.brokerOverlay(res.Env)
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

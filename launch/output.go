@@ -116,7 +116,8 @@ func (l *Plan) maskArgs(argv []string) ([]string, error) {
 
 // OpenAudit opens the audit log, when the host or the policy names one,
 // and records the launch, every decision, the injected secrets (by name
-// and fingerprint) and what redaction masks. A nil log records nothing,
+// and fingerprint), what the broker keeps and what redaction masks; from
+// then on, what the broker does. Call it after [Plan.StartBroker]. A nil log records nothing,
 // and all its methods may be called.
 func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 	path := l.host.AuditPath
@@ -149,8 +150,12 @@ func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
 		}
 	}
+	if len(l.brokered) > 0 {
+		alog.Brokered(l.brokered)
+	}
 	if p.Redact.Enabled {
 		alog.Redaction(l.MaskedNames())
 	}
+	l.alog.Store(alog)
 	return alog, nil
 }

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
+	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
@@ -63,6 +65,11 @@ type Host struct {
 	Home string
 	// ConfigDir and DataDir are envsieve's own directories, for the seal.
 	ConfigDir, DataDir string
+	// Broker starts a credential broker for a launch that brokers secrets
+	// (the CLI runs envsieve-daemon's broker; the daemon its own); events
+	// gets what the broker does. nil means none can run, and a launch that
+	// brokers a secret fails (ErrNoBroker).
+	Broker func(req BrokerRequest, events func(BrokerEvent)) (BrokerRun, error)
 	// AuditPath is the audit log the user named (--audit, ENVSIEVE_AUDIT);
 	// "" means the policy's audit.path, and none when that is empty too.
 	AuditPath string
@@ -113,6 +120,9 @@ type Options struct {
 	Isolate, Seal bool
 	// NoShim keeps the shim out of the child.
 	NoShim bool
+	// NoBroker hands brokered secrets over as their real values (the
+	// user's --no-broker), with a warning.
+	NoBroker bool
 	// ForceMask masks output even where the policy's redact.enabled is off
 	// (envsieve redact). The policy itself is never changed.
 	ForceMask bool
@@ -153,6 +163,15 @@ type Plan struct {
 	sealMode policy.SealMode
 	mask     []redact.Secret
 	ownKey   []byte // the launch's own key when the host has none
+	// broker is the running broker; brokerEnv what it put in Env, by
+	// name; brokered the names it keeps the real value of; brokerDir its
+	// private directory.
+	broker    BrokerRun
+	brokerEnv map[string]string
+	brokered  []string
+	brokerDir string
+	// alog is the open audit log, for the broker's events.
+	alog atomic.Pointer[audit.Log]
 }
 
 // Policy returns the policy the plan was built under.
@@ -187,6 +206,7 @@ func (l *Plan) Cleanup() {
 	if l == nil {
 		return
 	}
+	l.stopBroker()
 	if l.files != nil {
 		_ = l.files.Remove()
 		l.files = nil

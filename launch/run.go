@@ -48,8 +48,7 @@ func (l *Plan) Sealed() bool { return l.opt.Seal }
 // plan is cleaned up either way.
 func (l *Plan) Run(path string, argv []string) (int, error) {
 	defer l.Cleanup()
-	set, err := l.RedactionSet()
-	if err != nil {
+	if err := l.StartBroker(); err != nil {
 		return 0, err
 	}
 	alog, err := l.OpenAudit(argv)
@@ -57,6 +56,10 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer alog.Close()
+	set, err := l.RedactionSet()
+	if err != nil {
+		return 0, err
+	}
 	if err := l.ChooseSeal(); err != nil {
 		return 0, err
 	}
@@ -64,7 +67,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	// launcher is likely to stay resident. It is never undone: the launcher
 	// exits when the child has, and a late signal cannot cut its clean-up.
 	var sigs *Signals
-	if set != nil || l.files != nil || l.opt.Isolate || !l.opt.NoShim {
+	if set != nil || l.files != nil || l.opt.Isolate || !l.opt.NoShim || l.broker != nil {
 		sigs = NotifySignals()
 	}
 	sh, err := l.StartShim(path, alog)
@@ -72,7 +75,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer sh.Close()
-	if set == nil && l.files == nil && !l.opt.Isolate && sh == nil {
+	if set == nil && l.files == nil && !l.opt.Isolate && sh == nil && l.broker == nil {
 		l.host.debugf("exec %s", path)
 		alog.Exec(path)
 		err := Exec(path, argv, l.Env)

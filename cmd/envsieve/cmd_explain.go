@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -42,6 +43,39 @@ type explainJSON struct {
 	Shim      shimJSON       `json:"shim"`
 	// Seal is the launch's seal (additive to schema v1).
 	Seal sealJSON `json:"seal"`
+	// Secrets says, for each credential the child gets (injected or
+	// brokered), whether it gets the real value or a fake the broker swaps
+	// (additive to schema v1).
+	Secrets []secretJSON `json:"secrets"`
+}
+
+// secretJSON is one credential the child gets: "brokered" (a fake; the
+// real value goes only where the binding says) or "real".
+type secretJSON struct {
+	Name    string   `json:"name"`
+	Hand    string   `json:"handed_as"`
+	Hosts   []string `json:"hosts,omitempty"`
+	BaseURL string   `json:"base_url,omitempty"`
+	Binding string   `json:"binding,omitempty"` // "policy" or "catalog"
+}
+
+// secretsDoc lists the injected and brokered keys of a result.
+func secretsDoc(p *policy.Policy, res *sieve.Result, noBroker bool) []secretJSON {
+	out := []secretJSON{}
+	names := append(slices.Clone(res.Injected), res.Brokered...)
+	slices.Sort(names)
+	for _, n := range slices.Compact(names) {
+		sj := secretJSON{Name: n, Hand: "real"}
+		if slices.Contains(res.Brokered, n) && !noBroker {
+			b := p.Binding(n)
+			sj.Hand, sj.Hosts, sj.BaseURL, sj.Binding = "brokered", b.Hosts, b.BaseURL, "policy"
+			if b.Builtin {
+				sj.Binding = "catalog"
+			}
+		}
+		out = append(out, sj)
+	}
+	return out
 }
 
 // sealJSON says which seal run would give the command, and whether this
@@ -204,6 +238,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 		doc.NoRule = l.Request.Path + " is in a place the agent's tree can write, so no rule grants to it"
 	}
 	doc.Redact = redactDoc(l)
+	doc.Secrets = secretsDoc(p, res, f.noBroker)
 	doc.Shim = shimDoc(host(u, f), f, l, path)
 	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
 	if f.seal {
@@ -305,6 +340,17 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	}
 	if len(doc.Shim.Hide) > 0 {
 		fmt.Fprintf(w, "hidden:  %s (from environ, by the shim)\n", strings.Join(doc.Shim.Hide, ", "))
+	}
+	for _, sj := range doc.Secrets {
+		if sj.Hand == "real" {
+			fmt.Fprintf(w, "secret:  %s real (the child gets the value itself)\n", sj.Name)
+			continue
+		}
+		where := strings.Join(sj.Hosts, ", ")
+		if sj.BaseURL != "" {
+			where = strings.TrimPrefix(where+", "+sj.BaseURL+"'s endpoint", ", ")
+		}
+		fmt.Fprintf(w, "secret:  %s brokered (the child gets a fake; the real value goes only to %s; %s binding)\n", sj.Name, where, sj.Binding)
 	}
 	if len(doc.Command) > 0 {
 		fmt.Fprintf(w, "command: %s", strings.Join(doc.Command, " "))

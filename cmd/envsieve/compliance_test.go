@@ -110,6 +110,38 @@ func take(t *testing.T, env map[string]string, key, want string) {
 	delete(env, key)
 }
 
+// takeBrokered removes a brokered key, which the child must hold as a fake
+// of the real value's shape, never the real value, and the variables the
+// broker adds (its proxy, base URL and CA bundle).
+func takeBrokered(t *testing.T, env map[string]string, key, real string) {
+	t.Helper()
+	v, ok := env[key]
+	switch {
+	case !ok:
+		t.Errorf("child lacks %s", key)
+	case v == real:
+		t.Errorf("child got the real value of the brokered %s", key)
+	case len(v) != len(real) || v[:7] != real[:7]:
+		t.Errorf("child's %s is not a format-preserving fake (%d bytes, want %d)", key, len(v), len(real))
+	}
+	delete(env, key)
+	for _, k := range []string{"ANTHROPIC_BASE_URL", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+		if v, ok := env[k]; !ok || !strings.Contains(v, "127.0.0.1:") {
+			t.Errorf("child's %s does not point at the broker", k)
+		}
+		delete(env, k)
+	}
+	delete(env, "NO_PROXY")
+	delete(env, "no_proxy")
+	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+		"AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"} {
+		if v, ok := env[k]; !ok || !strings.HasSuffix(v, "/broker-ca.pem") {
+			t.Errorf("child's %s is not the broker's CA bundle", k)
+		}
+		delete(env, k)
+	}
+}
+
 func leftover(t *testing.T, env map[string]string) {
 	t.Helper()
 	if len(env) == 0 {
@@ -138,7 +170,7 @@ func TestComplianceProfileClaude(t *testing.T) {
 	env := runCanary(t, "run", "--profile", "claude")
 	take(t, env, "PATH", want["PATH"]) // the first PATH, what getenv sees
 	take(t, env, "HOME", want["HOME"])
-	take(t, env, "ANTHROPIC_API_KEY", want["ANTHROPIC_API_KEY"])
+	takeBrokered(t, env, "ANTHROPIC_API_KEY", want["ANTHROPIC_API_KEY"])
 	leftover(t, env)
 }
 
@@ -153,7 +185,7 @@ func TestComplianceWildcards(t *testing.T) {
 	env := runCanary(t, "run", "--policy", pol, "--profile", "claude")
 	take(t, env, "PATH", bindir+":/usr/bin:/bin")
 	take(t, env, "HOME", "/home/canary")
-	take(t, env, "ANTHROPIC_API_KEY", "sk-ant-"+strings.Repeat("k3y", 12))
+	takeBrokered(t, env, "ANTHROPIC_API_KEY", "sk-ant-"+strings.Repeat("k3y", 12))
 	take(t, env, "PROOF_ENV", "innocent")
 	take(t, env, "ENVSIEVE_AUDIT", suiteAudit) // innocent too: "*" admits it
 	leftover(t, env)

@@ -17,15 +17,16 @@ import (
 
 // policyFlags are the flags of every verb that builds an environment.
 type policyFlags struct {
-	policy  string
-	profile string
-	mode    string
-	tool    string
-	secrets []string
-	audit   string
-	isolate bool
-	seal    bool
-	noShim  bool
+	policy   string
+	profile  string
+	mode     string
+	tool     string
+	secrets  []string
+	audit    string
+	isolate  bool
+	seal     bool
+	noShim   bool
+	noBroker bool
 	// forceMask masks output whatever redact.enabled says (envsieve
 	// redact); it is not a flag.
 	forceMask bool
@@ -41,6 +42,7 @@ func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
 	fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
 	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
 	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
+	fs.BoolVar(&f.noBroker, "no-broker", false, "hand brokered secrets over as their real values instead of fakes (the broker does not run)")
 	fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
 	fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
 	fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
@@ -68,7 +70,12 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 	if auditPath == "" {
 		auditPath = envknob.Audit()
 	}
+	var brokerFn func(launch.BrokerRequest, func(launch.BrokerEvent)) (launch.BrokerRun, error)
+	if prog, err := findDaemonProgram(); err == nil {
+		brokerFn = launch.BrokerProcess(prog)
+	}
 	return &launch.Host{
+		Broker:     brokerFn,
 		Report:     u,
 		Stderr:     u.Err,
 		Key:        func() ([]byte, error) { return cli.InstallKeyFor(u) },
@@ -114,7 +121,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	parent := os.Environ()
 	l, err := launch.Build(context.Background(), host(u, f), launch.Options{
 		Policy: p, Parent: parent, Request: req, DryRun: dryRun,
-		Isolate: f.isolate, Seal: f.seal, NoShim: f.noShim, ForceMask: f.forceMask,
+		Isolate: f.isolate, Seal: f.seal, NoShim: f.noShim, NoBroker: f.noBroker, ForceMask: f.forceMask,
 	})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/launch"
+)
+
+// StartBroker runs a credential broker for a launch's request in this
+// process: the daemon's own sessions use it, and `envsieve-daemon
+// __broker` serves `envsieve run` with it (the envsieve launcher does not
+// link net/http; see lean_test.go).
+func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (launch.BrokerRun, error) {
+	cfg := broker.Config{Secrets: req.Secrets, Key: req.Key, BoundOnly: req.BoundOnly, UID: req.UID, Dir: req.Dir, Env: req.Env}
+	for _, b := range req.Bindings {
+		if b == nil {
+			continue
+		}
+		cfg.Bindings = append(cfg.Bindings, broker.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Methods: b.Methods,
+			Paths: b.Paths, BaseURL: b.BaseURL, Upstream: b.Upstream})
+	}
+	if len(req.UpstreamCA) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		for _, f := range req.UpstreamCA {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("broker: upstream_ca: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(data) {
+				return nil, fmt.Errorf("broker: upstream_ca %s: no PEM certificate in it", f)
+			}
+		}
+		cfg.UpstreamRoots = pool
+	}
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
+		if v := req.Env[k]; v != "" {
+			u, err := url.Parse(v)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("broker: %s is not a proxy URL", k)
+			}
+			cfg.UpstreamProxy = u
+			break
+		}
+	}
+	if events != nil {
+		cfg.Audit = func(e broker.Event) {
+			events(launch.BrokerEvent{Kind: e.Kind, Secret: e.Secret, Host: e.Host, Place: e.Place})
+		}
+	}
+	return broker.Start(cfg)
+}

@@ -1,0 +1,237 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/envsieve/envsieve/policy"
+)
+
+// BrokerRequest is what a launch asks of a credential broker (package
+// broker, DESIGN.md section 11): the bindings, the real values it keeps,
+// and the user's settings. It travels to the broker over a pipe, never in
+// an environment or argv.
+type BrokerRequest struct {
+	Bindings []*policy.Binding `json:"bindings"`
+	// Secrets are the real values by name.
+	Secrets map[string]string `json:"secrets"`
+	// Key derives the fakes (the install key).
+	Key        []byte   `json:"key"`
+	BoundOnly  bool     `json:"bound_only"`
+	UpstreamCA []string `json:"upstream_ca"`
+	// UID is the only user the broker serves.
+	UID int `json:"uid"`
+	// Dir is a private directory for the CA bundle the child trusts.
+	Dir string `json:"dir"`
+	// Env are the user's values of the variables the broker takes over:
+	// the base-URL variables, NO_PROXY, and the proxy it goes through.
+	Env map[string]string `json:"env"`
+}
+
+// BrokerEvent is one thing the broker did or refused (see broker.Event).
+type BrokerEvent struct {
+	Kind   string `json:"kind"`
+	Secret string `json:"secret,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Place  string `json:"place,omitempty"`
+}
+
+// BrokerRun is a running broker.
+type BrokerRun interface {
+	// ChildEnv returns what the child's environment gets: the fakes, the
+	// base-URL and proxy variables, the CA bundle variables.
+	ChildEnv() map[string]string
+	// Close stops the broker.
+	Close() error
+}
+
+// ErrNoBroker is wrapped when secrets are to be brokered and no broker can
+// run: the launch fails closed, and nothing starts. Use errors.Is.
+var ErrNoBroker = errors.New("no credential broker")
+
+// brokerVars are the user's variables a broker reads.
+var brokerVars = []string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}
+
+// brokerCandidates returns the names the broker keeps the real value of:
+// every brokered key of the result, and every key an exec-time grant could
+// hand over that a rule or a secret's own binding brokers, with the real
+// value of each (from the result's environment, the fetched secrets or
+// the parent).
+func (l *Plan) brokerCandidates() map[string]string {
+	p := l.opt.Policy
+	names := slices.Clone(l.Result.Brokered)
+	for _, r := range p.Rules {
+		for _, s := range r.Level.Brokered {
+			names = append(names, s.Entry)
+		}
+	}
+	for name, s := range p.Secrets {
+		if s.Broker != nil {
+			names = append(names, name)
+		}
+	}
+	have := map[string]string{}
+	for _, kv := range l.opt.Parent {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := have[k]; !seen {
+				have[k] = v
+			}
+		}
+	}
+	for k, v := range l.secretEnv {
+		have[k] = v
+	}
+	for _, kv := range l.Result.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		have[k] = v
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		if v := have[n]; v != "" && p.Binding(n) != nil {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// StartBroker starts the launch's broker when the result brokers a key:
+// the child's environment then holds fakes, and the broker's variables,
+// in place of the real values. Call it before [Plan.OpenAudit], which
+// records what it brokers and, from then on, what the broker does. It is
+// a no-op when nothing is brokered; an error (wrapping ErrNoBroker when no
+// broker can run) when something is and no broker starts: a brokered
+// value is never handed over for real instead.
+func (l *Plan) StartBroker() error {
+	if len(l.Result.Brokered) == 0 || l.broker != nil {
+		return nil
+	}
+	h := l.host
+	if l.opt.NoBroker {
+		h.warnf("--no-broker: %s reach the command as their real values", strings.Join(l.Result.Brokered, ", "))
+		return nil
+	}
+	if h.Broker == nil {
+		return fmt.Errorf("%w: %s are brokered (the child gets fakes, the broker the real values), and this launcher cannot run the broker", ErrNoBroker, strings.Join(l.Result.Brokered, ", "))
+	}
+	key, err := l.key()
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	dir, err := os.MkdirTemp(os.TempDir(), "envsieve-broker-")
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	l.brokerDir = dir
+	p := l.opt.Policy
+	req := BrokerRequest{Secrets: l.brokerCandidates(), Key: key, BoundOnly: p.Broker.BoundOnly,
+		UID: os.Getuid(), Dir: dir, Env: map[string]string{}}
+	for _, ca := range p.Broker.UpstreamCA {
+		if rest, ok := strings.CutPrefix(ca, "~/"); ok {
+			if h.Home == "" {
+				return fmt.Errorf("broker: upstream_ca %s: HOME is not set", ca)
+			}
+			ca = filepath.Join(h.Home, rest)
+		}
+		req.UpstreamCA = append(req.UpstreamCA, ca)
+	}
+	for name := range req.Secrets {
+		req.Bindings = append(req.Bindings, p.Binding(name))
+	}
+	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
+	vars := slices.Clone(brokerVars)
+	for _, b := range req.Bindings {
+		if b.BaseURL != "" {
+			vars = append(vars, b.BaseURL)
+		}
+	}
+	for _, kv := range l.opt.Parent {
+		if k, v, ok := strings.Cut(kv, "="); ok && slices.Contains(vars, k) {
+			if _, seen := req.Env[k]; !seen {
+				req.Env[k] = v
+			}
+		}
+	}
+	run, err := h.Broker(req, func(e BrokerEvent) { l.alog.Load().Broker(e.Kind, e.Secret, e.Host, e.Place) })
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("broker: %w", err)
+	}
+	l.broker = run
+	l.brokerEnv = run.ChildEnv()
+	l.Env = overlay(l.Env, l.brokerEnv)
+	l.mask = nil // the real values left the environment: mask them
+	for n := range req.Secrets {
+		l.brokered = append(l.brokered, n)
+	}
+	sort.Strings(l.brokered)
+	h.debugf("broker: %s brokered (the child holds fakes)", strings.Join(l.brokered, ", "))
+	return nil
+}
+
+// BrokeredNames returns, sorted, the names whose real value the broker
+// keeps (the child and its exec-time grants hold fakes).
+func (l *Plan) BrokeredNames() []string { return slices.Clone(l.brokered) }
+
+// overlay returns env with the values of set replacing or added to its
+// entries, sorted by key.
+func overlay(env []string, set map[string]string) []string {
+	if len(set) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ki, _, _ := strings.Cut(out[i], "=")
+		kj, _, _ := strings.Cut(out[j], "=")
+		return ki < kj
+	})
+	return out
+}
+
+// stopBroker stops the broker and removes its directory.
+func (l *Plan) stopBroker() {
+	if l.broker != nil {
+		_ = l.broker.Close()
+		l.broker = nil
+	}
+	if l.brokerDir != "" {
+		os.RemoveAll(l.brokerDir)
+		l.brokerDir = ""
+	}
+}
+
+// brokerOverlay returns env as a program of the launch gets it when the
+// broker runs: the real value of each brokered key present replaced by its
+// fake, and the broker's proxy, base-URL and CA variables added, so that
+// an exec-time grant reaches its host through the broker too.
+func (l *Plan) brokerOverlay(env []string) []string {
+	if l.broker == nil {
+		return env
+	}
+	set := map[string]string{}
+	for k, v := range l.brokerEnv {
+		if !slices.Contains(l.brokered, k) {
+			set[k] = v
+		}
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(l.brokered, k) {
+			set[k] = l.brokerEnv[k]
+		}
+	}
+	return overlay(env, set)
+}
