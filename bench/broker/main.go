@@ -49,7 +49,7 @@ func main() {
 			w.Write([]byte("data: done\n\n"))
 		default:
 			if r.Header.Get("Authorization") != "Bearer "+token {
-				http.Error(w, "bad token", 401)
+				http.Error(w, "bad token", http.StatusUnauthorized)
 				return
 			}
 			io.WriteString(w, `{"ok":true}`)
@@ -218,10 +218,13 @@ def request(flow):
 	cmd := exec.Command(mitm, "-q", "--listen-host", "127.0.0.1", "--listen-port", fmt.Sprint(port), "--ssl-insecure", "-s", script)
 	cmd.Env = os.Environ()
 	check(cmd.Start())
-	for i := 0; i < 100; i++ {
+	ca := filepath.Join(os.Getenv("HOME"), ".mitmproxy", "mitmproxy-ca-cert.pem")
+	for i := 0; i < 600; i++ {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
-			break
+			if _, err := os.Stat(ca); err == nil {
+				break
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
