@@ -8,7 +8,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: build man install uninstall test deps quick cross arm64 vet staticcheck race fuzz bench clean
+.PHONY: build man install uninstall test deps agents quick cross arm64 vet staticcheck race fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
@@ -56,13 +56,13 @@ arm64:
 		echo "arm64 (qemu): $$p"; (cd $$p && qemu-aarch64 $$t -test.count=1) || exit 1; \
 	done
 
-test: deps vet cross arm64 staticcheck race
+test: deps agents vet cross arm64 staticcheck race
 
 # deps: the programs the tests run for real (the shim's runtimes table, the
 # static and setuid programs of its attack tests, the unprivileged user's
 # tests). Installed with apt-get when it is there and we are root; otherwise
 # the list of what is missing and the command, and the test run stops.
-DEPS := cc:gcc node:nodejs python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl qemu-aarch64:qemu-user
+DEPS := cc:gcc node:nodejs npm:npm python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl qemu-aarch64:qemu-user
 deps:
 	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d#*:}"; done; \
 	test -n "$$(ls /usr/lib/*-linux-gnu/libc.a /usr/lib/libc.a 2>/dev/null)" || missing="$$missing libc6-dev"; \
@@ -76,9 +76,24 @@ deps:
 		fi; \
 	fi
 
+# agents: the real agent CLIs from npm, at pinned versions, for the tests that
+# run them as an unprivileged user against stand-in model servers on loopback
+# (cmd/envsieve/agents_test.go). As root they go where that user can read
+# them; the tests find them there, or in ENVSIEVE_TEST_AGENTS.
+AGENT_PKGS := @anthropic-ai/claude-code@2.1.331 @openai/codex@0.169.0 @google/gemini-cli@0.61.0
+AGENTS_DIR ?= $(if $(filter 0,$(shell id -u)),/var/cache/envsieve-agents,$(HOME)/.cache/envsieve-agents)
+export ENVSIEVE_TEST_AGENTS := $(AGENTS_DIR)
+agents: deps
+	@if [ "$$(cat $(AGENTS_DIR)/.pinned 2>/dev/null)" != "$(AGENT_PKGS)" ]; then \
+		echo "installing into $(AGENTS_DIR): $(AGENT_PKGS)"; \
+		mkdir -p $(AGENTS_DIR) && chmod 0755 $(AGENTS_DIR) && \
+		npm install --no-audit --no-fund --loglevel=error --prefix $(AGENTS_DIR) $(AGENT_PKGS) && \
+		echo "$(AGENT_PKGS)" > $(AGENTS_DIR)/.pinned; \
+	fi
+
 # The inner loop: every test without the race detector, the long ones cut
 # short (a few seconds here).
-quick:
+quick: agents
 	$(GO) test -short ./...
 
 # The portable core builds and vets for macOS (both arches), linux/arm64 and

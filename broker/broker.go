@@ -294,7 +294,7 @@ func (b *Broker) Fakes() map[string]string {
 // roots (DESIGN.md section 11).
 var caVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
 	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO",
-	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"}
+	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "CODEX_CA_CERTIFICATE"}
 
 // ChildEnv returns what the child's environment gets from the broker, by
 // name: each brokered secret's fake, each base-URL variable pointed at the

@@ -134,7 +134,8 @@ func takeBrokered(t *testing.T, env map[string]string, key, real string) {
 	delete(env, "NO_PROXY")
 	delete(env, "no_proxy")
 	for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
-		"AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"} {
+		"AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+		"CODEX_CA_CERTIFICATE"} {
 		if v, ok := env[k]; !ok || !strings.HasSuffix(v, "/broker-ca.pem") {
 			t.Errorf("child's %s is not the broker's CA bundle", k)
 		}
