@@ -3,11 +3,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // agentsDir is where `make agents` installs the agent CLIs from npm, at
@@ -41,75 +43,168 @@ func agentCLI(t *testing.T, rel string) string {
 // from.
 const canary = `env; echo ==parent==; tr '\0' '\n' < /proc/$PPID/environ`
 
-// TestClaudeCodeBrokered runs the real Claude Code from npm, as an
-// unprivileged user, under `envsieve run --profile claude` against a
-// stand-in Anthropic server on loopback. The stand-in's model calls the
-// Bash tool with the canary; the tool's result travels back to the
-// stand-in in the next request, so what the model would see is what the
-// stand-in records. Brokered: the stand-in receives the real key on every
-// request, while the tool's env and /proc/$PPID/environ, everything the
-// agent sent and everything it printed hold only the fake. The control,
-// --no-broker, is today's hand-over: the real key reaches the shell tool
-// and so the model, which shows the canary can see it.
-func TestClaudeCodeBrokered(t *testing.T) {
-	claude := agentCLI(t, "@anthropic-ai/claude-code/bin/claude.exe")
+// agentCase is one agent CLI driven through one turn against a stand-in
+// of its model provider: its profile, its program under agentsDir, the
+// arguments of a headless turn that may run its shell tool, and the key
+// it is given. setup prepares the home and returns envsieve's own extra
+// arguments and environment (a policy, an endpoint variable).
+type agentCase struct {
+	name, profile, program string
+	key, keyVar            string
+	model                  func(*testing.T) (*modelStandIn, []byte)
+	args                   func(model *modelStandIn) []string
+	setup                  func(t *testing.T, home string, model *modelStandIn, caPEM []byte) (flags, env []string)
+}
+
+var agentCases = []agentCase{
+	{
+		// Base-URL mode: ANTHROPIC_BASE_URL points at the broker.
+		name: "claude", profile: "claude", program: "@anthropic-ai/claude-code/bin/claude.exe",
+		key: "sk-ant-api03-" + strings.Repeat("Cl4u", 23) + "-deAA", keyVar: "ANTHROPIC_API_KEY",
+		model: func(t *testing.T) (*modelStandIn, []byte) { return anthropicModel(t, canary), nil },
+		args:  func(*modelStandIn) []string { return []string{"-p", "Run the canary.", "--allowedTools", "Bash"} },
+		setup: func(t *testing.T, home string, m *modelStandIn, _ []byte) ([]string, []string) {
+			return nil, []string{"ANTHROPIC_BASE_URL=" + m.URL, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		},
+	},
+	{
+		// Base-URL mode: GOOGLE_GEMINI_BASE_URL points at the broker. Gemini
+		// CLI headless, pointed at another endpoint, needs the auth type
+		// chosen in its settings (docs/agents.md).
+		name: "gemini", profile: "gemini", program: "@google/gemini-cli/bundle/gemini.js",
+		key: "AIza" + strings.Repeat("Gem1", 8) + "abc", keyVar: "GEMINI_API_KEY",
+		model: func(t *testing.T) (*modelStandIn, []byte) { return geminiModel(t, canary), nil },
+		args: func(*modelStandIn) []string {
+			return []string{"-p", "Run the canary.", "--approval-mode", "yolo", "--skip-trust"}
+		},
+		setup: func(t *testing.T, home string, m *modelStandIn, _ []byte) ([]string, []string) {
+			writeOwned(t, filepath.Join(home, ".gemini", "settings.json"),
+				`{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true}, "telemetry": {"enabled": false}}`)
+			return nil, []string{"GOOGLE_GEMINI_BASE_URL=" + m.URL}
+		},
+	},
+	{
+		// Proxy mode: Codex 0.169 ignores OPENAI_BASE_URL (its endpoint is
+		// the openai_base_url setting), so it reaches its provider over
+		// HTTPS through HTTPS_PROXY, and trusts the broker's CA through
+		// SSL_CERT_FILE or CODEX_CA_CERTIFICATE. The stand-in is an HTTPS
+		// server on 127.0.0.1 standing in for api.openai.com; the user's
+		// policy binds the key to it and gives the broker its CA, as the
+		// catalog binds the key to api.openai.com. Codex's own sandbox is
+		// off (-s danger-full-access): the seal is envsieve's.
+		name: "codex", profile: "codex", program: ".bin/codex",
+		key: "sk-proj-" + strings.Repeat("C0dx", 20) + "T3BlbkFJ", keyVar: "CODEX_API_KEY",
+		model: func(t *testing.T) (*modelStandIn, []byte) { return openaiModel(t, canary, true) },
+		args: func(m *modelStandIn) []string {
+			return []string{"exec", "--skip-git-repo-check", "-s", "danger-full-access",
+				"--disable", "responses_websockets", "--disable", "responses_websockets_v2",
+				"-c", `openai_base_url="` + m.URL + `/v1"`, "Run the canary."}
+		},
+		setup: func(t *testing.T, home string, m *modelStandIn, caPEM []byte) ([]string, []string) {
+			ca := filepath.Join(home, "standin-ca.pem")
+			writeOwned(t, ca, string(caPEM))
+			policy := filepath.Join(home, "policy.yaml")
+			// CODEX_CA_CERTIFICATE lets the control (--no-broker) reach the
+			// stand-in directly; brokered, the broker's bundle replaces it.
+			writeOwned(t, policy, "version: 1\nallow: [CODEX_CA_CERTIFICATE]\nbroker:\n  upstream_ca: ["+ca+"]\n"+
+				"secrets:\n  CODEX_API_KEY:\n    broker: {hosts: [\""+strings.TrimPrefix(m.URL, "https://")+"\"]}\n")
+			return []string{"--policy", policy}, []string{"CODEX_CA_CERTIFICATE=" + ca}
+		},
+	},
+}
+
+// TestAgentsBrokered runs the real agent CLIs from npm, as an
+// unprivileged user, each under `envsieve run --profile NAME` against a
+// stand-in of its model provider on loopback. The stand-in's model calls
+// the agent's shell tool with the canary; the tool's result travels back
+// to the stand-in in the next request, so what the model would see is
+// what the stand-in records. Brokered: the stand-in receives the real key
+// on every model request, while the tool's env and /proc/$PPID/environ
+// (the agent's own), everything the agent sent and everything it printed
+// hold only the fake. The control, --no-broker, is the hand-over of
+// before the broker: the real key reaches the shell tool and so the
+// model, which shows that the canary sees what it should.
+func TestAgentsBrokered(t *testing.T) {
 	exe, _ := unprivilegedInstall(t)
-	realKey := "sk-ant-api03-" + strings.Repeat("Cl4u", 23) + "-deAA"
-	for _, tc := range []struct {
-		name     string
-		args     []string
-		brokered bool
-	}{
-		{"brokered", nil, true},
-		{"no-broker", []string{"--no-broker"}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			model := anthropicModel(t, canary)
-			home := unprivilegedHome(t)
-			args := append([]string{"run", "--profile", "claude"}, tc.args...)
-			args = append(args, "--", claude, "-p", "Run the canary.", "--allowedTools", "Bash")
-			cmd := exec.Command(exe, args...)
-			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home,
-				"ANTHROPIC_API_KEY=" + realKey, "ANTHROPIC_BASE_URL=" + model.URL,
-				"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
-			cmd.Dir = home
-			cmd.SysProcAttr = asUnprivileged()
-			out, err := cmd.CombinedOutput()
-			shown := strings.ReplaceAll(string(out), realKey, "<REAL KEY>")
-			if err != nil {
-				t.Fatalf("envsieve run claude: %v\n%s", err, shown)
+	for _, ag := range agentCases {
+		program := agentCLI(t, ag.program)
+		for _, brokered := range []bool{true, false} {
+			name := ag.name + "/brokered"
+			if !brokered {
+				name = ag.name + "/no-broker"
 			}
-			keys, bodies, results := model.seen()
-			if len(results) == 0 {
-				t.Fatalf("the agent never sent the Bash tool's result back (%d requests):\n%s", len(keys), shown)
-			}
-			tool := strings.Join(results, "\n")
-			if !strings.Contains(tool, "ANTHROPIC_BASE_URL=") || !strings.Contains(tool, "==parent==") {
-				t.Fatalf("the canary did not run in the Bash tool:\n%.2000s", strings.ReplaceAll(tool, realKey, "<REAL KEY>"))
-			}
-			if !tc.brokered {
-				if !strings.Contains(tool, realKey) {
-					t.Fatal("control: without the broker the real key should reach the Bash tool, and the canary should see it")
+			t.Run(name, func(t *testing.T) {
+				model, caPEM := ag.model(t)
+				home := unprivilegedHome(t)
+				flags, env := ag.setup(t, home, model, caPEM)
+				args := append([]string{"run", "--profile", ag.profile}, flags...)
+				if !brokered {
+					args = append(args, "--no-broker")
 				}
-				return
-			}
-			for i, k := range keys {
-				if k != realKey {
-					t.Errorf("request %d reached the stand-in without the real key", i)
+				args = append(append(args, "--", program), ag.args(model)...)
+				// A turn takes a few seconds; an agent stuck on its network
+				// fails the test instead of hanging it.
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, exe, args...)
+				cmd.WaitDelay = 5 * time.Second
+				cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home,
+					ag.keyVar + "=" + ag.key}, env...)
+				cmd.Dir = home
+				cmd.SysProcAttr = asUnprivileged()
+				out, err := cmd.CombinedOutput()
+				shown := strings.ReplaceAll(string(out), ag.key, "<REAL KEY>")
+				if err != nil {
+					t.Fatalf("envsieve run %s: %v\n%s", ag.name, err, shown)
 				}
-			}
-			for i, b := range bodies {
-				if strings.Contains(b, realKey) {
-					t.Errorf("request %d carried the real key to the model in its body", i)
+				keys, bodies, results := model.seen()
+				if len(results) == 0 {
+					t.Fatalf("the agent never sent the shell tool's result back (%d model requests):\n%s", len(keys), shown)
 				}
+				tool := strings.Join(results, "\n")
+				if !strings.Contains(tool, ag.keyVar+"=") || !strings.Contains(tool, "==parent==") {
+					t.Fatalf("the canary did not run in the shell tool:\n%.2000s", strings.ReplaceAll(tool, ag.key, "<REAL KEY>"))
+				}
+				if !brokered {
+					if !strings.Contains(tool, ag.key) {
+						t.Fatal("control: without the broker the real key should reach the shell tool, and the canary should see it")
+					}
+					return
+				}
+				for i, k := range keys {
+					if k != ag.key {
+						t.Errorf("model request %d reached the stand-in without the real key", i)
+					}
+				}
+				for i, b := range bodies {
+					if strings.Contains(b, ag.key) {
+						t.Errorf("request %d carried the real key to the model in its body", i)
+					}
+				}
+				if strings.Contains(string(out), ag.key) {
+					t.Error("the real key is in what the agent printed")
+				}
+			})
+		}
+	}
+}
+
+// writeOwned writes a file, and the directories above it up to the home,
+// owned by the unprivileged user.
+func writeOwned(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		for _, p := range []string{filepath.Dir(path), path} {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
 			}
-			if strings.Contains(string(out), realKey) {
-				t.Error("the real key is in what the agent printed")
-			}
-			if !strings.Contains(tool, "ANTHROPIC_API_KEY=sk-ant-api03-") {
-				t.Error("the Bash tool's environment holds no fake key: the canary may not read what it should")
-			}
-		})
+		}
 	}
 }
 
