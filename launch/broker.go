@@ -112,7 +112,7 @@ func (l *Plan) StartBroker() error {
 	}
 	h := l.host
 	if l.opt.NoBroker {
-		h.warnf("--no-broker: %s reach the command as their real values", strings.Join(l.Result.Brokered, ", "))
+		h.warnf("--no-broker: the command gets the real values of %s", strings.Join(l.Result.Brokered, ", "))
 		return nil
 	}
 	if h.Broker == nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,20 @@ type profilesJSON struct {
 	Bases    []groupJSON   `json:"bases"`
 	Groups   []groupJSON   `json:"groups"`
 	Profiles []profileJSON `json:"profiles"`
+	// Brokers are the bindings a brokered key can use: the policy's own
+	// (secrets.NAME.broker), then the built-in catalog's.
+	Brokers []brokerJSON `json:"brokers"`
+}
+
+type brokerJSON struct {
+	Name     string   `json:"name"`
+	Builtin  bool     `json:"builtin"`
+	Hosts    []string `json:"hosts"`
+	In       []string `json:"in,omitempty"` // absent: the broker's default, the authorization headers
+	Methods  []string `json:"methods,omitempty"`
+	Paths    []string `json:"paths,omitempty"`
+	BaseURL  string   `json:"base_url,omitempty"`
+	Upstream string   `json:"upstream,omitempty"`
 }
 
 type groupJSON struct {
@@ -34,6 +50,7 @@ type profileJSON struct {
 	Allow       []string `json:"allow"`
 	Deny        []string `json:"deny"`
 	Groups      []string `json:"groups"`
+	Brokered    []string `json:"brokered"`
 }
 
 func profilesCmd(u *cli.UI) *cobra.Command {
@@ -48,7 +65,10 @@ func profilesCmd(u *cli.UI) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			doc := profilesDoc(p)
+			doc, err := profilesDoc(p)
+			if err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(u.Out)
 				enc.SetIndent("", "  ")
@@ -76,10 +96,35 @@ func profilesCmd(u *cli.UI) *cobra.Command {
 				for _, l := range []struct {
 					name string
 					keys []string
-				}{{"allow", pr.Allow}, {"groups", pr.Groups}, {"deny", pr.Deny}} {
+				}{{"allow", pr.Allow}, {"groups", pr.Groups}, {"deny", pr.Deny}, {"brokered", pr.Brokered}} {
 					if len(l.keys) > 0 {
-						fmt.Fprintf(w, "      %-7s  %s\n", l.name+":", strings.Join(l.keys, " "))
+						fmt.Fprintf(w, "      %-9s %s\n", l.name+":", strings.Join(l.keys, " "))
 					}
+				}
+			}
+			fmt.Fprintln(w, "\nbrokers (the key reaches the child as a fake; the real value goes only to these hosts):")
+			for _, b := range doc.Brokers {
+				from := "policy"
+				if b.Builtin {
+					from = "built-in"
+				}
+				fmt.Fprintf(w, "  %s (%s)\n", b.Name, from)
+				if len(b.Hosts) > 0 {
+					fmt.Fprintf(w, "      hosts:    %s\n", strings.Join(b.Hosts, " "))
+				}
+				if b.BaseURL != "" {
+					fmt.Fprintf(w, "      base_url: %s -> %s\n", b.BaseURL, b.Upstream)
+				}
+				in := strings.Join(b.In, " ")
+				if in == "" {
+					in = "the authorization headers (default)"
+				}
+				fmt.Fprintf(w, "      in:       %s\n", in)
+				if len(b.Methods) > 0 {
+					fmt.Fprintf(w, "      methods:  %s\n", strings.Join(b.Methods, " "))
+				}
+				if len(b.Paths) > 0 {
+					fmt.Fprintf(w, "      paths:    %s\n", strings.Join(b.Paths, " "))
 				}
 			}
 			return nil
@@ -90,7 +135,7 @@ func profilesCmd(u *cli.UI) *cobra.Command {
 	return c
 }
 
-func profilesDoc(p *policy.Policy) *profilesJSON {
+func profilesDoc(p *policy.Policy) (*profilesJSON, error) {
 	c := p.Catalog()
 	doc := &profilesJSON{}
 	for _, b := range []policy.Base{"safe", "minimal", "none"} {
@@ -103,7 +148,8 @@ func profilesDoc(p *policy.Policy) *profilesJSON {
 	}
 	for _, pr := range p.Profiles() {
 		pj := profileJSON{Name: pr.Name, Builtin: strings.HasPrefix(pr.Name, "builtin:"), Description: pr.Description,
-			Extends: pr.Extends, Parent: pr.Parent, Allow: []string{}, Deny: []string{}, Groups: []string{}}
+			Extends: pr.Extends, Parent: pr.Parent, Allow: []string{}, Deny: []string{}, Groups: []string{},
+			Brokered: []string{}}
 		for _, e := range pr.Level.Allow {
 			pj.Allow = append(pj.Allow, e.Source.Entry)
 		}
@@ -113,9 +159,28 @@ func profilesDoc(p *policy.Policy) *profilesJSON {
 		for _, g := range pr.Level.Groups {
 			pj.Groups = append(pj.Groups, g.Entry)
 		}
+		for _, b := range pr.Level.Brokered {
+			pj.Brokered = append(pj.Brokered, b.Entry)
+		}
 		doc.Profiles = append(doc.Profiles, pj)
 	}
-	return doc
+	catalog, err := policy.CatalogBindings()
+	if err != nil {
+		return nil, err
+	}
+	var own []*policy.Binding
+	for _, name := range slices.Sorted(maps.Keys(p.Secrets)) {
+		if b := p.Secrets[name].Broker; b != nil {
+			own = append(own, b)
+		}
+	}
+	doc.Brokers = []brokerJSON{}
+	for _, b := range append(own, catalog...) {
+		bj := brokerJSON{Name: b.Name, Builtin: b.Builtin, Hosts: nonNil(b.Hosts), In: b.In,
+			Methods: b.Methods, Paths: b.Paths, BaseURL: b.BaseURL, Upstream: b.Upstream}
+		doc.Brokers = append(doc.Brokers, bj)
+	}
+	return doc, nil
 }
 
 func manifestCmd(u *cli.UI) *cobra.Command {
