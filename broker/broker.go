@@ -659,6 +659,15 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 					resp.Header[k][i] = string(buf)
 				}
 			}
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				// A websocket (or another upgrade): the handshake's headers
+				// were swapped; the connection is tunnelled from here, what
+				// the host sends still scrubbed.
+				if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
+					resp.Body = upgraded{ReadCloser: newScrubber(rwc, b.scrub, nil), w: rwc}
+				}
+				return nil
+			}
 			resp.Body = newScrubber(resp.Body, b.scrub, nil)
 			return nil
 		},
@@ -670,6 +679,16 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	}
 	rp.ServeHTTP(w, out)
 }
+
+// upgraded is an upgraded connection whose reads are scrubbed: what the
+// child sends goes to the host as it is, what the host sends comes back
+// with real values replaced by their fakes.
+type upgraded struct {
+	io.ReadCloser
+	w io.Writer
+}
+
+func (u upgraded) Write(p []byte) (int, error) { return u.w.Write(p) }
 
 // bufferPool lends ReverseProxy 128 KiB copy buffers: fewer, larger writes
 // of a streamed body (a write still goes out as soon as it is read).
