@@ -126,7 +126,11 @@ var agentCases = []agentCase{
 // model, which shows that the canary sees what it should.
 func TestAgentsBrokered(t *testing.T) {
 	exe, _ := unprivilegedInstall(t)
-	for _, ag := range agentCases {
+	cases := agentCases
+	if testing.Short() {
+		cases = cases[:1] // make quick: Claude Code alone (1 s; Codex takes 7 s a run)
+	}
+	for _, ag := range cases {
 		program := agentCLI(t, ag.program)
 		for _, brokered := range []bool{true, false} {
 			name := ag.name + "/brokered"
