@@ -46,15 +46,21 @@ type modelStandIn struct {
 func anthropicModel(t *testing.T, canary string) *modelStandIn {
 	t.Helper()
 	m := &modelStandIn{canary: canary}
+	m.URL = serveHTTP(t, http.HandlerFunc(m.anthropic))
+	return m
+}
+
+// serveHTTP serves h over plain HTTP on loopback until the test ends.
+func serveHTTP(t *testing.T, h http.Handler) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(m.anthropic)}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	m.URL = "http://" + ln.Addr().String()
-	return m
+	return "http://" + ln.Addr().String()
 }
 
 // anthropicRequest is the part of a Messages request the stand-in reads.
@@ -181,14 +187,7 @@ func (m *modelStandIn) seen() (keys, bodies, results []string) {
 func geminiModel(t *testing.T, canary string) *modelStandIn {
 	t.Helper()
 	m := &modelStandIn{canary: canary}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(m.gemini)}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	m.URL = "http://" + ln.Addr().String()
+	m.URL = serveHTTP(t, http.HandlerFunc(m.gemini))
 	return m
 }
 
