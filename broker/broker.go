@@ -714,6 +714,27 @@ func (b *Broker) secret(name string) *brokered {
 	return nil
 }
 
+// decide is the one decision for a fake found in one place of a request,
+// each audited: refused (403) where its secret is not bound to target,
+// unswapped where its binding does not name the place (a path never is),
+// denied where the method, path or channel is not allowed, else swapped.
+func (b *Broker) decide(s *brokered, r *http.Request, target, place string, bound, secure bool) (swap bool, code int, msg string) {
+	if !bound {
+		b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: place})
+		return false, http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
+	}
+	if place == "path" || !s.swapsIn(place) {
+		b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: place})
+		return false, 0, ""
+	}
+	if code, msg := s.allowed(r, secure); code != 0 {
+		b.audit(Event{Kind: "denied", Secret: s.Name, Host: target, Place: msg})
+		return false, code, msg
+	}
+	b.audit(Event{Kind: "swapped", Secret: s.Name, Host: target, Place: place})
+	return true, 0, ""
+}
+
 // swap replaces, in the request's headers and query, each fake by its real
 // value where the fake's binding allows it: a place its In names, on a
 // host it is bound to (or its base-URL route), over TLS or to loopback,
@@ -735,21 +756,13 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 				if !strings.Contains(v, s.fake) && !basicHolds(v, s.fake) {
 					continue
 				}
-				place := "header:" + k
-				if !bound {
-					b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: place})
-					return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
-				}
-				if !s.swapsIn(place) {
-					b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: place})
-					continue
-				}
-				if code, msg := s.allowed(r, secure); code != 0 {
-					b.audit(Event{Kind: "denied", Secret: s.Name, Host: target, Place: msg})
+				swap, code, msg := b.decide(s, r, target, "header:"+k, bound, secure)
+				if code != 0 {
 					return code, msg
 				}
-				vs[i] = swapValue(v, s.fake, s.real)
-				b.audit(Event{Kind: "swapped", Secret: s.Name, Host: target, Place: place})
+				if swap {
+					vs[i] = swapValue(v, s.fake, s.real)
+				}
 			}
 		}
 		q := r.URL.Query()
@@ -759,33 +772,24 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 				if !strings.Contains(v, s.fake) {
 					continue
 				}
-				place := "query:" + k
-				if !bound {
-					b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: place})
-					return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
-				}
-				if !s.swapsIn(place) {
-					b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: place})
-					continue
-				}
-				if code, msg := s.allowed(r, secure); code != 0 {
-					b.audit(Event{Kind: "denied", Secret: s.Name, Host: target, Place: msg})
+				swap, code, msg := b.decide(s, r, target, "query:"+k, bound, secure)
+				if code != 0 {
 					return code, msg
 				}
-				vs[i] = strings.ReplaceAll(v, s.fake, s.real)
-				changed = true
-				b.audit(Event{Kind: "swapped", Secret: s.Name, Host: target, Place: place})
+				if swap {
+					vs[i] = strings.ReplaceAll(v, s.fake, s.real)
+					changed = true
+				}
 			}
 		}
 		if changed {
 			r.URL.RawQuery = q.Encode()
 		}
 		if strings.Contains(r.URL.Path, s.fake) || strings.Contains(r.URL.RawPath, s.fake) {
-			if !bound {
-				b.audit(Event{Kind: "refused", Secret: s.Name, Host: target, Place: "path"})
-				return http.StatusForbidden, s.Name + "'s fake is not sent to " + target + ": the secret is not bound to it"
+			// A path is never a place to swap in: refused or unswapped.
+			if _, code, msg := b.decide(s, r, target, "path", bound, secure); code != 0 {
+				return code, msg
 			}
-			b.audit(Event{Kind: "unswapped", Secret: s.Name, Host: target, Place: "path"})
 		}
 	}
 	return 0, ""
