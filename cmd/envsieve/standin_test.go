@@ -117,9 +117,7 @@ func (m *modelStandIn) anthropic(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if answered {
-		m.mu.Lock()
-		m.results = append(m.results, result)
-		m.mu.Unlock()
+		m.recordResult(result)
 	}
 	var block map[string]any
 	stop := "end_turn"
@@ -172,6 +170,13 @@ func (m *modelStandIn) anthropic(w http.ResponseWriter, r *http.Request) {
 	event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]int{"output_tokens": 3}})
 	event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// recordResult records a tool result the agent sent back.
+func (m *modelStandIn) recordResult(result string) {
+	m.mu.Lock()
+	m.results = append(m.results, result)
+	m.mu.Unlock()
 }
 
 // seen returns copies of what the stand-in recorded.
@@ -246,9 +251,7 @@ func (m *modelStandIn) gemini(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if answered {
-		m.mu.Lock()
-		m.results = append(m.results, result)
-		m.mu.Unlock()
+		m.recordResult(result)
 	}
 	var part map[string]any
 	switch {
@@ -332,9 +335,7 @@ func (m *modelStandIn) openai(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if answered {
-		m.mu.Lock()
-		m.results = append(m.results, result)
-		m.mu.Unlock()
+		m.recordResult(result)
 	}
 	var item map[string]any
 	if answered {
