@@ -67,14 +67,17 @@ func startServer(t testing.TB, lim Limits) *testServer {
 	return startServerWith(t, testPolicy, lim)
 }
 
-// startServerWith is startServer under the policy src.
-func startServerWith(t testing.TB, src string, lim Limits) *testServer {
+// startServerConfig starts a daemon under the policy src with cfg's
+// optional fields (Limits, Shim, AuditPath, Home), on a real socket in a
+// private directory.
+func startServerConfig(t testing.TB, src string, cfg Config) *testServer {
 	t.Helper()
 	pol, err := policy.Parse("test.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Policy: pol, Env: daemonEnv, Limits: lim, RuntimeDir: t.TempDir()})
+	cfg.Policy, cfg.Env, cfg.RuntimeDir = pol, daemonEnv, t.TempDir()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +99,12 @@ func startServerWith(t testing.TB, src string, lim Limits) *testServer {
 		}
 	})
 	return &testServer{Server: s, path: path}
+}
+
+// startServerWith is startServer under the policy src.
+func startServerWith(t testing.TB, src string, lim Limits) *testServer {
+	t.Helper()
+	return startServerConfig(t, src, Config{Limits: lim})
 }
 
 func dial(t testing.TB, path string) *Client {

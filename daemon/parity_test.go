@@ -16,41 +16,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/policy"
 )
-
-// startServerConfig starts a daemon under the policy src with cfg's
-// optional fields (Shim, AuditPath, Home).
-func startServerConfig(t *testing.T, src string, cfg Config) *testServer {
-	t.Helper()
-	pol, err := policy.Parse("test.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Policy, cfg.Env, cfg.RuntimeDir = pol, daemonEnv, t.TempDir()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "envsieve-daemon-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "d.sock")
-	if err := s.Listen(path); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
-	t.Cleanup(func() {
-		s.Shutdown()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &testServer{Server: s, path: path}
-}
 
 const hidePolicy = `version: 1
 profiles:
