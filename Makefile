@@ -1,6 +1,7 @@
 # envsieve's build. `make build` builds envsieve (statically: it needs no cgo,
 # and a static binary starts ~1 ms sooner), envsieve-daemon (the program
-# behind `envsieve daemon` and `envsieve client`) and the shim into bin/.
+# behind `envsieve daemon` and `envsieve client`), the shim and
+# envsieve-start (which starts a granted program through the launcher) into bin/.
 # `make test` is what CI runs: vet, staticcheck (pinned), and every test with
 # the race detector (the tests build the shim themselves).
 
@@ -28,7 +29,7 @@ man:
 PREFIX ?= /usr/local
 DESTDIR ?=
 ROOT = $(DESTDIR)$(PREFIX)
-INSTALLED = bin/envsieve bin/envsieve-daemon lib/envsieve/libenvsieve.so \
+INSTALLED = bin/envsieve bin/envsieve-daemon lib/envsieve/libenvsieve.so lib/envsieve/envsieve-start \
 	share/bash-completion/completions/envsieve share/zsh/site-functions/_envsieve \
 	share/fish/vendor_completions.d/envsieve.fish
 install: build man
@@ -37,6 +38,7 @@ install: build man
 		$(ROOT)/share/fish/vendor_completions.d
 	install -m 0755 $(BIN)/envsieve $(BIN)/envsieve-daemon $(ROOT)/bin/
 	install -m 0644 $(BIN)/libenvsieve.so $(ROOT)/lib/envsieve/
+	install -m 0755 $(BIN)/envsieve-start $(ROOT)/lib/envsieve/
 	install -m 0644 $(BIN)/man/*.1 $(ROOT)/share/man/man1/
 	$(BIN)/envsieve completion bash > $(ROOT)/share/bash-completion/completions/envsieve
 	$(BIN)/envsieve completion zsh > $(ROOT)/share/zsh/site-functions/_envsieve

@@ -62,3 +62,17 @@ bin/timeit -n 15 -warmup 2 \
   "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/loop.sh" | tee "$tmp/grants"
 added=$(awk 'NR==3 {print $NF}' "$tmp/grants" | tr -d 'µs')
 echo "added per exec: $((added / 1000)) µs"
+echo
+echo "## 4. Exec-time grants that start a program: bash running gh 1,000 times"
+echo "# gh is a copy of /bin/true; the rule grants GITHUB_TOKEN to it, so the"
+echo "# launcher starts each one (envsieve-start stands in for it)."
+mkdir -p "$tmp/bin"
+cp /bin/true "$tmp/bin/gh"
+cp /bin/true "$tmp/bin/gx"
+printf 'for i in $(seq 1000); do %s; done\n' gh > "$tmp/gh.sh"
+printf 'for i in $(seq 1000); do %s; done\n' gx > "$tmp/gx.sh"
+PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789 bin/timeit -n 11 -warmup 2 \
+  "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/gx.sh" \
+  "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/gh.sh" | tee "$tmp/start"
+added=$(awk 'NR==3 {print $NF}' "$tmp/start" | tr -d 'µs')
+echo "added per granted exec (gh, granted, against gx, which no rule names): $((added / 1000)) µs"

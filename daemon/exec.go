@@ -198,6 +198,16 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	cmd := exec.CommandContext(ectx, path)
 	cmd.Args = argv
 	cmd.Env = l.Env
+	if sh.Grants() {
+		// As for `envsieve run`: the programs rules grant to are started
+		// by the daemon, outside the command's tree, which a Landlock
+		// domain keeps from reading or tracing them.
+		if sc, err := launch.Scope(&launch.Cmd{Path: path, Args: argv, Env: l.Env}); err == nil {
+			cmd.Path, cmd.Args, cmd.Env = sc.Path, sc.Args, sc.Env
+		} else {
+			sh.NoScope(err)
+		}
+	}
 	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = l.ExtraFiles() // file-delivered secrets, as /dev/fd/3 and on

@@ -3,11 +3,14 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/trust"
@@ -29,6 +32,10 @@ type ShimRun struct {
 	hidden map[string]bool
 	// grants asks the shim for exec-time grants: the policy has rules.
 	grants bool
+	// noScope says why the tree runs in no Landlock domain and no pid
+	// namespace, so that the programs started with grants would be in its
+	// reach: grants are then declined.
+	noScope error
 
 	mu       sync.Mutex
 	reads    map[string]bool // keys read by getenv or secure_getenv
@@ -133,6 +140,13 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	}
 	if grants {
 		env = append(env, shim.EnvExec+"=1")
+		if start, err := shim.LocateStart(lib); err == nil {
+			env = append(env, shim.EnvStart+"="+start)
+		} else {
+			msg := fmt.Sprintf("%v: the rules grant nothing at exec (the programs they name run without their grants)", err)
+			h.warnf("%s", msg)
+			alog.Warn(msg)
+		}
 		if globs, ok := ruleGlobs(l.opt.Policy); ok {
 			env = append(env, shim.EnvRules+"="+globs)
 		}
@@ -256,95 +270,249 @@ func (s *ShimRun) Refused(reason string) {
 	}
 }
 
-// Exec implements shim.Handler: the environment changes of one exec. The
-// program gets what the first rule matching it grants on top of the
-// launch's environment, and loses what that rule denies and every key
-// granted to another program.
-func (s *ShimRun) Exec(x *shim.Exec) (set, del []string, ok bool) {
+// Grants reports whether the shim asks for exec-time grants.
+func (s *ShimRun) Grants() bool { return s != nil && s.grants }
+
+// NoScope records that the tree cannot be kept from reading and tracing
+// what the launcher starts for it (no Landlock, no --isolate): from then on
+// every start request is declined, failing closed, and the user is told.
+func (s *ShimRun) NoScope(err error) {
+	msg := fmt.Sprintf("exec-time grants are off: %v, and without it or --isolate the agent's tree could read the environment of the programs the rules grant to", err)
+	s.l.host.warnf("%s", msg)
+	s.alog.Warn(msg)
+	s.mu.Lock()
+	s.noScope = err
+	s.mu.Unlock()
+}
+
+// Start implements shim.Handler: a start request from envsieve-start,
+// which the shim runs in place of a program a rule may match. The program
+// a rule grants real values to is started here, outside the agent's tree,
+// with an environment built as a launch builds one; the tree gets back only
+// "begun" and the exit status. A program no rule grants to, or one the tree
+// could have written, is declined: the caller runs it itself, with what it
+// already has.
+func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	if !s.grants {
-		return nil, nil, false
-	}
-	l := s.l
-	pol := l.opt.Policy
-	req := l.Request
-	req.Commands, req.Path, req.Untrusted = [][]string{x.Argv}, x.Path, false
-	// The program a rule grants to: named as an administrator named it, and
-	// one the agent's tree cannot have written (a copy or a link named gh
-	// gets nothing).
-	if x.Path != "" {
-		if name, writable, err := trust.Program(x.Path, os.Geteuid()); err == nil {
-			req.Path, req.Untrusted = name, writable != nil
-			if writable != nil && sieve.ChooseRule(pol, sieve.Request{Commands: req.Commands}) != nil {
-				s.alog.NoGrant(x.PID, x.Path, "the program is in a place the agent's tree can write: "+writable.Error())
-			}
-		} else {
-			req.Untrusted = true
-		}
-	}
-	var res *sieve.Result
-	var rule *policy.Rule
-	if rule = sieve.ChooseRule(pol, req); rule != nil {
-		var err error
-		res, err = l.build(sieve.Input{Parent: l.opt.Parent, Policy: pol, Request: req,
-			SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
-		if err != nil {
-			s.alog.NoGrant(x.PID, x.Path, "rule "+rule.Name+": "+err.Error())
-			rule, res = nil, nil
-		}
-		if res != nil {
-			// A grant holds fakes of brokered secrets, never their real
-			// values, and reaches their hosts through the broker.
-			res.Env = l.brokerOverlay(res.Env)
-		}
+		return nil, "the policy has no rules"
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var keys []string
-	have := map[string]bool{}
-	if res != nil {
-		for _, kv := range res.Env {
-			k, v, _ := strings.Cut(kv, "=")
-			have[k] = true
-			// A key hidden from the first program's children is granted
-			// again only when the rule itself names it.
-			if s.hidden[k] {
-				if a, ok := rule.Tables.Admit(k); !ok || !a.Exact {
-					continue
-				}
-			}
-			if bv, inBase := s.base[k]; !inBase || bv != v || s.hidden[k] {
-				set = append(set, kv)
-				keys = append(keys, k)
-			}
-		}
-		for k := range s.base {
-			if !have[k] && !s.hidden[k] {
-				del = append(del, k)
-			}
-		}
+	noScope := s.noScope
+	s.mu.Unlock()
+	if noScope != nil {
+		s.alog.NoGrant(r.PID, r.Path, "grants are off: "+noScope.Error())
+		return nil, "grants are off"
 	}
-	for k := range s.granted {
-		if !slices.Contains(keys, k) {
-			del = append(del, k)
+	l := s.l
+	t0 := time.Now()
+	pol := l.opt.Policy
+	path := r.Path
+	if !filepath.IsAbs(path) {
+		dir, err := dirOf(r.Dir)
+		if err != nil {
+			return nil, "the caller's working directory: " + err.Error()
 		}
+		path = filepath.Join(dir, path)
 	}
+	// The program a rule grants to: named as an administrator named it,
+	// and one the agent's tree cannot have written (a copy or a link named
+	// gh gets nothing), nor its #! interpreter.
+	name, writable, err := trust.Program(path, os.Geteuid())
+	if err != nil {
+		return nil, "the program cannot be resolved"
+	}
+	req := l.Request
+	req.Commands, req.Path, req.Untrusted = [][]string{r.Argv}, name, writable != nil
+	rule := sieve.ChooseRule(pol, req)
+	if rule == nil {
+		if writable != nil && sieve.ChooseRule(pol, sieve.Request{Commands: req.Commands}) != nil {
+			s.alog.NoGrant(r.PID, r.Path, "the program is in a place the agent's tree can write: "+writable.Error())
+			return nil, "the program is in a place the agent's tree can write"
+		}
+		return nil, "no rule grants to the program"
+	}
+	env, keys, err := s.grantEnv(r, req, rule)
+	if err != nil {
+		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
+		return nil, "rule " + rule.Name + ": the environment cannot be built"
+	}
+	real, _ := filepath.EvalSymlinks(path)
+	if err := checkInterpreter(real, envValue(env, "PATH"), os.Geteuid()); err != nil {
+		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
+		return nil, "the program's interpreter is in a place the agent's tree can write"
+	}
+	t1 := time.Now()
+	p, err := startGranted(real, r.Argv, env, r)
+	l.host.debugf("grant: %s: decided in %v, started in %v", r.Path, t1.Sub(t0), time.Since(t1))
+	if err != nil {
+		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": start: "+err.Error())
+		return nil, "the launcher could not start the program"
+	}
+	argv0 := ""
+	if len(r.Argv) > 0 {
+		argv0 = r.Argv[0]
+	}
+	s.mu.Lock()
 	for _, k := range keys {
 		s.granted[k] = true
 	}
-	sort.Strings(del)
+	s.mu.Unlock()
+	s.alog.Grant(r.PID, r.Path, argv0, rule.Name, keys, nil)
+	return p, ""
+}
+
+// grantEnv builds the environment of a program rule grants to, as a launch
+// builds one: the caller's environment is the parent, except that what the
+// launch withheld from the tree or hid in it comes from the launch's own
+// parent (the caller cannot have it), and PATH is the launch's (a caller's
+// PATH would choose what a granted program runs). The engine then applies
+// the base, the rule, the guard and the code-injection floor; brokered
+// secrets become their fakes; PYTHONPATH, NODE_PATH, PERL5LIB and RUBYLIB
+// count as code injection (dropped unless the rule names them); and the
+// shim's variables are added, with the granted keys named so that the
+// program's children lose them. keys are the granted keys: those whose
+// value the tree does not have.
+func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+	l := s.l
+	parent := make([]string, 0, len(r.Env)+8)
+	from := map[string]bool{}
+	for _, kv := range l.opt.Parent {
+		k, _, _ := strings.Cut(kv, "=")
+		if d := s.decision[k]; (d != nil && !d.Kept) || s.hidden[k] {
+			parent = append(parent, kv)
+			from[k] = true
+		}
+	}
+	for _, kv := range r.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !from[k] && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_") {
+			parent = append(parent, kv)
+		}
+	}
+	if p, ok := s.base["PATH"]; ok {
+		parent = append(parent, "PATH="+p)
+	}
+	res, err := l.build(sieve.Input{Parent: parent, Policy: l.opt.Policy, Request: req,
+		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
+	if err != nil {
+		return nil, nil, err
+	}
+	built := l.brokerOverlay(res.Env)
+	env = make([]string, 0, len(built)+8)
+	for _, kv := range built {
+		k, v, _ := strings.Cut(kv, "=")
+		exact := false
+		if a, ok := rule.Tables.Admit(k); ok && a.Exact {
+			exact = true
+		}
+		// A key hidden from the first program's children is granted again
+		// only when the rule itself names it.
+		if s.hidden[k] && !exact {
+			continue
+		}
+		if grantInjection[k] && !exact {
+			continue
+		}
+		if k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+			continue
+		}
+		env = append(env, kv)
+		if bv, inBase := s.base[k]; !inBase || bv != v || s.hidden[k] {
+			keys = append(keys, k)
+		}
+	}
+	for _, kv := range l.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if (k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shim.EnvHide && k != shim.EnvGranted {
+			env = append(env, kv)
+		}
+	}
 	if len(keys) > 0 {
-		set = append(set, shim.EnvGranted+"="+strings.Join(keys, ","))
-	} else {
-		del = append(del, shim.EnvGranted)
+		env = append(env, shim.EnvGranted+"="+strings.Join(keys, ","))
 	}
-	argv0 := ""
-	if len(x.Argv) > 0 {
-		argv0 = x.Argv[0]
+	return env, keys, nil
+}
+
+// grantInjection are variables that make an interpreter load code from a
+// place the caller chose: for a program that holds a real value they are
+// code injection.
+var grantInjection = map[string]bool{"PYTHONPATH": true, "NODE_PATH": true, "PERL5LIB": true, "PERLLIB": true, "RUBYLIB": true}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
 	}
-	if rule != nil {
-		s.alog.Grant(x.PID, x.Path, argv0, rule.Name, keys, del)
+	return ""
+}
+
+// checkInterpreter follows the #! lines of the script at path (up to four,
+// as the kernel does) and checks that each interpreter, and the program
+// `#!/usr/bin/env NAME` finds in pathEnv, is a file uid cannot have
+// written.
+func checkInterpreter(path, pathEnv string, uid int) error {
+	for depth := 0; depth < 4; depth++ {
+		interp, arg, ok := shebang(path)
+		if !ok {
+			return nil
+		}
+		real, err := filepath.EvalSymlinks(interp)
+		if err != nil {
+			return fmt.Errorf("the #! interpreter %s: %w", interp, err)
+		}
+		if err := trust.Check(real, uid); err != nil {
+			return fmt.Errorf("the #! interpreter %s: %w", interp, err)
+		}
+		if filepath.Base(real) == "env" {
+			if arg == "" || strings.HasPrefix(arg, "-") {
+				return fmt.Errorf("the #! line runs %s %s, whose program cannot be checked", interp, arg)
+			}
+			found := ""
+			for _, dir := range filepath.SplitList(pathEnv) {
+				if c := filepath.Join(dir, arg); filepath.IsAbs(c) {
+					if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+						found = c
+						break
+					}
+				}
+			}
+			if found == "" {
+				return fmt.Errorf("the #! interpreter %s is not in PATH", arg)
+			}
+			if real, err = filepath.EvalSymlinks(found); err == nil {
+				err = trust.Check(real, uid)
+			}
+			if err != nil {
+				return fmt.Errorf("the #! interpreter %s (%s): %w", arg, found, err)
+			}
+		}
+		path = real
 	}
-	return set, del, true
+	return nil
+}
+
+// shebang reads the #! line of the file at path: the interpreter and its
+// one argument, as the kernel splits them.
+func shebang(path string) (interp, arg string, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", "", false
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return "", "", false
+	}
+	rest = strings.TrimLeft(rest, " \t")
+	interp, arg = rest, ""
+	if i := strings.IndexAny(rest, " \t"); i >= 0 {
+		interp, arg = rest[:i], strings.TrimSpace(rest[i+1:])
+	}
+	return interp, arg, interp != ""
 }
 
 // shellOwned are variables shells maintain themselves: a shell reading them

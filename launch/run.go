@@ -84,11 +84,13 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	}
 	c := &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
-	if l.opt.Isolate {
+	switch {
+	case l.opt.Isolate:
 		// The child's uid map is written from here, which a non-dumpable
 		// launcher cannot do; the child cannot see the launcher in its own
 		// pid namespace anyway, so the launcher turns non-dumpable just
-		// after the start.
+		// after the start. Nor can it see what the launcher starts for
+		// exec-time grants.
 		if l.opt.Seal {
 			spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, nil)
 			if c, err = IsolateSealed(c, spec); err != nil {
@@ -99,10 +101,22 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 			return 0, err
 		}
 		r.AfterStart = MakeNonDumpable
-	} else if err := MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
-		l.host.warnf("%v", err)
-	} else if err != nil {
-		return 0, err
+	default:
+		if sh.Grants() {
+			// The programs rules grant to are started here, outside the
+			// tree; a Landlock domain keeps the tree from reading or
+			// tracing them.
+			if sc, err := Scope(c); err == nil {
+				c = sc
+			} else {
+				sh.NoScope(err)
+			}
+		}
+		if err := MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
+			l.host.warnf("%v", err)
+		} else if err != nil {
+			return 0, err
+		}
 	}
 	var closers []func() error
 	if set != nil {
@@ -123,6 +137,13 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		// it (a container's seccomp filter): on runs without the seal.
 		l.host.warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
 		c = &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
+		if sh.Grants() {
+			if sc, err := Scope(c); err == nil {
+				c = sc
+			} else {
+				sh.NoScope(err)
+			}
+		}
 		r.AfterStart = nil
 		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			return 0, err

@@ -7,7 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,8 +19,9 @@ import (
 	"github.com/envsieve/envsieve/shim"
 )
 
-// execC starts "sh -c 'echo VIA:${GRANT:-none}${OLD:+ old}'" through every
-// exec and spawn function the shim intercepts, one per fork.
+// execC starts "sh -c 'echo VIA:${GRANT:-none}${OLD:+ old}; exit 7'"
+// through every exec and spawn function the shim intercepts, one per fork,
+// and prints how each ended ("VIA=7", "VIA=sig15").
 const execC = `#define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
@@ -28,12 +32,18 @@ const execC = `#define _GNU_SOURCE
 #include <unistd.h>
 extern char **environ;
 static char *script(const char *via) {
-	static char buf[128];
-	snprintf(buf, sizeof buf, "echo %s:${GRANT:-none}${OLD:+ old}", via);
+	static char buf[160];
+	snprintf(buf, sizeof buf, "echo %s:${GRANT:-none}${OLD:+ old}; eval \"${THEN:-exit 7}\"", via);
 	return buf;
+}
+static void status(const char *via, int st) {
+	if (WIFEXITED(st)) printf("%s=%d\n", via, WEXITSTATUS(st));
+	else if (WIFSIGNALED(st)) printf("%s=sig%d\n", via, WTERMSIG(st));
+	fflush(stdout);
 }
 int main(void) {
 	const char *vias[] = {"execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve"};
+	setvbuf(stdout, NULL, _IONBF, 0);
 	for (int i = 0; i < 8; i++) {
 		const char *via = vias[i];
 		pid_t pid = fork();
@@ -52,7 +62,9 @@ int main(void) {
 			}
 			_exit(127);
 		}
-		waitpid(pid, NULL, 0);
+		int st;
+		waitpid(pid, &st, 0);
+		status(via, st);
 	}
 	const char *spawns[] = {"posix_spawn", "posix_spawnp"};
 	for (int i = 0; i < 2; i++) {
@@ -60,7 +72,9 @@ int main(void) {
 		pid_t pid;
 		if (i == 0) posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
 		else posix_spawnp(&pid, "sh", NULL, NULL, argv, environ);
-		waitpid(pid, NULL, 0);
+		int st;
+		waitpid(pid, &st, 0);
+		status(spawns[i], st);
 	}
 	return 0;
 }
@@ -68,108 +82,257 @@ int main(void) {
 
 var vias = []string{"execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle", "fexecve", "posix_spawn", "posix_spawnp"}
 
-// TestExecGrants: every intercepted function asks for the grants of the
-// program it starts and applies the answer: GRANT added, OLD removed. The
-// caller itself never sees GRANT.
-func TestExecGrants(t *testing.T) {
+// testProc is a program a test's handler started, as the launcher would.
+type testProc struct {
+	p    *os.Process
+	once sync.Once
+	code int
+	sig  int
+}
+
+func (p *testProc) Joined() bool              { return false }
+func (p *testProc) Signal(sig syscall.Signal) { p.p.Signal(sig) }
+func (p *testProc) Kill()                     { p.p.Kill() }
+func (p *testProc) Wait() (int, int) {
+	p.once.Do(func() {
+		st, err := p.p.Wait()
+		if err != nil {
+			p.code = 125
+			return
+		}
+		ws := st.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			p.sig = int(ws.Signal())
+		} else {
+			p.code = ws.ExitStatus()
+		}
+	})
+	return p.code, p.sig
+}
+
+// startWith starts the request's program with env, its descriptors and
+// working directory: what the launcher does, minus the policy.
+func startWith(r *shim.StartRequest, env []string) (shim.Process, string) {
+	files := []*os.File{r.Stdio[0], r.Stdio[1], r.Stdio[2]}
+	for i, f := range files {
+		if f == nil {
+			files[i], _ = os.Open(os.DevNull)
+		}
+	}
+	p, err := os.StartProcess(r.Path, r.Argv, &os.ProcAttr{Env: env, Files: files,
+		Dir: "/proc/self/fd/" + strconv.Itoa(int(r.Dir.Fd())), Sys: &syscall.SysProcAttr{Setpgid: true}})
+	if err != nil {
+		return nil, err.Error()
+	}
+	return &testProc{p: p}, ""
+}
+
+// without returns env minus the entries whose name is one of keys.
+func without(env []string, keys ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(keys, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// TestStartGrants: every intercepted function hands a program a rule may
+// match to envsieve-start, which has the launcher start it: the launcher's
+// environment (GRANT added, OLD removed) reaches the program, never the
+// caller, and the caller ends as the program ended.
+func TestStartGrants(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
-	rec := &recorder{grant: func(x *shim.Exec) ([]string, []string, bool) {
-		if x.Argv[0] == "sh" && len(x.Argv) == 3 {
-			return []string{"GRANT=yes"}, []string{"OLD"}, true
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		if r.Argv[0] == "sh" && len(r.Argv) == 3 {
+			return startWith(r, append(without(r.Env, "OLD"), "GRANT=yes"))
 		}
-		return nil, nil, true
+		return nil, "no rule"
 	}}
 	srv, err := shim.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", "OLD=x")
-	got := run(t, env, nil, prog)
+	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib), "OLD=x")
+	got := run(t, env, nil, prog) + "\n"
 	for _, via := range vias {
-		if !strings.Contains(got, via+":yes\n") && !strings.HasSuffix(got, via+":yes") {
+		if !strings.Contains(got, via+":yes\n") {
 			t.Errorf("%s: no grant in %q", via, got)
+		}
+		if !strings.Contains(got, via+"=7\n") {
+			t.Errorf("%s: the caller did not end as the program did: %q", via, got)
 		}
 	}
 	if strings.Contains(got, " old") {
-		t.Errorf("a denied key reached a program: %q", got)
+		t.Errorf("a removed key reached a program: %q", got)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	// The path is resolved as the real call does: PATH for the p variants,
 	// the file behind the descriptor (through symlinks) for fexecve.
-	for _, x := range rec.execs {
-		if !strings.HasPrefix(x.Path, "/") {
-			t.Errorf("request for %q: the path should be resolved", x.Path)
+	if len(rec.starts) != len(vias) {
+		t.Errorf("%d start requests, want %d", len(rec.starts), len(vias))
+	}
+	for _, r := range rec.starts {
+		if !strings.HasPrefix(r.Path, "/") {
+			t.Errorf("request for %q: the path should be resolved", r.Path)
+		}
+		if !slices.Contains(r.Env, "OLD=x") {
+			t.Errorf("the request does not carry the caller's environment: %q", r.Env)
 		}
 	}
 }
 
-// TestExecFailsClosed: a launcher that does not answer in time costs the
-// exec its grants, never a hang; the keys granted to the caller
-// (ENVSIEVE_SHIM_GRANTED) are withheld from what it starts, and the
-// launcher hears why.
-func TestExecFailsClosed(t *testing.T) {
+// TestStartDeclined: a program the launcher declines runs in the caller's
+// place with the caller's environment, minus the keys granted to the
+// caller, which it must not pass on.
+func TestStartDeclined(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
-	rec := &recorder{grant: func(x *shim.Exec) ([]string, []string, bool) {
-		time.Sleep(300 * time.Millisecond)
-		return []string{"GRANT=late"}, nil, true
+	rec := &recorder{}
+	srv, err := shim.Listen(t.TempDir(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
+		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
+	got := run(t, env, nil, prog) + "\n"
+	for _, via := range vias {
+		if !strings.Contains(got, via+":none old\n") || !strings.Contains(got, via+"=7\n") {
+			t.Errorf("%s: want the program run as asked, got %q", via, got)
+		}
+	}
+	if strings.Contains(got, "granted-to-me") || strings.Count(got, "mine=none") != len(vias) {
+		t.Errorf("a key granted to the caller reached a program: %q", got)
+	}
+}
+
+// TestStartFailsClosed: with the launcher gone, a program a rule may match
+// still runs, never hangs, and loses what a rule's deny matches and what
+// was granted to its caller.
+func TestStartFailsClosed(t *testing.T) {
+	lib := shimtest.Lib(t)
+	prog := shimtest.Program(t, "execs", execC)
+	gone := filepath.Join(t.TempDir(), "gone")
+	for _, tc := range []struct{ name, start string }{
+		{"launcher gone", startPath(lib)},
+		{"no envsieve-start", "/nonexistent/envsieve-start"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := append(baseEnv(lib), shim.EnvSock+"="+gone, shim.EnvExec+"=1", shim.EnvStart+"="+tc.start,
+				"OLD=denied-by-a-rule", shim.EnvRules+"=s?\nda*", shim.EnvDeny+"=NOPE\nOL*",
+				"MINE=granted-to-me", shim.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
+			start := time.Now()
+			got := run(t, env, nil, prog) + "\n"
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if strings.Contains(got, " old") || strings.Count(got, ":none\n") != len(vias) || strings.Count(got, "=7\n") != len(vias) {
+				t.Errorf("deny skipped, or a program did not run, without a launcher: %q", got)
+			}
+			if strings.Contains(got, "granted-to-me") {
+				t.Errorf("a key granted to the caller reached a program: %q", got)
+			}
+		})
+	}
+}
+
+// TestStartSignals: a signal sent to the caller reaches the program the
+// launcher started, and the caller dies of it too; a caller killed outright
+// takes the program with it.
+func TestStartSignals(t *testing.T) {
+	lib := shimtest.Lib(t)
+	var (
+		mu    sync.Mutex
+		procs []*testProc
+	)
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		p, why := startWith(r, r.Env)
+		if tp, ok := p.(*testProc); ok {
+			mu.Lock()
+			procs = append(procs, tp)
+			mu.Unlock()
+		}
+		return p, why
 	}}
 	srv, err := shim.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1",
-		"OLD=granted-to-me", shim.EnvGranted+"=OLD")
-	start := time.Now()
-	got := run(t, env, nil, prog)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %v", d)
-	}
-	for _, via := range vias {
-		if !strings.Contains(got, via+":none") {
-			t.Errorf("%s: want no grant, got %q", via, got)
-		}
-	}
-	if strings.Contains(got, "late") || strings.Contains(got, " old") {
-		t.Errorf("a late grant or a caller's grant reached a program: %q", got)
-	}
-	// Without an answer, what a rule's deny matches is removed from a
-	// program a rule may match: a silent launcher cannot skip a deny.
-	env = append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", "OLD=denied-by-a-rule",
-		shim.EnvRules+"=s?\nda*", shim.EnvDeny+"=NOPE\nOL*")
-	got = run(t, env, nil, prog)
-	if strings.Contains(got, " old") || strings.Count(got, ":none") != len(vias) {
-		t.Errorf("deny skipped without an answer: %q", got)
-	}
-	srv.Close()
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	timeouts := 0
-	for _, n := range rec.notices {
-		if n.Reason == "timeout" {
-			timeouts++
-		}
-	}
-	if timeouts == 0 {
-		t.Errorf("no timeout notice: %+v", rec.notices)
+	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
+		shim.EnvRules+"=sleep")
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		want string // how the caller ends
+	}{
+		{"TERM is passed on", syscall.SIGTERM, "signal: terminated"},
+		{"KILL takes the program along", syscall.SIGKILL, "signal: killed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			procs = nil
+			mu.Unlock()
+			cmd := exec.Command("bash", "-c", "exec sleep 60")
+			cmd.Env = env
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(procs)
+				mu.Unlock()
+				if n == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the program was never started")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			cmd.Process.Signal(tc.sig)
+			err := cmd.Wait()
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("the caller ended with %v, want %s", err, tc.want)
+			}
+			mu.Lock()
+			p := procs[0]
+			mu.Unlock()
+			done := make(chan int, 1)
+			go func() { _, sig := p.Wait(); done <- sig }()
+			select {
+			case sig := <-done:
+				if sig == 0 {
+					t.Error("the program ended on its own, not by a signal")
+				}
+			case <-time.After(10 * time.Second):
+				p.Kill()
+				t.Error("the program outlived its caller")
+			}
+		})
 	}
 }
 
-// TestExecArgvTooLarge: a request that cannot fit the message goes ahead
-// without grants, and the launcher hears why.
-func TestExecArgvTooLarge(t *testing.T) {
+// TestStartArgvTooLarge: an argv longer than envsieve-start can take runs
+// in the caller's place, without grants, and the launcher hears why.
+func TestStartArgvTooLarge(t *testing.T) {
 	lib := shimtest.Lib(t)
-	rec := &recorder{grant: func(*shim.Exec) ([]string, []string, bool) { return []string{"GRANT=yes"}, nil, true }}
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		return startWith(r, append(r.Env, "GRANT=yes"))
+	}}
 	srv, err := shim.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", "BIG="+strings.Repeat("a", shim.MaxMsg))
-	got := run(t, env, nil, "bash", "-c", `/bin/sh -c 'echo ${GRANT:-none}' "$BIG"; /bin/sh -c 'echo ${GRANT:-none}' small`)
+	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+	got := run(t, env, nil, "bash", "-c", `/bin/sh -c 'echo ${GRANT:-none}' $(seq 5000); /bin/sh -c 'echo ${GRANT:-none}' small`)
 	if got != "none\nyes" {
 		t.Errorf("got %q, want none (too large) then yes", got)
 	}
@@ -185,26 +348,41 @@ func TestExecArgvTooLarge(t *testing.T) {
 	}
 }
 
-// fakeLauncher answers every exec request with GRANT=evil: what another
-// user listening at a dead launcher's socket path could answer.
+// startPath is envsieve-start, next to the shim built for the tests.
+func startPath(lib string) string { return filepath.Join(filepath.Dir(lib), shim.StartName) }
+
+// fakeLauncher answers every start request with "begun" and an exit
+// status of 42, and keeps nothing: what another user listening at a dead
+// launcher's socket path could do (it would also read the caller's
+// environment).
 const fakeLauncher = `
-import socket, sys
+import socket, sys, threading
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1])
 s.listen(64)
 print("ready", flush=True)
+def serve(c):
+    m = c.recv(65536)
+    if len(m) > 1 and m[1:2] == b"S":
+        want = int(m[2:].split(b"\0")[2])
+        while want > 0:
+            want -= len(c.recv(65536)) - 2
+        c.send(m[0:1] + b"Bo\0")
+        c.send(m[0:1] + b"Ex42\0")
+    else:
+        while c.recv(65536):
+            pass
+    c.close()
 while True:
     c, _ = s.accept()
-    m = c.recv(65536)
-    if len(m) > 1 and m[1:2] == b"X":
-        c.send(m[0:1] + b"R+GRANT=evil\0")
-    c.close()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
 `
 
-// TestExecForeignLauncher: the shim neither asks nor reports to a
-// listener of another user, so that nobody can hand a program variables
-// through a dead launcher's path. The same listener run by the program's
-// own user is obeyed, which shows the test can fail.
+// TestExecForeignLauncher: neither the shim nor envsieve-start talks to a
+// listener of another user, so that nobody can read the caller's
+// environment or stand in for a program through a dead launcher's path.
+// The same listener run by the program's own user is obeyed, which shows
+// the test can fail.
 func TestExecForeignLauncher(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to run the listener as another user")
@@ -217,12 +395,12 @@ func TestExecForeignLauncher(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
 	for _, tc := range []struct {
-		name  string
-		attr  *syscall.SysProcAttr
-		grant string
+		name   string
+		attr   *syscall.SysProcAttr
+		status string
 	}{
-		{"another user", asNobody(), "none"},
-		{"same user", nil, "evil"},
+		{"another user", asNobody(), "=7"},
+		{"same user", nil, "=42"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "foreign-launcher-")
@@ -249,10 +427,10 @@ func TestExecForeignLauncher(t *testing.T) {
 			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 				t.Fatalf("stand-in launcher: %q", line)
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1")
-			got := run(t, env, nil, prog)
-			if n := strings.Count(got, ":"+tc.grant); n != len(vias) {
-				t.Errorf("want %d programs with GRANT %s, got %q", len(vias), tc.grant, got)
+			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+			got := run(t, env, nil, prog) + "\n"
+			if n := strings.Count(got, tc.status+"\n"); n != len(vias) {
+				t.Errorf("want %d programs ending %s, got %q", len(vias), tc.status, got)
 			}
 		})
 	}

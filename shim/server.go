@@ -1,3 +1,5 @@
+//go:build unix
+
 package shim
 
 import (
@@ -7,31 +9,18 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/envsieve/envsieve/internal/peercred"
 )
 
-// Handler receives what the shims of a process tree send. Its methods are
-// called from many goroutines at once.
-type Handler interface {
-	// Access records one access to the environment.
-	Access(a *Access)
-	// Exec returns the changes to the environment of one exec: entries
-	// ("KEY=VALUE") to set and names to delete. ok false sends no answer,
-	// and the exec goes ahead without grants.
-	Exec(x *Exec) (set, del []string, ok bool)
-	// Notice records an exec that went ahead without grants.
-	Notice(n *Notice)
-	// Refused records a message or a connection the server threw away:
-	// a malformed packet, a peer of another user, too many connections.
-	Refused(reason string)
-}
-
 // Limits of one server.
 const (
-	maxConns = 512                   // connections served at once; more are closed
-	drain    = 50 * time.Millisecond // how long Close waits for what is queued
+	maxConns  = 512                   // connections served at once; more are closed
+	maxStarts = 64                    // start requests served at once; more are declined
+	drain     = 50 * time.Millisecond // how long Close waits for what is queued
+	startRead = 2 * time.Second       // for a start request's body to arrive
 )
 
 // Server is the launcher's end of the shim's socket: a SOCK_SEQPACKET unix
@@ -49,6 +38,25 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*net.UnixConn]bool
 	done  bool
+	// starts counts the start requests being served: each holds up to
+	// MaxStart bytes until its program has begun.
+	starts int
+}
+
+func (s *Server) startSlot() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starts >= maxStarts {
+		return false
+	}
+	s.starts++
+	return true
+}
+
+func (s *Server) startDone() {
+	s.mu.Lock()
+	s.starts--
+	s.mu.Unlock()
 }
 
 // Listen creates the socket in a new 0700 directory under dir (the runtime
@@ -154,35 +162,154 @@ func (s *Server) serve(c *net.UnixConn) {
 		return
 	}
 	buf := make([]byte, MaxMsg+1)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
-		n, err := c.Read(buf)
+		n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
 			return
 		}
+		files := received(oob[:oobn])
+		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
+			closeAll(files)
+			s.h.Refused(fmt.Sprintf("%s: a packet over %d bytes", ErrMessage, MaxMsg))
+			continue
+		}
 		msg, err := Parse(buf[:n])
 		if err != nil {
+			closeAll(files)
 			s.h.Refused(err.Error())
 			continue
 		}
+		if h, ok := msg.(*StartHead); ok {
+			// A start request has the connection to itself.
+			s.start1(c, h, files)
+			return
+		}
+		closeAll(files)
 		switch m := msg.(type) {
 		case *Access:
 			s.h.Access(m)
 		case *Notice:
 			s.h.Notice(m)
-		case *Exec:
-			set, del, ok := s.h.Exec(m)
-			if !ok {
-				continue
-			}
-			b, err := Reply(set, del)
-			if err != nil {
-				s.h.Refused(err.Error())
-				continue
-			}
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := c.Write(b); err != nil {
+		default:
+			s.h.Refused(fmt.Sprintf("%s: %T outside a start", ErrMessage, m))
+		}
+	}
+}
+
+// start1 serves one start request: it reads the body, asks the handler,
+// answers, then passes the caller's signals on until the program ends, and
+// kills it when the caller goes away first.
+func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
+	defer func() { closeAll(files) }()
+	if len(files) != len(h.Stdio)+1 {
+		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not %d", ErrMessage, len(files), len(h.Stdio)+1))
+		return
+	}
+	if !s.startSlot() {
+		s.h.Refused("too many start requests at once")
+		c.Write(Declined("too many start requests at once"))
+		return
+	}
+	defer s.startDone()
+	c.SetReadDeadline(time.Now().Add(startRead))
+	body := make([]byte, 0, h.Len)
+	buf := make([]byte, MaxMsg+1)
+	for len(body) < h.Len {
+		n, err := c.Read(buf)
+		if err != nil || n < 2 || n > MaxMsg || buf[0] != Version || buf[1] != 'C' || len(body)+n-2 > h.Len {
+			s.h.Refused(fmt.Sprintf("%s: a start request's body cut short or malformed", ErrMessage))
+			return
+		}
+		body = append(body, buf[2:n]...)
+	}
+	// From here the connection waits on the program, for as long as it
+	// runs, unless Close (which sets every deadline) has begun.
+	s.mu.Lock()
+	if !s.done {
+		c.SetReadDeadline(time.Time{})
+	}
+	s.mu.Unlock()
+	st, err := ParseStart(body)
+	if err != nil {
+		s.h.Refused(err.Error())
+		return
+	}
+	r := &StartRequest{Start: st, PID: h.PID, Peer: peerPID(c), Dir: files[len(files)-1]}
+	for i, fd := range h.Stdio {
+		r.Stdio[fd-'0'] = files[i]
+	}
+	p, reason := s.h.Start(r)
+	closeAll(files)
+	files = nil
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	if p == nil {
+		c.Write(Declined(reason))
+		return
+	}
+	if _, err := c.Write(Begun(p.Joined())); err != nil {
+		p.Kill()
+	}
+	c.SetWriteDeadline(time.Time{})
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		for {
+			n, err := c.Read(buf)
+			if err != nil || n == 0 {
 				return
 			}
+			if m, err := Parse(buf[:n]); err == nil {
+				if k, ok := m.(*Kill); ok {
+					p.Signal(syscall.Signal(k.Signal))
+				}
+			}
+		}
+	}()
+	done := make(chan [2]int, 1)
+	go func() {
+		code, sig := p.Wait()
+		done <- [2]int{code, sig}
+	}()
+	select {
+	case st := <-done:
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		c.Write(Ended(st[0], st[1]))
+	case <-gone:
+		// The caller is gone (killed, or the tree torn down): nothing waits
+		// for the program any more, and nothing may outlive it unseen.
+		p.Kill()
+		<-done
+	}
+}
+
+// received returns the descriptors a packet carried, as files.
+func received(oob []byte) []*os.File {
+	if len(oob) == 0 {
+		return nil
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			syscall.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), "shim-fd"))
+		}
+	}
+	return files
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
 		}
 	}
 }

@@ -4,6 +4,7 @@ package shim
 
 import (
 	"errors"
+	"net"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -26,4 +27,20 @@ func unlinkAll(path, dir string) error {
 		return os.RemoveAll(dir)
 	}
 	return nil
+}
+
+// peerPID returns the pid of the process at the other end of c, as the
+// launcher's pid namespace numbers it; -1 when unknown.
+func peerPID(c *net.UnixConn) int {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	pid := -1
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
 }

@@ -1,9 +1,10 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package shim
 
 import (
 	"errors"
+	"net"
 	"os"
 )
 
@@ -20,3 +21,6 @@ func unlinkAll(path, dir string) error {
 	}
 	return nil
 }
+
+// peerPID is Linux-only.
+func peerPID(*net.UnixConn) int { return -1 }

@@ -5,6 +5,11 @@ package shim_test
 import (
 	"math/rand/v2"
 	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +25,63 @@ func dialServer(t *testing.T, srv *shim.Server) *net.UnixConn {
 	return c
 }
 
-// TestServerGarbage: a process of the tree may write anything to the
-// socket. The server drops what it cannot parse, answers a well-formed
-// exec request on the same connection afterwards, and gives a request
-// exactly what the handler grants.
-func TestServerGarbage(t *testing.T) {
-	rec := &recorder{grant: func(x *shim.Exec) ([]string, []string, bool) {
-		if x.Argv[0] == "gh" {
-			return []string{"GITHUB_TOKEN=t"}, []string{"OLD"}, true
+// startMsg is a start request as envsieve-start sends it: the header with
+// the descriptors (the test's own stdio as named, then its working
+// directory), and the body in continuation packets.
+func startMsg(t *testing.T, c *net.UnixConn, stdio string, path string, argv, env []string) {
+	t.Helper()
+	var body []byte
+	for _, f := range append(append([]string{path, strconv.Itoa(len(argv))}, argv...), env...) {
+		body = append(append(body, f...), 0)
+	}
+	dir, err := os.Open(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	var fds []int
+	for _, d := range stdio {
+		fds = append(fds, int(d-'0'))
+	}
+	fds = append(fds, int(dir.Fd()))
+	if _, _, err := c.WriteMsgUnix(msg('S', "1", stdio, strconv.Itoa(len(body))), syscall.UnixRights(fds...), nil); err != nil {
+		t.Fatal(err)
+	}
+	for len(body) > 0 {
+		n := min(len(body), shim.MaxMsg-2)
+		if _, err := c.Write(append([]byte{shim.Version, 'C'}, body[:n]...)); err != nil {
+			t.Fatal(err)
 		}
-		return nil, nil, true
+		body = body[n:]
+	}
+}
+
+// answers reads the launcher's answers on c until it closes.
+func answers(t *testing.T, c *net.UnixConn) []string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var out []string
+	buf := make([]byte, shim.MaxMsg)
+	for {
+		n, err := c.Read(buf)
+		if err != nil || n == 0 {
+			return out
+		}
+		out = append(out, string(buf[:n]))
+	}
+}
+
+// TestServerGarbage: a process of the tree may write anything to the
+// socket. The server drops what it cannot parse, still records a
+// well-formed report on the same connection afterwards, and answers a start
+// request with "begun" and the exit status only: never a value. An exec
+// request of version 1, which got the granted values back, gets nothing.
+func TestServerGarbage(t *testing.T) {
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		if r.Argv[0] == "gh" {
+			return startWith(r, []string{"GITHUB_TOKEN=secret-value-9f2", "PATH=/usr/bin:/bin"})
+		}
+		return nil, "no rule"
 	}}
 	srv, err := shim.Listen(t.TempDir(), rec)
 	if err != nil {
@@ -47,31 +99,100 @@ func TestServerGarbage(t *testing.T) {
 		if r.IntN(2) == 0 {
 			b[0] = shim.Version
 		}
+		if len(b) > 1 && b[1] == 'S' {
+			b[1] = 'Z' // a start request takes the connection over
+		}
 		if _, err := c.Write(b); err != nil {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}
-	// An oversized packet, then a request.
+	// An oversized packet, version 1's exec request, then a report.
 	if _, err := c.Write(make([]byte, shim.MaxMsg+100)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write(msg('X', "1", "/usr/bin/gh", "gh", "pr")); err != nil {
+	if _, err := c.Write(append([]byte{1}, msg('X', "1", "/usr/bin/gh", "gh")[1:]...)); err != nil {
 		t.Fatal(err)
 	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	buf := make([]byte, shim.MaxMsg)
-	n, err := c.Read(buf)
-	if err != nil {
-		t.Fatalf("no answer after garbage: %v", err)
+	if _, err := c.Write(msg('A', "1", "g", "AFTER_GARBAGE")); err != nil {
+		t.Fatal(err)
 	}
-	if want := string(msg('R', "+GITHUB_TOKEN=t", "-OLD")); string(buf[:n]) != want {
-		t.Errorf("answer %q, want %q", buf[:n], want)
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.seen('g', "AFTER_GARBAGE") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a report after garbage was not recorded")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 64)); err == nil {
+		t.Errorf("an answer to garbage or to a version 1 request: %d bytes", n)
+	}
+	// The start request of a program the handler starts: the answer is
+	// "begun" and its exit, whatever the program had.
+	sc := dialServer(t, srv)
+	defer sc.Close()
+	startMsg(t, sc, "", "/usr/bin/true", []string{"gh", "pr"}, []string{"HOME=/"})
+	got := answers(t, sc)
+	if want := []string{string(msg('B', "o")), string(msg('E', "x0"))}; !slices.Equal(got, want) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	for _, a := range got {
+		if strings.Contains(a, "secret-value") {
+			t.Error("an answer carries the value")
+		}
 	}
 	rec.mu.Lock()
 	refused := len(rec.refused)
 	rec.mu.Unlock()
 	if refused == 0 {
 		t.Error("nothing was refused")
+	}
+}
+
+// TestServerStartMalformed: a start request with the wrong descriptors, a
+// body cut short or longer than announced, or a body that does not parse,
+// is refused, and no program starts.
+func TestServerStartMalformed(t *testing.T) {
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		return startWith(r, nil)
+	}}
+	srv, err := shim.Listen(t.TempDir(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	send := func(t *testing.T, f func(c *net.UnixConn)) {
+		c := dialServer(t, srv)
+		defer c.Close()
+		f(c)
+		if got := answers(t, c); len(got) != 0 {
+			t.Errorf("answered %q", got)
+		}
+	}
+	t.Run("descriptors missing", func(t *testing.T) {
+		send(t, func(c *net.UnixConn) { c.Write(msg('S', "1", "012", "5")) })
+	})
+	t.Run("body longer than announced", func(t *testing.T) {
+		send(t, func(c *net.UnixConn) {
+			dir, _ := os.Open(".")
+			defer dir.Close()
+			c.WriteMsgUnix(msg('S', "1", "", "3"), syscall.UnixRights(int(dir.Fd())), nil)
+			c.Write(append([]byte{shim.Version, 'C'}, "/x\x001\x00x\x00"...))
+		})
+	})
+	t.Run("body that does not parse", func(t *testing.T) {
+		send(t, func(c *net.UnixConn) {
+			dir, _ := os.Open(".")
+			defer dir.Close()
+			body := "/x\x009\x00x\x00"
+			c.WriteMsgUnix(msg('S', "1", "", strconv.Itoa(len(body))), syscall.UnixRights(int(dir.Fd())), nil)
+			c.Write(append([]byte{shim.Version, 'C'}, body...))
+		})
+	})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.starts) != 0 {
+		t.Errorf("started %d programs", len(rec.starts))
 	}
 }
 
@@ -95,26 +216,16 @@ func TestServerManyConnections(t *testing.T) {
 	// then a new one may still be over the limit and refused.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		n, buf, err := ask(t, srv)
-		if err == nil && string(buf[:n]) == string([]byte{shim.Version, 'R'}) {
+		c := dialServer(t, srv)
+		startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
+		got := answers(t, c)
+		c.Close()
+		if len(got) == 1 && got[0] == string(msg('D', "no rule")) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer 10 s after the connections closed: %q, %v", buf[:n], err)
+			t.Fatalf("no answer 10 s after the connections closed: %q", got)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// ask sends an exec request on a new connection and reads the answer.
-func ask(t *testing.T, srv *shim.Server) (int, []byte, error) {
-	c := dialServer(t, srv)
-	defer c.Close()
-	buf := make([]byte, 64)
-	if _, err := c.Write(msg('X', "1", "/bin/true", "true")); err != nil {
-		return 0, buf, err
-	}
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := c.Read(buf)
-	return n, buf, err
 }

@@ -18,12 +18,17 @@ import (
 // LibName is the file name of the shim.
 const LibName = "libenvsieve.so"
 
+// StartName is the file name of envsieve-start, which the shim runs in
+// place of a program a rule may match; it lives next to the shim.
+const StartName = "envsieve-start"
+
 // Variables the launcher sets in the child for the shim.
 const (
 	EnvPreload = "LD_PRELOAD"
 	EnvSock    = "ENVSIEVE_SHIM_SOCK"    // the launcher's socket
 	EnvHide    = "ENVSIEVE_SHIM_HIDE"    // keys to hide, comma-separated
-	EnvExec    = "ENVSIEVE_SHIM_EXEC"    // "1": ask for exec-time grants
+	EnvExec    = "ENVSIEVE_SHIM_EXEC"    // "1": exec-time grants are on
+	EnvStart   = "ENVSIEVE_SHIM_START"   // envsieve-start, which asks the launcher to start a program
 	EnvGranted = "ENVSIEVE_SHIM_GRANTED" // keys granted to this program
 	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
@@ -63,6 +68,16 @@ func Locate(override, exe string) (string, error) {
 		return "", fmt.Errorf("ENVSIEVE_SHIM=%s: %w", override, ErrNotFound)
 	}
 	return "", fmt.Errorf("%w next to %s or in ../lib/envsieve/ (build it with make)", ErrNotFound, exe)
+}
+
+// LocateStart returns the path of envsieve-start next to the shim lib, or
+// an error wrapping ErrNotFound.
+func LocateStart(lib string) (string, error) {
+	p := filepath.Join(filepath.Dir(lib), StartName)
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s next to %s: %w", StartName, lib, ErrNotFound)
+	}
+	return p, nil
 }
 
 // Preload returns the LD_PRELOAD value that loads lib before what the

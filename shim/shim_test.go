@@ -239,9 +239,9 @@ type recorder struct {
 	mu       sync.Mutex
 	accesses []shim.Access
 	notices  []shim.Notice
-	execs    []shim.Exec
+	starts   []shim.Start
 	refused  []string
-	grant    func(*shim.Exec) (set, del []string, ok bool)
+	start    func(*shim.StartRequest) (shim.Process, string)
 }
 
 func (r *recorder) Access(a *shim.Access) {
@@ -255,15 +255,15 @@ func (r *recorder) Notice(n *shim.Notice) {
 	r.mu.Unlock()
 }
 func (r *recorder) Refused(s string) { r.mu.Lock(); r.refused = append(r.refused, s); r.mu.Unlock() }
-func (r *recorder) Exec(x *shim.Exec) ([]string, []string, bool) {
+func (r *recorder) Start(q *shim.StartRequest) (shim.Process, string) {
 	r.mu.Lock()
-	r.execs = append(r.execs, *x)
-	g := r.grant
+	r.starts = append(r.starts, *q.Start)
+	f := r.start
 	r.mu.Unlock()
-	if g == nil {
-		return nil, nil, true
+	if f == nil {
+		return nil, "no rule"
 	}
-	return g(x)
+	return f(q)
 }
 
 func (r *recorder) seen(op byte, name string) int {

@@ -5,22 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
-// The wire format, version 1 (docs/shim.md). Every message is one
-// SOCK_SEQPACKET packet: a version byte (1), a type byte, then fields, each
+// The wire format, version 2 (docs/shim.md). Every message is one
+// SOCK_SEQPACKET packet: a version byte (2), a type byte, then fields, each
 // ended by a NUL byte.
 //
-//	'A' access   pid, op, name      getenv and friends, once per (op, name) per process
-//	'X' exec     pid, path, argv... an exec or spawn asking for its grants
-//	'N' notice   pid, path, reason  an exec that went ahead without grants
-//	'R' reply    "+KEY=VALUE"... "-KEY"...  the launcher's answer to 'X'
+//	'A' access    pid, op, name        getenv and friends, once per (op, name) per process
+//	'N' notice    pid, path, reason    an exec that went ahead without grants
+//	'S' start     pid, stdio, length   envsieve-start asks the launcher to start a program;
+//	                                   SCM_RIGHTS carries the descriptors stdio names
+//	                                   ("012", those open) and then the working directory
+//	'C' continued bytes                the start request's body, in order, up to length:
+//	                                   path, argc, argv..., environment entries...
+//	'K' kill      signal               a signal sent to envsieve-start, for the program
+//
+// and from the launcher, on a start request's connection only:
+//
+//	'B' begun     "g" or "o"           started, in the caller's process group or its own
+//	'D' declined  reason               not started: the caller runs the program itself
+//	'E' ended     "x<code>" "s<sig>"   the program's exit
+//
+// Version 1 answered an exec request ('X') with the granted values ('R'):
+// any process of the tree could ask. Version 2 never sends a value to the
+// tree; the launcher starts a granted program itself.
 //
 // The launcher parses what any process of the tree sends, so the parser
 // takes nothing on trust: bounded sizes, valid names, no empty argv.
 const (
-	Version = 1
-	MaxMsg  = 16384 // the shim's buffer for a request or a reply
+	Version  = 2
+	MaxMsg   = 16384   // one packet
+	MaxStart = 1 << 20 // the body of one start request
 )
 
 // Access operations.
@@ -62,11 +78,25 @@ type Access struct {
 	Name string // "" for clearenv
 }
 
-// Exec is a request for the grants of one exec.
-type Exec struct {
-	PID  int
-	Path string // resolved as the real call would; may be relative or ""
+// StartHead opens a start request: what the caller sent with its
+// descriptors.
+type StartHead struct {
+	PID   int
+	Stdio string // which of 0, 1 and 2 came, in order ("012" when all did)
+	Len   int    // of the body that follows in 'C' packets
+}
+
+// Start is the body of a start request: the program envsieve-start stands
+// in for, and the environment the caller gave it.
+type Start struct {
+	Path string // as the caller resolved it; may be relative to its working directory
 	Argv []string
+	Env  []string
+}
+
+// Kill is a signal envsieve-start received, to pass on to the program.
+type Kill struct {
+	Signal int
 }
 
 // Notice reports an exec that went ahead without grants, and why:
@@ -80,7 +110,8 @@ type Notice struct {
 // ErrMessage is wrapped by every parse error.
 var ErrMessage = errors.New("bad shim message")
 
-// Parse decodes one packet into an *Access, *Exec or *Notice.
+// Parse decodes one packet into an *Access, *Notice, *StartHead or *Kill.
+// A 'C' packet is not a message of its own: see [ParseStart].
 func Parse(b []byte) (any, error) {
 	if len(b) < 3 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrMessage, len(b))
@@ -95,6 +126,13 @@ func Parse(b []byte) (any, error) {
 		return nil, fmt.Errorf("%w: unterminated field", ErrMessage)
 	}
 	fields := bytes.Split(b[2:len(b)-1], []byte{0})
+	if b[1] == 'K' {
+		sig, err := strconv.Atoi(string(fields[0]))
+		if len(fields) != 1 || err != nil || sig < 1 || sig > 64 {
+			return nil, fmt.Errorf("%w: kill wants a signal number", ErrMessage)
+		}
+		return &Kill{Signal: sig}, nil
+	}
 	pid, err := strconv.Atoi(string(fields[0]))
 	if err != nil || pid < 0 || pid > 1<<30 {
 		return nil, fmt.Errorf("%w: the pid is not a number", ErrMessage)
@@ -118,15 +156,15 @@ func Parse(b []byte) (any, error) {
 			return nil, fmt.Errorf("%w: op %q", ErrMessage, a.Op)
 		}
 		return a, nil
-	case 'X':
-		if len(fields) < 3 {
-			return nil, fmt.Errorf("%w: exec wants pid, path and argv[0]", ErrMessage)
+	case 'S':
+		if len(fields) != 3 || !validStdio(string(fields[1])) {
+			return nil, fmt.Errorf("%w: start wants pid, stdio and length", ErrMessage)
 		}
-		x := &Exec{PID: pid, Path: string(fields[1]), Argv: make([]string, len(fields)-2)}
-		for i, f := range fields[2:] {
-			x.Argv[i] = string(f)
+		n, err := strconv.Atoi(string(fields[2]))
+		if err != nil || n < 1 || n > MaxStart {
+			return nil, fmt.Errorf("%w: start body length", ErrMessage)
 		}
-		return x, nil
+		return &StartHead{PID: pid, Stdio: string(fields[1]), Len: n}, nil
 	case 'N':
 		if len(fields) != 3 || len(fields[2]) == 0 {
 			return nil, fmt.Errorf("%w: notice wants pid, path and reason", ErrMessage)
@@ -137,29 +175,61 @@ func Parse(b []byte) (any, error) {
 	}
 }
 
-// Reply encodes the launcher's answer to an exec: set entries ("KEY=VALUE")
-// are added to the program's environment, del names removed. It fails when
-// the answer does not fit the shim's buffer, or an entry is malformed; the
-// caller then sends nothing, and the exec goes ahead without grants.
-func Reply(set, del []string) ([]byte, error) {
-	b := []byte{Version, 'R'}
-	for _, kv := range set {
-		eq := bytes.IndexByte([]byte(kv), '=')
-		if eq <= 0 || !validName(kv[:eq]) || bytes.IndexByte([]byte(kv), 0) >= 0 {
-			return nil, fmt.Errorf("%w: reply entry for %q", ErrMessage, kv[:max(eq, 0)])
+// ParseStart decodes the body of a start request.
+func ParseStart(b []byte) (*Start, error) {
+	if len(b) == 0 || len(b) > MaxStart || b[len(b)-1] != 0 {
+		return nil, fmt.Errorf("%w: start body unterminated or too large", ErrMessage)
+	}
+	fields := strings.Split(string(b[:len(b)-1]), "\x00")
+	if len(fields) < 3 {
+		return nil, fmt.Errorf("%w: start wants path, argc and argv[0]", ErrMessage)
+	}
+	argc, err := strconv.Atoi(fields[1])
+	if err != nil || argc < 1 || argc > len(fields)-2 {
+		return nil, fmt.Errorf("%w: start argc", ErrMessage)
+	}
+	st := &Start{Path: fields[0], Argv: fields[2 : 2+argc], Env: fields[2+argc:]}
+	if st.Path == "" {
+		return nil, fmt.Errorf("%w: start without a path", ErrMessage)
+	}
+	for _, kv := range st.Env {
+		if eq := strings.IndexByte(kv, '='); eq <= 0 {
+			return nil, fmt.Errorf("%w: an environment entry without a name", ErrMessage)
 		}
-		b = append(append(append(b, '+'), kv...), 0)
 	}
-	for _, k := range del {
-		if !validName(k) {
-			return nil, fmt.Errorf("%w: reply deletes %q", ErrMessage, k)
-		}
-		b = append(append(append(b, '-'), k...), 0)
+	return st, nil
+}
+
+// Begun is the launcher's answer to a start request it started: joined
+// says whether the program is in the caller's process group.
+func Begun(joined bool) []byte {
+	if joined {
+		return []byte{Version, 'B', 'g', 0}
 	}
-	if len(b) > MaxMsg {
-		return nil, fmt.Errorf("%w: reply of %d bytes is over %d", ErrMessage, len(b), MaxMsg)
+	return []byte{Version, 'B', 'o', 0}
+}
+
+// Declined is the launcher's answer to a start request it did not start;
+// the reason is cut to fit a packet.
+func Declined(reason string) []byte {
+	reason = strings.ReplaceAll(reason, "\x00", " ")
+	if len(reason) > 256 {
+		reason = reason[:256]
 	}
-	return b, nil
+	return append(append([]byte{Version, 'D'}, reason...), 0)
+}
+
+// Ended reports a started program's exit: its exit code, or the signal
+// that ended it (sig > 0).
+func Ended(code, sig int) []byte {
+	if sig > 0 {
+		return append(append([]byte{Version, 'E', 's'}, strconv.Itoa(sig)...), 0)
+	}
+	return append(append([]byte{Version, 'E', 'x'}, strconv.Itoa(code&0xff)...), 0)
+}
+
+func validStdio(s string) bool {
+	return s == "" || s == "0" || s == "1" || s == "2" || s == "01" || s == "02" || s == "12" || s == "012"
 }
 
 func validName(s string) bool {

@@ -30,11 +30,23 @@ func TestParse(t *testing.T) {
 	}{
 		{"getenv", msg('A', "12", "g", "HOME"), &shim.Access{PID: 12, Op: 'g', Name: "HOME"}},
 		{"clearenv", msg('A', "12", "C", ""), &shim.Access{PID: 12, Op: 'C'}},
-		{"exec", msg('X', "7", "/usr/bin/gh", "gh", "pr", "list"), &shim.Exec{PID: 7, Path: "/usr/bin/gh", Argv: []string{"gh", "pr", "list"}}},
-		{"exec empty arg", msg('X', "7", "/bin/true", "true", ""), &shim.Exec{PID: 7, Path: "/bin/true", Argv: []string{"true", ""}}},
+		{"start", msg('S', "7", "012", "40"), &shim.StartHead{PID: 7, Stdio: "012", Len: 40}},
+		{"start without stdio", msg('S', "7", "", "1"), &shim.StartHead{PID: 7, Len: 1}},
+		{"kill", msg('K', "15"), &shim.Kill{Signal: 15}},
 		{"notice", msg('N', "7", "/bin/x", "timeout"), &shim.Notice{PID: 7, Path: "/bin/x", Reason: "timeout"}},
-		{"short", []byte{1, 'A'}, nil},
-		{"version", append([]byte{2}, msg('A', "1", "g", "X")[1:]...), nil},
+		{"short", []byte{2, 'A'}, nil},
+		{"version 1", append([]byte{1}, msg('A', "1", "g", "X")[1:]...), nil},
+		{"version 1 exec", append([]byte{1}, msg('X', "7", "/usr/bin/gh", "gh")[1:]...), nil},
+		{"exec of version 1", msg('X', "7", "/usr/bin/gh", "gh"), nil},
+		{"start stdio", msg('S', "7", "210", "4"), nil},
+		{"start stdio twice", msg('S', "7", "00", "4"), nil},
+		{"start empty", msg('S', "7", "", "0"), nil},
+		{"start too large", msg('S', "7", "", strconv.Itoa(shim.MaxStart+1)), nil},
+		{"start short", msg('S', "7", ""), nil},
+		{"kill zero", msg('K', "0"), nil},
+		{"kill big", msg('K', "65"), nil},
+		{"kill text", msg('K', "TERM"), nil},
+		{"continued alone", msg('C', "x"), nil},
 		{"unterminated", msg('A', "1", "g", "X")[:7], nil},
 		{"bad pid", msg('A', "-1", "g", "X"), nil},
 		{"pid text", msg('A', "x", "g", "X"), nil},
@@ -43,11 +55,10 @@ func TestParse(t *testing.T) {
 		{"invalid name", msg('A', "1", "g", "A-B"), nil},
 		{"clearenv with name", msg('A', "1", "C", "X"), nil},
 		{"extra field", msg('A', "1", "g", "X", "Y"), nil},
-		{"exec without argv", msg('X', "1", "/bin/x"), nil},
 		{"notice without reason", msg('N', "1", "/bin/x", ""), nil},
 		{"unknown type", msg('Z', "1", "x"), nil},
 		{"reply from a peer", msg('R', "1", "+A=B"), nil},
-		{"too large", msg('X', "1", "/x", strings.Repeat("a", shim.MaxMsg)), nil},
+		{"too large", msg('N', "1", "/x", strings.Repeat("a", shim.MaxMsg)), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,23 +79,75 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestReply(t *testing.T) {
-	b, err := shim.Reply([]string{"GITHUB_TOKEN=v=w", "EMPTY="}, []string{"OLD"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := msg('R', "+GITHUB_TOKEN=v=w", "+EMPTY=", "-OLD"); !bytes.Equal(b, want) {
-		t.Errorf("got %q, want %q", b, want)
-	}
-	for _, bad := range [][2][]string{
-		{{"=x"}, nil}, {{"A-B=x"}, nil}, {{"NOEQ"}, nil}, {{"A=x\x00y"}, nil}, {nil, {"A=B"}},
-		{{"BIG=" + strings.Repeat("x", shim.MaxMsg)}, nil},
-	} {
-		if _, err := shim.Reply(bad[0], bad[1]); err == nil {
-			t.Errorf("Reply(%q, %q) took a bad entry", bad[0], bad[1])
-		} else if strings.Contains(err.Error(), "xxxx") || strings.Contains(err.Error(), "x\x00y") {
-			t.Errorf("the error carries the value: %v", err)
+func TestParseStart(t *testing.T) {
+	body := func(fields ...string) []byte {
+		var b []byte
+		for _, f := range fields {
+			b = append(append(b, f...), 0)
 		}
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want *shim.Start // nil: an error
+	}{
+		{"argv and env", body("/usr/bin/gh", "2", "gh", "pr", "HOME=/h", "A=b=c"),
+			&shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh", "pr"}, Env: []string{"HOME=/h", "A=b=c"}}},
+		{"no env", body("gh", "1", "gh"), &shim.Start{Path: "gh", Argv: []string{"gh"}, Env: []string{}}},
+		{"empty arg", body("/x", "2", "x", ""), &shim.Start{Path: "/x", Argv: []string{"x", ""}, Env: []string{}}},
+		{"odd names pass to the engine", body("/x", "1", "x", "BASH_FUNC_f%%=() { :; }"),
+			&shim.Start{Path: "/x", Argv: []string{"x"}, Env: []string{"BASH_FUNC_f%%=() { :; }"}}},
+		{"empty", nil, nil},
+		{"unterminated", []byte("/x\x001\x00x"), nil},
+		{"no path", body("", "1", "x"), nil},
+		{"argc zero", body("/x", "0", "x"), nil},
+		{"argc past the end", body("/x", "3", "x", "y"), nil},
+		{"argc text", body("/x", "one", "x"), nil},
+		{"env without a name", body("/x", "1", "x", "=v"), nil},
+		{"env without =", body("/x", "1", "x", "NOEQ"), nil},
+		{"too large", append(body("/x", "1", "x"), make([]byte, shim.MaxStart)...), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := shim.ParseStart(tt.in)
+			if tt.want == nil {
+				if err == nil || !errors.Is(err, shim.ErrMessage) {
+					t.Fatalf("got %+v, %v; want an ErrMessage", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnswers: what the launcher sends back to the tree has no room for a
+// value: "begun", "declined" with a bounded reason, the exit.
+func TestAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		got  []byte
+		want []byte
+	}{
+		{shim.Begun(true), msg('B', "g")},
+		{shim.Begun(false), msg('B', "o")},
+		{shim.Declined("no rule"), msg('D', "no rule")},
+		{shim.Declined("a\x00b"), msg('D', "a b")},
+		{shim.Ended(3, 0), msg('E', "x3")},
+		{shim.Ended(256+4, 0), msg('E', "x4")},
+		{shim.Ended(0, 15), msg('E', "s15")},
+	} {
+		if !bytes.Equal(tt.got, tt.want) {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if n := len(shim.Declined(strings.Repeat("r", 1000))); n > 300 {
+		t.Errorf("a declined answer of %d bytes", n)
 	}
 }
 
@@ -92,7 +155,8 @@ func TestReply(t *testing.T) {
 // neither panics nor accepts what it cannot re-encode faithfully.
 func FuzzParse(f *testing.F) {
 	f.Add(msg('A', "12", "g", "HOME"))
-	f.Add(msg('X', "7", "/usr/bin/gh", "gh", "pr"))
+	f.Add(msg('S', "7", "012", "40"))
+	f.Add(msg('K', "15"))
 	f.Add(msg('N', "7", "/bin/x", "timeout"))
 	f.Add([]byte{1, 'X', 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -100,25 +164,66 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			return
 		}
+		var re []byte
 		switch m := m.(type) {
 		case *shim.Access:
 			if m.PID < 0 || (m.Op != shim.OpClearenv && m.Name == "") {
 				t.Fatalf("accepted %+v", m)
 			}
-		case *shim.Exec:
-			if len(m.Argv) == 0 || len(b) > shim.MaxMsg {
+			re = msg('A', itoa(m.PID), string(m.Op), m.Name)
+		case *shim.StartHead:
+			if m.Len < 1 || m.Len > shim.MaxStart || len(m.Stdio) > 3 {
 				t.Fatalf("accepted %+v", m)
 			}
-			re := msg('X', append([]string{itoa(m.PID), m.Path}, m.Argv...)...)
-			if len(re) > len(b) {
-				t.Fatalf("re-encoding grew: %q -> %q", b, re)
+			re = msg('S', itoa(m.PID), m.Stdio, itoa(m.Len))
+		case *shim.Kill:
+			if m.Signal < 1 || m.Signal > 64 {
+				t.Fatalf("accepted %+v", m)
 			}
+			re = msg('K', itoa(m.Signal))
 		case *shim.Notice:
 			if m.Reason == "" {
 				t.Fatalf("accepted %+v", m)
 			}
+			re = msg('N', itoa(m.PID), m.Path, m.Reason)
 		default:
 			t.Fatalf("Parse returned %T", m)
+		}
+		if len(re) > len(b) {
+			t.Fatalf("re-encoding grew: %q -> %q", b, re)
+		}
+	})
+}
+
+// FuzzParseStart: whatever body a process of the tree sends, ParseStart
+// neither panics nor returns a request without a path and argv, and what it
+// returns re-encodes to the same bytes, so that nothing the launcher acts on
+// differs from what was sent.
+func FuzzParseStart(f *testing.F) {
+	f.Add([]byte("/usr/bin/gh\x002\x00gh\x00pr\x00HOME=/h\x00"))
+	f.Add([]byte("gh\x001\x00gh\x00"))
+	f.Add([]byte("\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := shim.ParseStart(b)
+		if err != nil {
+			return
+		}
+		if st.Path == "" || len(st.Argv) == 0 {
+			t.Fatalf("accepted %+v", st)
+		}
+		var re []byte
+		for _, f := range append(append([]string{st.Path, itoa(len(st.Argv))}, st.Argv...), st.Env...) {
+			re = append(append(re, f...), 0)
+		}
+		// argc may be written with leading zeros or a sign; the rest is
+		// byte for byte.
+		if len(re) > len(b) {
+			t.Fatalf("re-encoding grew: %q -> %q", b, re)
+		}
+		for _, kv := range st.Env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				t.Fatalf("an entry without a name: %q", kv)
+			}
 		}
 	})
 }

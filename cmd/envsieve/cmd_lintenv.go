@@ -80,9 +80,11 @@ func (r *readSet) Access(a *shim.Access) {
 		r.mu.Unlock()
 	}
 }
-func (r *readSet) Exec(*shim.Exec) ([]string, []string, bool) { return nil, nil, false }
-func (r *readSet) Notice(*shim.Notice)                        {}
-func (r *readSet) Refused(string)                             {}
+func (r *readSet) Start(*shim.StartRequest) (shim.Process, string) {
+	return nil, "lint-env grants nothing"
+}
+func (r *readSet) Notice(*shim.Notice) {}
+func (r *readSet) Refused(string)      {}
 
 func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	parent := os.Environ()

@@ -29,6 +29,9 @@ func Main() int {
 	if len(args) > 0 && args[0] == launch.IsolateInitArg {
 		return launch.IsolateInit(args[1:])
 	}
+	if len(args) > 0 && args[0] == launch.ScopeInitArg {
+		return launch.ScopeInit(args[1:])
+	}
 	if len(args) > 0 && args[0] == probeArg {
 		return probeMain()
 	}

@@ -23,13 +23,18 @@ var (
 	libOut  []byte
 )
 
+// StartCFlags are the flags envsieve-start is built with: statically, so
+// that LD_PRELOAD never loads the shim into it.
+var StartCFlags = []string{"-std=c11", "-O2", "-static", "-Wall", "-Wextra", "-Werror"}
+
 // Source returns the path of the shim's C source.
 func Source() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "shim", "libenvsieve", "envsieve.c")
 }
 
-// Lib returns the path of a libenvsieve.so built from the source tree. It
+// Lib returns the path of a libenvsieve.so built from the source tree,
+// with envsieve-start beside it. It
 // fails the test when no C compiler is found: the shim is part of what
 // the tests prove.
 func Lib(t testing.TB) string {
@@ -46,6 +51,14 @@ func Lib(t testing.TB) string {
 		args := append(append([]string{}, CFlags...), "-o", libPath, Source(), "-ldl")
 		cmd := exec.Command(cc(), args...)
 		cmd.Env = os.Environ() // the compiler's own settings (PATH, TMPDIR), on purpose
+		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
+			return
+		}
+		// envsieve-start goes next to the shim, where the launcher looks.
+		start := filepath.Join(filepath.Dir(Source()), "start.c")
+		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
+		cmd = exec.Command(cc(), args...)
+		cmd.Env = os.Environ()
 		libOut, libErr = cmd.CombinedOutput()
 	})
 	if libErr != nil {

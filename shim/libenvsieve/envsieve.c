@@ -12,12 +12,14 @@
  *   ENVSIEVE_SHIM_SOCK=PATH   report every getenv, secure_getenv, setenv,
  *                             unsetenv, putenv and clearenv by key name
  *                             (never value) to the launcher listening there.
- *   ENVSIEVE_SHIM_EXEC=1      ask the launcher, before every exec and
- *                             posix_spawn, for the environment changes of
- *                             that one program (exec-time grants).
- *   ENVSIEVE_SHIM_RULES=G...  the rules' command globs, one per line: ask
- *                             only for a program whose name matches one
- *                             (unset: ask for every program).
+ *   ENVSIEVE_SHIM_EXEC=1      exec-time grants: an exec or posix_spawn of
+ *                             a program a rule may match runs
+ *   ENVSIEVE_SHIM_START=PATH  envsieve-start in its place, which has the
+ *                             launcher start the program outside the tree
+ *                             (start.c); the tree never holds a grant.
+ *   ENVSIEVE_SHIM_RULES=G...  the rules' command globs, one per line: only
+ *                             a program whose name matches one goes to the
+ *                             launcher (unset: every program does).
  *
  * Rules this file keeps:
  *   - No malloc, stdio, locks or getenv on any path that can run between
@@ -26,9 +28,9 @@
  *     setenv/putenv of a hidden key allocate.
  *   - Never re-enter: nothing here calls an interposed function.
  *   - Fail closed and carry on: when the launcher is gone, slow, full,
- *     not a socket or another user's, a report is dropped and an exec proceeds without
- *     grants (minus the keys granted to this process, which it must not
- *     pass on).
+ *     not a socket or another user's, a report is dropped and a program
+ *     runs without grants (minus what the rules deny, and minus the keys
+ *     granted to this process, which it must not pass on).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -55,16 +57,15 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "wire.h"
+
 extern char **environ;
 
-#define WIRE_VERSION 1
-#define MAX_MSG 16384         /* one request or reply */
 #define MAX_ENV 2048          /* entries of an envp we rebuild */
 #define MAX_ARGS 4096         /* execl-style argument lists */
 #define MAX_HIDE 64           /* hidden keys */
 #define MAX_REPORT_NAME 256   /* longer names are cut in reports */
 #define SEEN_SLOTS 4096       /* reported (op, name) pairs, per process */
-#define REPLY_TIMEOUT_MS 50   /* the bound on a grant answer */
 
 /* ---- state, set once by init ---- */
 
@@ -155,18 +156,6 @@ static inline uint64_t hash_fast(const char *s, size_t len) {
 	return h;
 }
 
-/* value returns the value of key (len bytes) in env, or NULL. */
-static char *value_in(char *const *env, const char *key, size_t len) {
-	if (env == NULL)
-		return NULL;
-	for (; *env; env++) {
-		const char *e = *env;
-		if (e[0] == key[0] && strncmp(e, key, len) == 0 && e[len] == '=')
-			return (char *)e + len + 1;
-	}
-	return NULL;
-}
-
 static int in_list(const char *list, const char *key, size_t len) {
 	const char *p = list;
 	while (*p) {
@@ -180,52 +169,10 @@ static int in_list(const char *list, const char *key, size_t len) {
 	return 0;
 }
 
-static size_t put(char *buf, size_t at, size_t cap, const char *s, size_t n) {
-	if (at == (size_t)-1 || at + n + 1 > cap)
-		return (size_t)-1;
-	memcpy(buf + at, s, n);
-	buf[at + n] = 0;
-	return at + n + 1;
-}
+static size_t put_pid(char *buf, size_t at, size_t cap) { return put_num(buf, at, cap, (unsigned long)getpid()); }
 
-static size_t put_str(char *buf, size_t at, size_t cap, const char *s) {
-	return put(buf, at, cap, s, strlen(s));
-}
-
-static size_t put_pid(char *buf, size_t at, size_t cap) {
-	char tmp[24];
-	int n = 0;
-	long pid = (long)getpid();
-	char rev[24];
-	do {
-		rev[n++] = (char)('0' + pid % 10);
-		pid /= 10;
-	} while (pid > 0 && n < 20);
-	for (int i = 0; i < n; i++)
-		tmp[i] = rev[n - 1 - i];
-	return put(buf, at, cap, tmp, (size_t)n);
-}
-
-/* dial connects to the launcher. The listener must be this process's own
- * user (or root): once the launcher has exited and its directory is gone,
- * another user could listen at the same path and answer exec requests with
- * variables of its choosing. */
-static int dial(void) {
-	if (g_addrlen == 0)
-		return -1;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-	if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-	    (cred.uid != getuid() && cred.uid != geteuid() && cred.uid != 0)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
+/* dial connects to the launcher (see wire_dial). */
+static int dial(void) { return wire_dial(&g_addr, g_addrlen); }
 
 /* report_fd returns this process's report connection, or -1. The inode
  * check catches a descriptor that the program closed and reused. */
@@ -546,17 +493,11 @@ static const char *search(const char *file, char *out, size_t cap) {
 }
 
 struct edit {
-	char msg[MAX_MSG]; /* the request, then the reply */
-	size_t len;        /* of the reply */
 	char *envp[MAX_ENV + 8];
-	int fd;            /* the checked program to execveat, or -1 */
+	char *argv[MAX_ARGS + 3]; /* envsieve-start's: its path, the program's path, the program's argv */
+	int fd;                   /* the checked program to execveat, or -1 */
+	int start;                /* run envsieve-start with argv instead of the program */
 };
-
-static long now_ms(void) {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void notice(const char *path, const char *reason) {
 	char buf[1024];
@@ -572,100 +513,20 @@ static void notice(const char *path, const char *reason) {
 		(void)send_msg(fd, buf, at);
 }
 
-/* ask sends path and argv on a connection of its own and reads the reply
- * into ed. 0 on a well-formed reply. */
-static int ask(const char *path, char *const argv[], struct edit *ed) {
-	char *req = ed->msg;
-	size_t at = 2;
-	req[0] = WIRE_VERSION;
-	req[1] = 'X';
-	at = put_pid(req, at, MAX_MSG);
-	at = put_str(req, at, MAX_MSG, path ? path : "");
-	for (size_t i = 0; argv && argv[i] && at != (size_t)-1; i++)
-		at = put_str(req, at, MAX_MSG, argv[i]);
-	if (at == (size_t)-1) {
-		notice(path, "argv-too-large");
-		return -1;
-	}
-	int fd = dial();
-	if (fd < 0)
-		return -1;
-	if (send(fd, req, at, MSG_NOSIGNAL) != (ssize_t)at) {
-		close(fd);
-		return -1;
-	}
-	long deadline = now_ms() + REPLY_TIMEOUT_MS;
-	ssize_t n;
-	for (;;) {
-		long left = deadline - now_ms();
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int r = left > 0 ? poll(&pfd, 1, (int)left) : 0;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			close(fd);
-			notice(path, "timeout");
+/* start_argv prepares ed->argv for envsieve-start: "envsieve-start PATH
+ * ARGV...". 0 when it fits. */
+static int start_argv(const char *path, char *const argv[], struct edit *ed) {
+	size_t n = 0;
+	ed->argv[n++] = (char *)"envsieve-start";
+	ed->argv[n++] = (char *)path;
+	for (size_t i = 0; argv && argv[i]; i++) {
+		if (n >= MAX_ARGS + 2) {
+			notice(path, "argv-too-large");
 			return -1;
 		}
-		n = recv(fd, ed->msg, MAX_MSG, MSG_TRUNC | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		break;
+		ed->argv[n++] = argv[i];
 	}
-	close(fd);
-	if (n < 2 || (size_t)n > MAX_MSG || ed->msg[0] != WIRE_VERSION || ed->msg[1] != 'R' || ed->msg[n - 1] != 0)
-		return -1;
-	for (char *p = ed->msg + 2; p < ed->msg + n; p += strlen(p) + 1) {
-		if (!((p[0] == '+' && strchr(p, '=') && p[1] != '=') || (p[0] == '-' && p[1] != 0)))
-			return -1;
-	}
-	ed->len = (size_t)n;
-	return 0;
-}
-
-/* edited reports whether the reply deletes or sets the key e (len bytes). */
-static int edited(const struct edit *ed, const char *e, size_t len) {
-	for (const char *p = ed->msg + 2; p < ed->msg + ed->len; p += strlen(p) + 1) {
-		if (strncmp(p + 1, e, len) == 0 && p[1 + len] == (p[0] == '+' ? '=' : 0))
-			return 1;
-	}
-	return 0;
-}
-
-/* glob matches the n bytes at s against a pattern of '*' (any run of
- * bytes) and '?' (one byte), as internal/pattern does; the pattern is
- * [p, pe). */
-static int glob(const char *p, const char *pe, const char *s, size_t n) {
-	const char *star = NULL, *retry = NULL, *se = s + n;
-	while (s < se) {
-		if (p < pe && (*p == '?' || *p == *s)) {
-			p++;
-			s++;
-		} else if (p < pe && *p == '*') {
-			star = p++;
-			retry = s;
-		} else if (star) {
-			p = star + 1;
-			s = ++retry;
-		} else {
-			return 0;
-		}
-	}
-	while (p < pe && *p == '*')
-		p++;
-	return p == pe;
-}
-
-/* any_glob reports whether the n bytes at s match a line of list. */
-static int any_glob(const char *list, const char *s, size_t n) {
-	for (const char *p = list; *p;) {
-		const char *e = p;
-		while (*e && *e != '\n')
-			e++;
-		if (glob(p, e, s, n))
-			return 1;
-		p = *e ? e + 1 : e;
-	}
+	ed->argv[n] = NULL;
 	return 0;
 }
 
@@ -815,17 +676,25 @@ static int static_program(const char *path) {
 
 static char g_rulesenv[4096 + 32];         /* "ENVSIEVE_SHIM_RULES=..." */
 static char g_denyenv[4096 + 32];          /* "ENVSIEVE_SHIM_DENY=..." */
-#define NCARRIED 5
+static char g_startenv[4096 + 32];         /* "ENVSIEVE_SHIM_START=..." */
+static const char *g_start;                /* envsieve-start, inside g_startenv */
+#define NCARRIED 6
 static const char *const carried[NCARRIED] = {"LD_PRELOAD", "ENVSIEVE_SHIM_SOCK", "ENVSIEVE_SHIM_EXEC",
-                                              "ENVSIEVE_SHIM_RULES", "ENVSIEVE_SHIM_DENY"};
-static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv, g_denyenv};
+                                              "ENVSIEVE_SHIM_RULES", "ENVSIEVE_SHIM_DENY", "ENVSIEVE_SHIM_START"};
+static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv, g_denyenv,
+                                            g_startenv};
 
-/* rewrite returns the envp the program starts with.
+/* rewrite returns the envp the program starts with, and decides how it
+ * starts.
  *
- * With grants on: on an answer, envp minus the launcher's deletions plus its
- * additions; without one, envp minus the names granted to this process and,
- * when a rule may match the program, minus every key a rule's deny matches
- * (fail closed). The shim's own variables are carried on.
+ * With grants on, a program a rule may match is not run here: ed->start is
+ * set, and the caller runs envsieve-start with ed->argv instead, which asks
+ * the launcher to start the program outside the tree (the tree never holds
+ * a granted value). allow_start 0 (envsieve-start could not run), no
+ * envsieve-start, or an argv too long for it: the program runs here minus
+ * every key a rule's deny matches (fail closed). Either way it loses the
+ * names granted to this process, which it must not pass on, and the shim's
+ * own variables are carried on.
  *
  * An exec of the process that hid keys (not of a child it forked: is_exec
  * and the same pid, as in `env node` or bash's `exec`) is the same process
@@ -836,27 +705,26 @@ static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM
  * Returns envp itself when there is nothing to do, NULL (errno set) when
  * envp is too large to rewrite. */
 static char *const *rewrite(const char *path, int fd, char *const argv[], char *const envp[], struct edit *ed,
-                            int is_exec) {
+                            int is_exec, int allow_start) {
 	ed->fd = -1;
+	ed->start = 0;
 	if (atomic_load(&g_state) != 2)
 		return envp;
 	int saved = errno;
-	int carry = is_exec && g_nhidden && getpid() == g_hide_pid && may_carry(path, fd, envp, ed);
-	errno = saved;
-	if (!g_exec && !carry)
-		return envp;
-	int asked = 0, ok = 0;
+	int asked = 0;
 	if (g_exec) {
 		if (static_program(path))
 			notice(path, "static-program");
 		asked = rule_may_match(path);
-		ok = asked && ask(path, argv, ed) == 0;
+		ed->start = asked && allow_start && g_start && path && access(path, X_OK) == 0 &&
+		            start_argv(path, argv, ed) == 0;
 	}
+	int carry = !ed->start && is_exec && g_nhidden && getpid() == g_hide_pid && may_carry(path, fd, envp, ed);
 	errno = saved;
-	if (!ok)
-		ed->len = 2;
-	int strip_denies = asked && !ok && g_deny[0];
-	if (!ok && !carry && !strip_denies && g_granted[0] == 0)
+	if (!g_exec && !carry)
+		return envp;
+	int strip_denies = asked && !ed->start && g_deny[0];
+	if (!carry && !strip_denies && g_granted[0] == 0)
 		return envp;
 	size_t n = 0;
 	int have[NCARRIED] = {0};
@@ -865,7 +733,7 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 		size_t len = 0;
 		while (e[len] && e[len] != '=')
 			len++;
-		if (ok ? edited(ed, e, len) : in_list(g_granted, e, len))
+		if (in_list(g_granted, e, len))
 			continue;
 		if (strip_denies && any_glob(g_deny, e, len))
 			continue;
@@ -879,15 +747,6 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 			return NULL;
 		}
 		ed->envp[n++] = (char *)e;
-	}
-	for (char *p = ed->msg + 2; p < ed->msg + ed->len; p += strlen(p) + 1) {
-		if (p[0] != '+')
-			continue;
-		if (n >= MAX_ENV) {
-			errno = E2BIG;
-			return NULL;
-		}
-		ed->envp[n++] = p + 1;
 	}
 	if (carry) {
 		for (size_t i = 0; i < g_nhidden && n < MAX_ENV; i++) {
@@ -918,63 +777,52 @@ static int exec_checked(struct edit *ed, char *const argv[], char *const env[]) 
 	return -1;
 }
 
-int execve(const char *path, char *const argv[], char *const envp[]) {
-	struct edit ed;
-	char *const *env = rewrite(path, -1, argv, envp, &ed, 1);
-	if (env == NULL)
-		return -1;
-	if (ed.fd >= 0)
-		return exec_checked(&ed, argv, env);
-	if (!real_execve) {
+/* exec_as execs path as rewrite decides: through envsieve-start, by the
+ * checked descriptor, or as asked: by fd when fd >= 0 (fexecve), by a PATH
+ * search for file when it is set (execvpe), else by path. When
+ * envsieve-start cannot run, the program runs here after all. */
+static int exec_as(const char *path, int fd, const char *file, char *const argv[], char *const envp[]) {
+	if (!real_execve || !real_fexecve || !real_execvpe) {
 		errno = ENOSYS;
 		return -1;
 	}
+	struct edit ed;
+	char *const *env = rewrite(path, fd, argv, envp, &ed, 1, 1);
+	if (env == NULL)
+		return -1;
+	if (ed.start) {
+		real_execve(g_start, ed.argv, env);
+		notice(path, "start-helper-failed");
+		if ((env = rewrite(path, fd, argv, envp, &ed, 1, 0)) == NULL)
+			return -1;
+	}
+	if (ed.fd >= 0)
+		return exec_checked(&ed, argv, env);
+	if (fd >= 0)
+		return real_fexecve(fd, argv, env);
+	if (file)
+		return real_execvpe(file, argv, env);
 	return real_execve(path, argv, env);
 }
+
+int execve(const char *path, char *const argv[], char *const envp[]) { return exec_as(path, -1, NULL, argv, envp); }
 
 int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
-	struct edit ed;
 	char buf[4096];
-	char *const *env = rewrite(search(file, buf, sizeof buf), -1, argv, envp, &ed, 1);
-	if (env == NULL)
-		return -1;
-	if (ed.fd >= 0)
-		return exec_checked(&ed, argv, env);
-	if (!real_execvpe) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real_execvpe(file, argv, env);
+	return exec_as(search(file, buf, sizeof buf), -1, file, argv, envp);
 }
 
 int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
 
 int fexecve(int fd, char *const argv[], char *const envp[]) {
-	struct edit ed;
 	char link[32] = "/proc/self/fd/";
 	char path[4096];
-	size_t at = 14;
-	char rev[12];
-	int n = 0, v = fd < 0 ? 0 : fd;
-	do {
-		rev[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v > 0 && n < 11);
-	while (n > 0)
-		link[at++] = rev[--n];
-	link[at] = 0;
+	put_num(link, 14, sizeof link, (unsigned long)(fd < 0 ? 0 : fd));
 	ssize_t l = readlink(link, path, sizeof path - 1);
 	path[l > 0 ? l : 0] = 0;
-	char *const *env = rewrite(path, fd, argv, envp, &ed, 1);
-	if (env == NULL)
-		return -1;
-	if (!real_fexecve) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return real_fexecve(fd, argv, env);
+	return exec_as(path, fd, NULL, argv, envp);
 }
 
 /* collect gathers execl-style arguments into argv; envp receives the
@@ -1028,27 +876,41 @@ int execle(const char *path, const char *arg, ...) {
 	return execve(path, argv, envp);
 }
 
-int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+/* spawn_as spawns path as rewrite decides (see exec_as). */
+static int spawn_as(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                    const posix_spawnattr_t *attr, char *const argv[], char *const envp[],
+                    int (*real)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                                const posix_spawnattr_t *, char *const[], char *const[]),
+                    const char *as) {
 	struct edit ed;
-	char *const *env = rewrite(path, -1, argv, envp, &ed, 0);
+	char *const *env = rewrite(path, -1, argv, envp, &ed, 0, 1);
 	if (env == NULL)
 		return E2BIG;
+	if (ed.start) {
+		int err = real_posix_spawn(pid, g_start, fa, attr, ed.argv, env);
+		if (err == 0)
+			return 0;
+		notice(path, "start-helper-failed");
+		if ((env = rewrite(path, -1, argv, envp, &ed, 0, 0)) == NULL)
+			return E2BIG;
+	}
+	return real(pid, as, fa, attr, argv, env);
+}
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
 	if (!real_posix_spawn)
 		return ENOSYS;
-	return real_posix_spawn(pid, path, fa, attr, argv, env);
+	return spawn_as(pid, path, fa, attr, argv, envp, real_posix_spawn, path);
 }
 
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-	struct edit ed;
 	char buf[4096];
-	char *const *env = rewrite(search(file, buf, sizeof buf), -1, argv, envp, &ed, 0);
-	if (env == NULL)
-		return E2BIG;
-	if (!real_posix_spawnp)
+	if (!real_posix_spawn || !real_posix_spawnp)
 		return ENOSYS;
-	return real_posix_spawnp(pid, file, fa, attr, argv, env);
+	const char *path = search(file, buf, sizeof buf);
+	return spawn_as(pid, path, fa, attr, argv, envp, real_posix_spawnp, file);
 }
 
 /* ---- start-up ---- */
@@ -1133,10 +995,7 @@ static void init(void) {
 	dl_iterate_phdr(readonly_segments, NULL);
 
 	const char *sock = value_in(environ, "ENVSIEVE_SHIM_SOCK", 18);
-	if (sock && *sock && strlen(sock) < sizeof g_addr.sun_path) {
-		g_addr.sun_family = AF_UNIX;
-		memcpy(g_addr.sun_path, sock, strlen(sock) + 1);
-		g_addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(sock) + 1);
+	if ((g_addrlen = wire_addr(sock, &g_addr)) != 0) {
 		copy_env(g_sockenv, sizeof g_sockenv, "ENVSIEVE_SHIM_SOCK", sock);
 	}
 	const char *pre = value_in(environ, "LD_PRELOAD", 10);
@@ -1154,6 +1013,11 @@ static void init(void) {
 	if (deny && strlen(deny) < sizeof g_deny) {
 		memcpy(g_deny, deny, strlen(deny) + 1);
 		copy_env(g_denyenv, sizeof g_denyenv, "ENVSIEVE_SHIM_DENY", deny);
+	}
+	const char *st = value_in(environ, "ENVSIEVE_SHIM_START", 19);
+	if (st && *st == '/' && strlen(st) < sizeof g_startenv - 32) {
+		copy_env(g_startenv, sizeof g_startenv, "ENVSIEVE_SHIM_START", st);
+		g_start = g_startenv + 20;
 	}
 	const char *gr = value_in(environ, "ENVSIEVE_SHIM_GRANTED", 21);
 	if (gr && strlen(gr) < sizeof g_granted)

@@ -7,6 +7,7 @@
 package daemoncli
 
 import (
+	"github.com/envsieve/envsieve/launch"
 	"os"
 	"runtime"
 
@@ -18,6 +19,10 @@ import (
 // "daemon ARGS" serves, "client ARGS" talks to a daemon. envsieve hands
 // over to it with the verb and arguments it was given.
 func Main(version string) int {
+	// A session command's Landlock domain (launch.Scope): nothing else runs.
+	if len(os.Args) > 1 && os.Args[1] == launch.ScopeInitArg {
+		return launch.ScopeInit(os.Args[2:])
+	}
 	u := cli.NewUI(os.Stdout, os.Stderr, envknob.Debug())
 	u.Debugf("envsieve-daemon %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	root := cli.Root(u, "envsieve-daemon", version,

@@ -1,0 +1,107 @@
+//go:build linux
+
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Scope returns a Cmd that runs c in a Landlock domain of its own: the
+// launcher re-executes itself, restricts its thread, and execs the program
+// from it. A process in a Landlock domain cannot ptrace, nor read the
+// /proc/PID/environ or /proc/PID/mem of, a process outside it; so the
+// programs the launcher starts with real values (exec-time grants) are out
+// of the tree's reach even where Yama allows any same-user ptrace. The
+// domain restricts nothing else the user can do (it handles only the
+// creation of block devices, which needs a privilege the tree lacks). It
+// sets no_new_privs, which Landlock requires: setuid programs (sudo) do not
+// gain privileges in the tree.
+//
+// Call it before [MakeNonDumpable], for the same reason as [Isolate].
+func Scope(c *Cmd) (*Cmd, error) {
+	if _, err := landlockABI(); err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("scope: find envsieve's own executable: %w", err)
+	}
+	args := append([]string{"envsieve", ScopeInitArg, c.Path}, c.Args...)
+	env := make([]string, len(c.Env))
+	for i, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			kv = initPreload + v
+		}
+		env[i] = kv
+	}
+	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
+}
+
+// landlockABI returns the kernel's Landlock ABI version, or an error
+// wrapping ErrNoScope.
+func landlockABI() (int, error) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, fmt.Errorf("%w: %v", ErrNoScope, errno)
+	}
+	return int(abi), nil
+}
+
+// ScopeInit is the process [Scope] starts: args are the program's path and
+// argv. It enters a new Landlock domain and execs the program from the same
+// thread, so the program starts in the domain; it returns only on failure,
+// with the status for main to exit with.
+func ScopeInit(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "envsieve: scope: no program")
+		return 125
+	}
+	// no_new_privs and the domain are the thread's: set both, and exec,
+	// from this one.
+	runtime.LockOSThread()
+	if err := enterDomain(); err != nil {
+		fmt.Fprintf(os.Stderr, "envsieve: scope: %v\n", err)
+		return 125
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if v, ok := strings.CutPrefix(kv, initPreload); ok {
+			kv = "LD_PRELOAD=" + v
+		}
+		env = append(env, kv)
+	}
+	err := execError(args[0], syscall.Exec(args[0], args[1:], env))
+	fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return 127
+	}
+	return 126
+}
+
+// enterDomain puts the calling thread in a new Landlock domain that handles
+// only the creation of block devices.
+func enterDomain() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
+	if errno != 0 {
+		return fmt.Errorf("%w: create a ruleset: %v", ErrNoScope, errno)
+	}
+	defer unix.Close(int(fd))
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("%w: restrict: %v", ErrNoScope, errno)
+	}
+	return nil
+}

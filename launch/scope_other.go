@@ -1,0 +1,17 @@
+//go:build !linux
+
+package launch
+
+import (
+	"fmt"
+	"os"
+)
+
+// Scope is Linux-only: elsewhere it is an error wrapping ErrNoScope.
+func Scope(c *Cmd) (*Cmd, error) { return nil, fmt.Errorf("%w here", ErrNoScope) }
+
+// ScopeInit is Linux-only.
+func ScopeInit(args []string) int {
+	fmt.Fprintln(os.Stderr, "envsieve: scope: Linux only")
+	return 125
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package launch
+
+import (
+	"errors"
+	"os"
+
+	"github.com/envsieve/envsieve/shim"
+)
+
+var errStartLinux = errors.New("the launcher starts granted programs on Linux only")
+
+func startGranted(string, []string, []string, *shim.StartRequest) (shim.Process, error) {
+	return nil, errStartLinux
+}
+
+func dirOf(*os.File) (string, error) { return "", errStartLinux }

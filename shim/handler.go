@@ -1,0 +1,45 @@
+package shim
+
+import (
+	"os"
+	"syscall"
+)
+
+// Handler receives what the shims of a process tree send. Its methods are
+// called from many goroutines at once.
+type Handler interface {
+	// Access records one access to the environment.
+	Access(a *Access)
+	// Start decides on a start request and, when a rule grants the program
+	// something, starts it. A nil Process declines, for the reason given:
+	// the caller then runs the program itself, with what it already has.
+	// The request's files are closed when Start returns.
+	Start(r *StartRequest) (Process, string)
+	// Notice records an exec that went ahead without grants.
+	Notice(n *Notice)
+	// Refused records a message or a connection the server threw away:
+	// a malformed packet, a peer of another user, too many connections.
+	Refused(reason string)
+}
+
+// StartRequest is a start request and what came with it.
+type StartRequest struct {
+	*Start
+	PID   int         // the caller, as its own pid namespace numbers it
+	Peer  int         // the caller, as the launcher's pid namespace numbers it (SO_PEERCRED)
+	Stdio [3]*os.File // the caller's descriptors 0, 1 and 2; nil where it had none open
+	Dir   *os.File    // the caller's working directory
+}
+
+// Process is a program the launcher started for a start request.
+type Process interface {
+	// Joined reports whether the program is in the caller's process group.
+	Joined() bool
+	// Signal passes a signal the caller received on to the program.
+	Signal(sig syscall.Signal)
+	// Wait waits for the program's exit: its code, or the signal (> 0)
+	// that ended it.
+	Wait() (code, sig int)
+	// Kill ends the program: its caller is gone.
+	Kill()
+}
