@@ -34,4 +34,10 @@ help=$(env -i PATH=/usr/bin:/bin "$root/bin/envsieve" client --help)
 grep -q "client speaks to 'envsieve daemon'" <<<"$help"
 arm64=$(tar -tzf dist/envsieve_*_linux_arm64.tar.gz)
 grep -q 'lib/envsieve/libenvsieve.so$' <<<"$arm64"
-echo "release-check: snapshot archives built; the linux/amd64 envsieve runs and finds its shim and daemon"
+grep -q 'lib/envsieve/envsieve-start$' <<<"$arm64"
+# A rule's program is started by the launcher through envsieve-start.
+mkdir "$clean/sys" && cp /bin/true "$clean/sys/gh" && chmod 0755 "$clean/sys/gh"
+printf 'version: 1\nrules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n' > "$clean/p.yaml"
+(cd "$clean" && env -i PATH="$clean/sys:/usr/bin:/bin" ENVSIEVE_AUDIT="$clean/a.jsonl" "$root/bin/envsieve" run --policy "$clean/p.yaml" -- sh -c 'gh')
+grep -q '"msg":"grant"' "$clean/a.jsonl"
+echo "release-check: snapshot archives built; the linux/amd64 envsieve runs and finds its shim, envsieve-start and daemon"
