@@ -371,7 +371,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 // count as code injection (dropped unless the rule names them); and the
 // shim's variables are added, with the granted keys named so that the
 // program's children lose them. keys are the granted keys: those whose
-// value the tree does not have.
+// value the caller does not have.
 func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
 	parent := make([]string, 0, len(r.Env)+8)
@@ -383,8 +383,12 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			from[k] = true
 		}
 	}
+	caller := make(map[string]string, len(r.Env))
 	for _, kv := range r.Env {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := caller[k]; !dup {
+			caller[k] = v
+		}
 		if !from[k] && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_") {
 			parent = append(parent, kv)
 		}
@@ -417,8 +421,11 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			continue
 		}
 		env = append(env, kv)
-		if bv, inBase := s.base[k]; !inBase || bv != v || s.hidden[k] {
-			keys = append(keys, k)
+		// Granted: a value the caller does not have.
+		if cv, has := caller[k]; !has || cv != v {
+			if k != "PATH" {
+				keys = append(keys, k)
+			}
 		}
 	}
 	for _, kv := range l.Env {
