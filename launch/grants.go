@@ -317,7 +317,8 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	// The program a rule grants to: named as an administrator named it,
 	// and one the agent's tree cannot have written (a copy or a link named
 	// gh gets nothing), nor its #! interpreter.
-	name, writable, err := trust.Program(path, os.Geteuid())
+	// It is resolved once: the file checked is the file started.
+	name, real, writable, err := trust.ProgramFile(path, os.Geteuid())
 	if err != nil {
 		return nil, "the program cannot be resolved"
 	}
@@ -336,7 +337,6 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "rule " + rule.Name + ": the environment cannot be built"
 	}
-	real, _ := filepath.EvalSymlinks(path)
 	if err := checkInterpreter(real, envValue(env, "PATH"), os.Geteuid()); err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "the program's interpreter is in a place the agent's tree can write"
@@ -475,13 +475,26 @@ func checkInterpreter(path, pathEnv string, uid int) error {
 			if arg == "" || strings.HasPrefix(arg, "-") {
 				return fmt.Errorf("the #! line runs %s %s, whose program cannot be checked", interp, arg)
 			}
+			// env searches PATH when the script runs: every directory it
+			// looks in before the one that has NAME must be out of the
+			// tree's reach too, or NAME could be planted there after this
+			// check.
 			found := ""
 			for _, dir := range filepath.SplitList(pathEnv) {
-				if c := filepath.Join(dir, arg); filepath.IsAbs(c) {
-					if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-						found = c
-						break
-					}
+				if !filepath.IsAbs(dir) {
+					return fmt.Errorf("the #! interpreter %s is looked up in a relative PATH entry %q", arg, dir)
+				}
+				rd, err := filepath.EvalSymlinks(dir)
+				if err == nil {
+					err = trust.Check(rd, uid)
+				}
+				if err != nil {
+					return fmt.Errorf("the #! interpreter %s is looked up in %s: %w", arg, dir, err)
+				}
+				c := filepath.Join(dir, arg)
+				if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+					found = c
+					break
 				}
 			}
 			if found == "" {

@@ -58,16 +58,23 @@ func Check(path string, uid int) error {
 // administrator named it: /usr/bin/npm for npm-cli.js), else the real
 // file's own (a link named gh to printenv, made by the agent, is printenv).
 func Program(path string, uid int) (name string, writable error, err error) {
+	name, _, writable, err = ProgramFile(path, uid)
+	return name, writable, err
+}
+
+// ProgramFile is [Program] that also returns the real file it judged, to be
+// run as it is: resolving path again could lead elsewhere, when a link on
+// the way sits in a place uid can write.
+func ProgramFile(path string, uid int) (name, real string, writable error, err error) {
 	if path, err = filepath.Abs(path); err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", nil, err
+	if real, err = filepath.EvalSymlinks(path); err != nil {
+		return "", "", nil, err
 	}
 	name = real
 	if Check(filepath.Dir(path), uid) == nil {
 		name = path
 	}
-	return name, Check(real, uid), nil
+	return name, real, Check(real, uid), nil
 }
