@@ -28,13 +28,25 @@ import (
 // own /proc/self/exe as an unprivileged user, and Isolate resolves the
 // launcher's path from it.
 func Isolate(c *Cmd) (*Cmd, error) {
+	ic, err := reexec(c, IsolateInitArg)
+	if err != nil {
+		return nil, fmt.Errorf("isolate: %w", err)
+	}
+	ic.isolate = true
+	return ic, nil
+}
+
+// reexec returns a Cmd that runs envsieve itself with initArg, the
+// program's path and its argv, and the program's environment with its
+// LD_PRELOAD set aside: envsieve must not load the shim (it would hide keys
+// from envsieve, not the program), and puts it back before the program
+// starts.
+func reexec(c *Cmd, initArg string) (*Cmd, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("isolate: find envsieve's own executable: %w", err)
+		return nil, fmt.Errorf("find envsieve's own executable: %w", err)
 	}
-	args := append([]string{"envsieve", IsolateInitArg, c.Path}, c.Args...)
-	// The init is envsieve itself: it must not load the program's
-	// LD_PRELOAD (the shim would hide keys from the init, not the program).
+	args := append([]string{"envsieve", initArg, c.Path}, c.Args...)
 	env := make([]string, len(c.Env))
 	for i, kv := range c.Env {
 		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
@@ -43,7 +55,7 @@ func Isolate(c *Cmd) (*Cmd, error) {
 		env[i] = kv
 	}
 	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result, isolate: true}, nil
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
 }
 
 // initPreload carries the program's LD_PRELOAD past the isolated init.

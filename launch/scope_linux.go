@@ -30,20 +30,11 @@ func Scope(c *Cmd) (*Cmd, error) {
 	if _, err := landlockABI(); err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
+	sc, err := reexec(c, ScopeInitArg)
 	if err != nil {
-		return nil, fmt.Errorf("scope: find envsieve's own executable: %w", err)
+		return nil, fmt.Errorf("scope: %w", err)
 	}
-	args := append([]string{"envsieve", ScopeInitArg, c.Path}, c.Args...)
-	env := make([]string, len(c.Env))
-	for i, kv := range c.Env {
-		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
-			kv = initPreload + v
-		}
-		env[i] = kv
-	}
-	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
+	return sc, nil
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or an error
