@@ -200,8 +200,11 @@ func TestStartDeclined(t *testing.T) {
 	}
 	defer srv.Close()
 	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
-	got := run(t, env, nil, prog) + "\n"
+		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE",
+		`THEN=echo mine=${MINE:-none}; sed -n "s/^SigIgn:[[:space:]]*/ignored=/p" /proc/$$/status; exit 7`)
+	// The caller ignores SIGHUP (as under nohup): the program must too, and
+	// must not inherit envsieve-start's own ignored SIGPIPE.
+	got := run(t, env, nil, "bash", "-c", `trap "" HUP; exec "$0"`, prog) + "\n"
 	for _, via := range vias {
 		if !strings.Contains(got, via+":none old\n") || !strings.Contains(got, via+"=7\n") {
 			t.Errorf("%s: want the program run as asked, got %q", via, got)
@@ -209,6 +212,17 @@ func TestStartDeclined(t *testing.T) {
 	}
 	if strings.Contains(got, "granted-to-me") || strings.Count(got, "mine=none") != len(vias) {
 		t.Errorf("a key granted to the caller reached a program: %q", got)
+	}
+	if n := strings.Count(got, "ignored="); n != len(vias) {
+		t.Errorf("%d programs said what they ignore, want %d", n, len(vias))
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if hex, ok := strings.CutPrefix(line, "ignored="); ok {
+			mask, err := strconv.ParseUint(hex, 16, 64)
+			if err != nil || mask&(1<<(syscall.SIGHUP-1)) == 0 || mask&(1<<(syscall.SIGPIPE-1)) != 0 {
+				t.Errorf("the program's ignored signals are %s: want SIGHUP as the caller had it, SIGPIPE not", hex)
+			}
+		}
 	}
 }
 

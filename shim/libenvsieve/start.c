@@ -64,6 +64,10 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 }
 
 static const int forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM, SIGCONT};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+/* the dispositions this process started with (the caller's, across the
+ * exec: an ignored signal stays ignored), and SIGPIPE's */
+static struct sigaction g_saved[NFORWARDED], g_savedpipe;
 
 static long now_ms(void) {
 	struct timespec ts;
@@ -169,6 +173,17 @@ static int request(const char *path, char **argv, char **envp) {
 	return ok ? 0 : -1;
 }
 
+/* alone gives the signals back the dispositions and the mask this process
+ * started with, before it runs the program itself: the program inherits
+ * what the caller had, and a signal held meanwhile acts as it would have
+ * on the caller. */
+static void alone(const sigset_t *old) {
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &g_saved[i], NULL);
+	sigaction(SIGPIPE, &g_savedpipe, NULL);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
 /* run_alone execs the program in this process, as the caller would have;
  * strip removes what the rules deny first. Returns only on failure. */
 static int run_alone(const char *path, char **argv, char **envp, int strip) {
@@ -220,11 +235,12 @@ int main(int argc, char **argv, char **envp) {
 	struct sockaddr_un addr;
 	socklen_t alen = wire_addr(value_in(envp, "ENVSIEVE_SHIM_SOCK", 18), &addr);
 	g_conn = wire_dial(&addr, alen);
-	if (g_conn < 0 || request(path, pargv, envp) != 0)
+	if (g_conn < 0)
 		return run_alone(path, pargv, envp, 1);
 
-	/* Signals are caught from here on, so none is lost between "begun"
-	 * and the wait. */
+	/* Signals are caught, and held, from before the request: one sent
+	 * while the launcher decides reaches the program once it has begun
+	 * (or this process, as the caller would have, when it runs alone). */
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = forward;
@@ -232,26 +248,37 @@ int main(int argc, char **argv, char **envp) {
 	sigfillset(&sa.sa_mask);
 	sigset_t block, old;
 	sigemptyset(&block);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+	for (size_t i = 0; i < NFORWARDED; i++)
 		sigaddset(&block, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &block, &old);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < NFORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &g_saved[i]);
+		/* One the caller ignores (nohup) stays ignored, and is not
+		 * passed on. */
+		if (g_saved[i].sa_handler != SIG_IGN)
+			sigaction(forwarded[i], &sa, NULL);
+	}
+	struct sigaction ign;
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &g_savedpipe);
+	if (request(path, pargv, envp) != 0) {
+		close(g_conn);
+		alone(&old);
+		return run_alone(path, pargv, envp, 1);
+	}
 
 	char buf[512];
 	ssize_t n = answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
 	if (n < 3 || buf[0] != WIRE_VERSION || buf[n - 1] != 0) {
 		/* No answer: closing the connection stops anything begun. */
 		close(g_conn);
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		alone(&old);
 		return run_alone(path, pargv, envp, 1);
 	}
 	if (buf[1] == 'D') {
 		close(g_conn);
-		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-			signal(forwarded[i], SIG_DFL);
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		alone(&old);
 		return run_alone(path, pargv, envp, 0);
 	}
 	if (buf[1] != 'B') {
