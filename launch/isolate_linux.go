@@ -58,6 +58,23 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
 }
 
+// programEnv is the environment of the program an init started by
+// [reexec] runs: its own, with the program's LD_PRELOAD put back and the
+// init's own variables removed.
+func programEnv() []string {
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, initSeal) {
+			continue // the init's, not the program's
+		}
+		if v, ok := strings.CutPrefix(kv, initPreload); ok {
+			kv = "LD_PRELOAD=" + v
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
 // initPreload carries the program's LD_PRELOAD past the isolated init.
 const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 
@@ -137,16 +154,7 @@ func IsolateInit(args []string) int {
 	cmd.Args = args[1:]
 	// The launcher built it: the init runs with the child's environment,
 	// its LD_PRELOAD set aside.
-	cmd.Env = []string{}
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, initSeal) {
-			continue // the init's, not the program's
-		}
-		if v, ok := strings.CutPrefix(kv, initPreload); ok {
-			kv = "LD_PRELOAD=" + v
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
+	cmd.Env = programEnv()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", execError(args[0], err))

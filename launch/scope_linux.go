@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -63,13 +62,7 @@ func ScopeInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: scope: %v\n", err)
 		return 125
 	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if v, ok := strings.CutPrefix(kv, initPreload); ok {
-			kv = "LD_PRELOAD=" + v
-		}
-		env = append(env, kv)
-	}
+	env := programEnv()
 	err := execError(args[0], syscall.Exec(args[0], args[1:], env))
 	fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
 	var nf *NotFoundError
