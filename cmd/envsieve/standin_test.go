@@ -76,10 +76,7 @@ type anthropicRequest struct {
 }
 
 func (m *modelStandIn) anthropic(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-	m.mu.Lock()
-	m.bodies = append(m.bodies, string(body))
-	m.mu.Unlock()
+	body := m.record(r)
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/v1/messages/count_tokens"):
 		fmt.Fprint(w, `{"input_tokens": 12}`)
@@ -172,6 +169,15 @@ func (m *modelStandIn) anthropic(w http.ResponseWriter, r *http.Request) {
 	event("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// record reads a request's body (up to 16 MiB) and records it.
+func (m *modelStandIn) record(r *http.Request) []byte {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	m.mu.Lock()
+	m.bodies = append(m.bodies, string(body))
+	m.mu.Unlock()
+	return body
+}
+
 // recordResult records a tool result the agent sent back.
 func (m *modelStandIn) recordResult(result string) {
 	m.mu.Lock()
@@ -210,10 +216,7 @@ type geminiRequest struct {
 }
 
 func (m *modelStandIn) gemini(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
-	m.mu.Lock()
-	m.bodies = append(m.bodies, string(body))
-	m.mu.Unlock()
+	body := m.record(r)
 	path := r.URL.Path
 	switch {
 	case strings.HasSuffix(path, ":countTokens"):
@@ -310,9 +313,8 @@ func (m *modelStandIn) openai(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	body := m.record(r)
 	m.mu.Lock()
-	m.bodies = append(m.bodies, string(body))
 	m.keys = append(m.keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	m.mu.Unlock()
 	var req struct {
