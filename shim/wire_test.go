@@ -63,19 +63,26 @@ func TestParse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := shim.Parse(tt.in)
-			if tt.want == nil {
-				if err == nil || !errors.Is(err, shim.ErrMessage) {
-					t.Fatalf("got %+v, %v; want an ErrMessage", got, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
+			checkParsed(t, got, err, tt.want, tt.want == nil)
 		})
+	}
+}
+
+// checkParsed fails t unless a parser gave want, or, when fails is set, an
+// ErrMessage.
+func checkParsed(t *testing.T, got any, err error, want any, fails bool) {
+	t.Helper()
+	if fails {
+		if err == nil || !errors.Is(err, shim.ErrMessage) {
+			t.Fatalf("got %+v, %v; want an ErrMessage", got, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
 
@@ -111,18 +118,7 @@ func TestParseStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := shim.ParseStart(tt.in)
-			if tt.want == nil {
-				if err == nil || !errors.Is(err, shim.ErrMessage) {
-					t.Fatalf("got %+v, %v; want an ErrMessage", got, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
+			checkParsed(t, got, err, tt.want, tt.want == nil)
 		})
 	}
 }
