@@ -12,6 +12,7 @@ make -s build
 go build -o bin/timeit ./bench/timeit
 CGO_ENABLED=0 go build -o bin/floor-exec ./bench/floor/exec
 CGO_ENABLED=0 go build -o bin/floor-libs ./bench/floor/libs
+cc -O2 -o bin/nouserns internal/shimtest/testdata/nouserns.c
 echo "# $(go version), $(nproc) cores, $runs runs each, interleaved"
 echo "# parent environment: $(env | wc -l) variables"
 bin/timeit -n "$runs" \
@@ -31,3 +32,13 @@ bin/timeit -n "$runs" \
 bin/timeit -n "$runs" \
   "/usr/bin/env bin/envsieve run -- /bin/true" \
   "/usr/bin/env XDG_RUNTIME_DIR=/tmp bin/envsieve run -- /bin/true"
+# The seal, by each mechanism, against the same launch unsealed: namespaces
+# (this machine allows them), and Landlock under bin/nouserns, a seccomp
+# filter that refuses user namespaces as a container's does (the launcher
+# tries them, is refused, and seals with Landlock; where the kernel's own
+# switches refuse them it goes to Landlock without trying).
+bin/timeit -n "$runs" \
+  "bin/envsieve run --no-shim -- /bin/true" \
+  "bin/envsieve run --no-shim --seal -- /bin/true" \
+  "bin/nouserns bin/envsieve run --no-shim -- /bin/true" \
+  "bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true"

@@ -16,6 +16,7 @@ import (
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
+	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
 )
@@ -159,10 +160,14 @@ type Plan struct {
 	files *secret.Files
 	// fds holds the memory files of file-delivered secrets.
 	fds []*os.File
-	// sealMode is the seal the launch settled on (ChooseSeal).
-	sealMode policy.SealMode
-	mask     []redact.Secret
-	ownKey   []byte // the launch's own key when the host has none
+	// sealMode is the seal the launch settled on (ChooseSeal), sealBy
+	// how it is made, and sealIsolates whether it alone isolates the
+	// launch (the options did not ask for --isolate).
+	sealMode     policy.SealMode
+	sealBy       seal.Mechanism
+	sealIsolates bool
+	mask         []redact.Secret
+	ownKey       []byte // the launch's own key when the host has none
 	// broker is the running broker; brokerEnv what it put in Env, by
 	// name; brokered the names it keeps the real value of; brokerDir its
 	// private directory.

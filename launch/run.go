@@ -4,17 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 )
 
 // ChooseSeal settles the launch's seal: the stronger of the options' Seal
-// and what the policy asks (sieve.Result.Seal). Sealed means isolated.
-// Where the system refuses what the seal needs, `on` runs without it, with
-// a warning; `required` is an error and nothing starts.
+// and what the policy asks (sieve.Result.Seal), and the mechanism (package
+// seal): the namespaces of --isolate where this system allows them, else
+// Landlock. Where it offers neither, `on` runs without the seal, with a
+// warning; `required` is an error and nothing starts.
 func (l *Plan) ChooseSeal() error {
 	mode := l.Result.Seal.Stronger(policy.SealOff)
 	if l.opt.Seal {
@@ -24,7 +29,8 @@ func (l *Plan) ChooseSeal() error {
 		return nil
 	}
 	l.sealMode = mode
-	if err := seal.Available(); err != nil {
+	by, err := seal.Choose()
+	if err != nil {
 		if mode == policy.SealRequired {
 			return fmt.Errorf("seal: required by the policy, and not available here: %w", err)
 		}
@@ -32,12 +38,103 @@ func (l *Plan) ChooseSeal() error {
 		l.opt.Seal = false
 		return nil
 	}
-	l.opt.Seal, l.opt.Isolate = true, true
+	l.opt.Seal, l.sealBy = true, by
+	if by == seal.Namespaces {
+		l.sealIsolates = !l.opt.Isolate
+		l.opt.Isolate = true
+	}
 	return nil
 }
 
-// Sealed reports whether the launch runs sealed, once ChooseSeal settled it.
-func (l *Plan) Sealed() bool { return l.opt.Seal }
+// scope returns c as the tree's first program outside --isolate: sealed
+// with Landlock when the launch is (an error then means nothing may
+// start), else in a Landlock domain of its own when the shim may start
+// granted programs (the domain keeps the tree from reading or tracing
+// them; without it the shim declines every start), else c itself.
+func (l *Plan) scope(c *Cmd, sh *ShimRun) (*Cmd, error) {
+	if l.opt.Seal && l.sealBy == seal.Landlock {
+		spec, err := l.sealSpec()
+		if err != nil {
+			return nil, err
+		}
+		l.makeStateDirs(spec)
+		sc, err := ScopeSealed(c, spec)
+		if err != nil {
+			return nil, err
+		}
+		l.host.debugf("seal: landlock; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+		return sc, nil
+	}
+	if sh.Grants() {
+		sc, err := Scope(c)
+		if err != nil {
+			sh.NoScope(err)
+			return c, nil
+		}
+		return sc, nil
+	}
+	return c, nil
+}
+
+// sealSpec is the launch's seal. The config dir is made first when it is
+// missing: a seal cannot protect what does not exist, and a tree that
+// could create it could write the policy of every later launch.
+func (l *Plan) sealSpec() (seal.Spec, error) {
+	if l.host.ConfigDir != "" {
+		if err := os.MkdirAll(l.host.ConfigDir, 0o700); err != nil {
+			return seal.Spec{}, fmt.Errorf("seal: make the config dir: %w", err)
+		}
+	}
+	return seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, nil), nil
+}
+
+// execInPlace replaces the launcher with the program, when nothing needs
+// the launcher afterwards; sealed (by Landlock: namespaces isolate), this
+// thread first enters the seal's domain. It returns only on failure.
+func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
+	if l.opt.Seal {
+		spec, err := l.sealSpec()
+		if err != nil {
+			return err
+		}
+		l.makeStateDirs(spec)
+		runtime.LockOSThread()
+		if err := seal.Restrict(spec); err != nil {
+			return err
+		}
+		l.host.debugf("seal: landlock; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+	}
+	l.host.debugf("exec %s", path)
+	alog.Exec(path)
+	err := Exec(path, argv, l.Env)
+	alog.Exit(125, err)
+	return err
+}
+
+// makeStateDirs makes the profile's state_dirs that are missing (0700),
+// before a Landlock seal: the sealed tree could not make a new directory
+// in HOME or another directory above a sealed path. One at, in or above a
+// sealed path is left alone, with a warning; one that cannot be made is
+// warned about, and the agent finds it missing as it would unsealed.
+func (l *Plan) makeStateDirs(spec seal.Spec) {
+	if l.host.Home == "" || l.opt.Policy == nil {
+		return
+	}
+	plan, err := l.opt.Policy.Plan(l.Result.Profile)
+	if err != nil {
+		return
+	}
+	for _, d := range plan.StateDirs {
+		p := filepath.Join(l.host.Home, strings.TrimPrefix(d, "~/"))
+		if spec.Overlaps(p) {
+			l.host.warnf("seal: state dir %s is at, in or above a sealed path: not made", d)
+			continue
+		}
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			l.host.warnf("seal: state dir %s: %v", d, err)
+		}
+	}
+}
 
 // Run runs the planned launch of the program at path (found with
 // [Resolve]) with the launcher's own stdin, stdout and stderr: in place
@@ -75,12 +172,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer sh.Close()
-	if set == nil && l.files == nil && !l.opt.Isolate && sh == nil && l.broker == nil {
-		l.host.debugf("exec %s", path)
-		alog.Exec(path)
-		err := Exec(path, argv, l.Env)
-		alog.Exit(125, err)
-		return 0, err
+	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
+	if inPlace && !l.opt.Isolate {
+		return 0, l.execInPlace(path, argv, alog)
 	}
 	c := &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
@@ -92,25 +186,21 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		// after the start. Nor can it see what the launcher starts for
 		// exec-time grants.
 		if l.opt.Seal {
-			spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, nil)
+			spec, err := l.sealSpec()
+			if err != nil {
+				return 0, err
+			}
 			if c, err = IsolateSealed(c, spec); err != nil {
 				return 0, err
 			}
-			l.host.debugf("seal: %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+			l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
 		} else if c, err = Isolate(c); err != nil {
 			return 0, err
 		}
 		r.AfterStart = MakeNonDumpable
 	default:
-		if sh.Grants() {
-			// The programs rules grant to are started here, outside the
-			// tree; a Landlock domain keeps the tree from reading or
-			// tracing them.
-			if sc, err := Scope(c); err == nil {
-				c = sc
-			} else {
-				sh.NoScope(err)
-			}
+		if c, err = l.scope(c, sh); err != nil {
+			return 0, err
 		}
 		if err := MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
 			l.host.warnf("%v", err)
@@ -132,17 +222,26 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	l.host.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v",
 		set != nil, l.opt.Policy.Redact.Entropy, r.PTY, l.files != nil, l.opt.Isolate, sh != nil)
 	status, err := Supervise(c, r)
-	if errors.Is(err, ErrNamespaces) && l.opt.Seal && l.sealMode == policy.SealOn {
-		// The kernel's switches allowed it, and something else refused
-		// it (a container's seccomp filter): on runs without the seal.
-		l.host.warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
+	if errors.Is(err, ErrNamespaces) && l.opt.Seal && l.sealIsolates {
+		// The kernel's switches allowed them, and something else refused
+		// them (a container's seccomp filter): seal with Landlock, or
+		// where it cannot, run `on` without the seal.
+		l.opt.Isolate = false
+		if lerr := seal.LandlockAvailable(); lerr == nil {
+			l.sealBy = seal.Landlock
+			l.host.debugf("seal: user namespaces refused (%v): sealing with Landlock", err)
+		} else if l.sealMode == policy.SealOn {
+			l.host.warnf("seal: not available here (%v; and %v): the command runs without it, and can read your credential files", err, lerr)
+			l.opt.Seal = false
+		} else {
+			return 0, fmt.Errorf("seal: required by the policy, and not available here: %w; and %v", err, lerr)
+		}
+		if inPlace {
+			return 0, l.execInPlace(path, argv, alog)
+		}
 		c = &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
-		if sh.Grants() {
-			if sc, err := Scope(c); err == nil {
-				c = sc
-			} else {
-				sh.NoScope(err)
-			}
+		if c, err = l.scope(c, sh); err != nil {
+			return 0, err
 		}
 		r.AfterStart = nil
 		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {

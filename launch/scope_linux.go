@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/envsieve/envsieve/seal"
 )
 
 // Scope returns a Cmd that runs c in a Landlock domain of its own: the
@@ -39,11 +42,28 @@ func Scope(c *Cmd) (*Cmd, error) {
 // landlockABI returns the kernel's Landlock ABI version, or an error
 // wrapping ErrNoScope.
 func landlockABI() (int, error) {
-	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0, fmt.Errorf("%w: %v", ErrNoScope, errno)
+	abi, err := seal.LandlockABI()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNoScope, err)
 	}
-	return int(abi), nil
+	return abi, nil
+}
+
+// ScopeSealed is [Scope] with the seal made by Landlock: the init enters
+// a domain that seals spec (seal.Restrict) instead of the scope's empty
+// one, which keeps the tree out of launcher-started programs all the same.
+// The init fails, and nothing starts, where the seal cannot be made.
+func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
+	text, err := spec.Encode()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := reexec(c, ScopeInitArg)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	sc.Env = append(sc.Env, initSeal+text)
+	return sc, nil
 }
 
 // ScopeInit is the process [Scope] starts: args are the program's path and
@@ -58,7 +78,16 @@ func ScopeInit(args []string) int {
 	// no_new_privs and the domain are the thread's: set both, and exec,
 	// from this one.
 	runtime.LockOSThread()
-	if err := enterDomain(); err != nil {
+	if text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "=")); ok {
+		spec, err := seal.Decode(text)
+		if err == nil {
+			err = seal.Restrict(spec)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
+			return 125
+		}
+	} else if err := enterDomain(); err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: scope: %v\n", err)
 		return 125
 	}

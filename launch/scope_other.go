@@ -5,10 +5,15 @@ package launch
 import (
 	"fmt"
 	"os"
+
+	"github.com/envsieve/envsieve/seal"
 )
 
 // Scope is Linux-only: elsewhere it is an error wrapping ErrNoScope.
 func Scope(c *Cmd) (*Cmd, error) { return nil, fmt.Errorf("%w here", ErrNoScope) }
+
+// ScopeSealed is Linux-only: elsewhere it is an error wrapping ErrNoScope.
+func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, fmt.Errorf("%w here", ErrNoScope) }
 
 // ScopeInit is Linux-only.
 func ScopeInit(args []string) int {

@@ -80,8 +80,8 @@ var builtinProfiles = sync.OnceValues(func() ([]rawProfile, error) {
 	}
 	for _, p := range raw.Profiles {
 		for k, pos := range p.Keys {
-			if k != "description" && k != "allow" && k != "seal" && k != "brokered" {
-				d.errorAt(pos, "built-in profile %s: only description, allow, seal and brokered are used", p.Name.V)
+			if k != "description" && k != "allow" && k != "seal" && k != "brokered" && k != "state_dirs" {
+				d.errorAt(pos, "built-in profile %s: only description, allow, seal, brokered and state_dirs are used", p.Name.V)
 			}
 		}
 	}
@@ -413,6 +413,14 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	l.Hide = b.names(name, "hide", r.Hide)
 	l.Brokered = b.names(name, "brokered", r.Brokered)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)
+	for _, s := range r.StateDirs {
+		rest, ok := strings.CutPrefix(s.V, "~/")
+		if !ok || rest == "" || filepath.Clean(rest) != rest || rest == ".." || strings.HasPrefix(rest, "../") || strings.ContainsAny(rest, "\x00\n") {
+			b.d.errorAt(s.Pos, "%s: state_dirs: %q is not ~/ and a clean path below HOME", name, s.V)
+			continue
+		}
+		l.StateDirs = append(l.StateDirs, s.V)
+	}
 	if r.ClientEnv != nil {
 		switch ce := ClientEnv(r.ClientEnv.V); ce {
 		case ClientFiltered, ClientFull:

@@ -64,6 +64,7 @@ type rawLevel struct {
 	Parent      *str  // profiles only
 	Passthrough []str // profiles only: shell_env_passthrough
 	ClientEnv   *str  // profiles only
+	StateDirs   []str // profiles only
 }
 
 type rawProfile struct {
@@ -495,6 +496,9 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 				p.Passthrough = d.strList(what+": shell_env_passthrough", v)
 			}
 			ph["client_env"] = d.optStr(what+": client_env", &p.ClientEnv)
+			ph["state_dirs"] = func(_ str, v ast.Node) {
+				p.StateDirs = d.strList(what+": state_dirs", v)
+			}
 			ph["parent"] = func(_ str, v ast.Node) {
 				if s, ok := d.profileRef(what+": parent", v); ok {
 					p.Parent = &s

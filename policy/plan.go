@@ -383,6 +383,10 @@ type Plan struct {
 	// client's snapshot (ClientFiltered unless a profile says otherwise).
 	ShellEnvPassthrough []string
 	ClientEnv           ClientEnv
+	// StateDirs is the union of the profiles' state_dirs: what a launch
+	// sealed with Landlock makes before the tree starts, which could not
+	// make a new directory in HOME (package seal).
+	StateDirs []string
 	// exactAllow and groups record what the plan admits, for the
 	// narrowing checks of sub-agent profiles.
 	groups map[string]bool
@@ -430,6 +434,11 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 		p.Hide = addNames(p.Hide, l.Hide)
 		p.Brokered = addNames(p.Brokered, l.Brokered)
 		p.ShellEnvPassthrough = addNames(p.ShellEnvPassthrough, l.Passthrough)
+		for _, d := range l.StateDirs {
+			if !slices.Contains(p.StateDirs, d) {
+				p.StateDirs = append(p.StateDirs, d)
+			}
+		}
 		p.applyLimits(l, false)
 	}
 	if local != nil {

@@ -138,8 +138,11 @@ type Level struct {
 	// Passthrough and ClientEnv are for daemon sessions (profiles only):
 	// the daemon's own variables handed to layer 1, and how the client's
 	// snapshot is treated.
-	Passthrough  []*Source
-	ClientEnv    *ClientEnv
+	Passthrough []*Source
+	ClientEnv   *ClientEnv
+	// StateDirs are the directories under HOME the profile's agent keeps
+	// its state in, "~/" and a clean relative path (profiles only).
+	StateDirs    []string
 	limitSources map[string]*Source
 	raw          *rawLevel
 }

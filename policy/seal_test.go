@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,6 +53,37 @@ func TestSealPolicy(t *testing.T) {
 		t.Errorf("a local policy raising seal: %q", plan.Seal)
 	}
 }
+
+// TestStateDirs: a profile's state_dirs are ~/ and a clean path below
+// HOME, the plan holds the union of its levels' (a built-in agent
+// profile's too), and anything else is an error at its position.
+func TestStateDirs(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nprofiles:\n  a: {state_dirs: [~/.a, ~/.config/a]}\n  b: {extends: [a, builtin:codex], state_dirs: [~/.a]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan("b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"~/.a", "~/.config/a", "~/.codex"}; !slices.Equal(sorted(plan.StateDirs), sorted(want)) {
+		t.Errorf("state dirs %q, want %q", plan.StateDirs, want)
+	}
+	if plan, _ := mustDefault(t).Plan("claude"); !slices.Equal(plan.StateDirs, []string{"~/.claude"}) {
+		t.Errorf("builtin claude's state dirs: %q", plan.StateDirs)
+	}
+	for _, bad := range []string{"/etc/x", "~/", "~/../x", "~/a/../b", "~/a/", "~user/x", "x"} {
+		_, err := Parse("p.yaml", []byte("version: 1\nprofiles:\n  a: {state_dirs: [\""+bad+"\"]}\n"))
+		if err == nil || !strings.Contains(err.Error(), "p.yaml:3:") || !strings.Contains(err.Error(), "state_dirs") {
+			t.Errorf("state_dirs %q: %v", bad, err)
+		}
+	}
+	if _, err := Parse("p.yaml", []byte("version: 1\nstate_dirs: [~/.a]\n")); err == nil {
+		t.Error("state_dirs at the global level was accepted")
+	}
+}
+
+func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s }
 
 func mustDefault(t *testing.T) *Policy {
 	t.Helper()

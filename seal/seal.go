@@ -5,11 +5,25 @@
 // user's envsieve config directory read-only, so the tree can neither read
 // a stored secret nor rewrite the policy for later launches.
 //
-// The mechanism is the mount namespace of envsieve's --isolate: [Apply]
-// runs in the namespace's init, before the program starts and before the
-// init drops its capabilities, so the program cannot unmount the masks.
-// Where user namespaces are refused, there is no seal yet (Landlock is the
-// planned fallback; docs/design.md section 9); asking for it is an error.
+// Two mechanisms give the same guarantee; [Choose] picks the best this
+// system offers:
+//
+//   - [Namespaces]: the mount namespace of envsieve's --isolate. [Apply]
+//     runs in the namespace's init, before the program starts and before
+//     the init drops its capabilities, so the program cannot unmount the
+//     masks. A masked file reads as empty, a masked directory as empty.
+//   - [Landlock], where unprivileged user namespaces are refused (Ubuntu
+//     24.04's AppArmor restriction, a container's seccomp filter):
+//     [Restrict] puts the program in a Landlock domain (ABI 3 or later)
+//     that denies reading a masked file and changing anything masked or
+//     read-only, however the tree names it (a link, a hard link it makes,
+//     a rename, /proc/self/root). Reading a masked file fails with EACCES,
+//     and the names in a masked directory stay listable. Landlock only
+//     grants, by file: so a new entry directly in a directory above a
+//     sealed path (HOME, ~/.config, ~/.ssh, ~/.aws, ~/.local/share) cannot
+//     be made in the tree, and what exists there at the start stays fully
+//     usable. A hard link to a masked file made before the start, or a
+//     bind mount of one elsewhere, is not masked (by either mechanism).
 //
 // A [Spec] is a plain list of paths; [Default] builds the one envsieve
 // uses. A symbolic link in the list is masked where it leads (a mount
@@ -22,6 +36,31 @@ import (
 	"path/filepath"
 	"strings"
 )
+
+// Mechanism is how a seal is made.
+type Mechanism string
+
+// The mechanisms, best first.
+const (
+	Namespaces Mechanism = "namespaces"
+	Landlock   Mechanism = "landlock"
+)
+
+// Choose returns the best mechanism this system offers for a seal, or an
+// error saying why neither works. A refusal it cannot see (a container's
+// seccomp filter refusing user namespaces) shows when the launch starts,
+// and the launcher falls back to Landlock then.
+func Choose() (Mechanism, error) {
+	nsErr := Available()
+	if nsErr == nil {
+		return Namespaces, nil
+	}
+	llErr := LandlockAvailable()
+	if llErr == nil {
+		return Landlock, nil
+	}
+	return "", fmt.Errorf("%v; and %v", nsErr, llErr)
+}
 
 // Spec is what a sealed tree cannot read (Mask) or write (ReadOnly).
 type Spec struct {
@@ -62,6 +101,22 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 	}
 	s.Mask = append(s.Mask, extra...)
 	return s
+}
+
+// Overlaps reports whether path is one of s's paths, lies beneath one, or
+// lies above one.
+func (s Spec) Overlaps(path string) bool {
+	path = filepath.Clean(path)
+	within := func(p, dir string) bool {
+		return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+	}
+	for _, p := range append(append([]string{}, s.Mask...), s.ReadOnly...) {
+		p = filepath.Clean(p)
+		if within(path, p) || within(p, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Encode writes s as lines "m PATH" and "r PATH", for the init of the

@@ -25,6 +25,20 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+func TestOverlaps(t *testing.T) {
+	s := Default("/home/u", "/home/u/.config/envsieve", "/home/u/.local/share/envsieve", nil)
+	for path, want := range map[string]bool{
+		"/home/u/.codex": false, "/home/u/.config/amp": false, "/home/u/.local/share/opencode": false,
+		"/home/u/.config/envsieve": true, "/home/u/.config/envsieve/x": true, "/home/u/.config": true,
+		"/home/u/.aws": true, "/home/u/.aws/cli": false, "/home/u/.gnupg/sub": true, "/home/u": true,
+		"/home/u/.config/envsieve2": false, "/home/u/.ssh/config.d": false, "/home/u/./.aws/": true,
+	} {
+		if got := s.Overlaps(path); got != want {
+			t.Errorf("Overlaps(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 func TestEncodeDecode(t *testing.T) {
 	s := Default("/home/u", "/c", "/d", nil)
 	text, err := s.Encode()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
 // agentsDir is where `make agents` installs the agent CLIs from npm, at
@@ -123,23 +125,31 @@ var agentCases = []agentCase{
 // (the agent's own), everything the agent sent and everything it printed
 // hold only the fake. The control, --no-broker, is the hand-over of
 // before the broker: the real key reaches the shell tool and so the
-// model, which shows that the canary sees what it should.
+// model, which shows that the canary sees what it should. Each profile
+// seals the tree; a third run makes the seal with Landlock, under a
+// seccomp filter that refuses user namespaces, in a fresh home as on a
+// first run: the agent works all the same.
 func TestAgentsBrokered(t *testing.T) {
 	exe, _ := unprivilegedInstall(t)
+	noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+	copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
 	cases := agentCases
 	if testing.Short() {
 		cases = cases[:1] // make quick: Claude Code alone (1 s; Codex takes 7 s a run)
 	}
 	for _, ag := range cases {
 		program := agentCLI(t, ag.program)
-		for _, brokered := range []bool{true, false} {
-			name := ag.name + "/brokered"
-			if !brokered {
-				name = ag.name + "/no-broker"
-			}
-			t.Run(name, func(t *testing.T) {
+		for _, mode := range []string{"brokered", "no-broker", "landlock"} {
+			brokered := mode != "no-broker"
+			t.Run(ag.name+"/"+mode, func(t *testing.T) {
 				model, caPEM := ag.model(t)
 				home := unprivilegedHome(t)
+				if mode == "landlock" {
+					// Landlock seals the directories above HOME's
+					// sealed files: the home is where a user's is, out
+					// of /tmp, which the agent's shell tool writes.
+					home = unprivilegedHomeIn(t, "/var/tmp")
+				}
 				flags, env := ag.setup(t, home, model, caPEM)
 				args := append([]string{"run", "--profile", ag.profile}, flags...)
 				if !brokered {
@@ -154,12 +164,19 @@ func TestAgentsBrokered(t *testing.T) {
 				cmd.WaitDelay = 5 * time.Second
 				cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home,
 					ag.keyVar + "=" + ag.key}, env...)
+				if mode == "landlock" {
+					cmd.Path, cmd.Args = noNS, append([]string{noNS}, cmd.Args...)
+					cmd.Env = append(cmd.Env, "ENVSIEVE_DEBUG=1")
+				}
 				cmd.Dir = home
 				cmd.SysProcAttr = asUnprivileged()
 				out, err := cmd.CombinedOutput()
 				shown := strings.ReplaceAll(string(out), ag.key, "<REAL KEY>")
 				if err != nil {
 					t.Fatalf("envsieve run %s: %v\n%s", ag.name, err, shown)
+				}
+				if mode == "landlock" && !strings.Contains(shown, "seal: landlock;") {
+					t.Errorf("the tree was not sealed by Landlock:\n%.3000s", shown)
 				}
 				keys, bodies, results := model.seen()
 				if len(results) == 0 {
@@ -215,7 +232,14 @@ func writeOwned(t *testing.T, path, content string) {
 // unprivilegedHome is a fresh home directory the unprivileged user owns.
 func unprivilegedHome(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "envsieve-home-")
+	return unprivilegedHomeIn(t, "")
+}
+
+// unprivilegedHomeIn is unprivilegedHome in the directory parent ("": the
+// temporary directory).
+func unprivilegedHomeIn(t *testing.T, parent string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, "envsieve-home-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,11 +100,20 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	}
 	add(ns)
 
-	if abi, err := doctor.LandlockABI(); err != nil {
-		add(doctor.Check{Name: "landlock", Status: "warn", Detail: err.Error() + " (envsieve does not use Landlock yet: it is the seal's planned fallback)"})
+	// Landlock: the seal where user namespaces are refused, and the
+	// domain that keeps the tree out of the programs grants start.
+	ll := doctor.Check{Name: "landlock", Status: "ok", Required: needSeal && ns.Status == "fail"}
+	if abi, err := seal.LandlockABI(); err != nil {
+		ll.Status, ll.Detail = "warn", err.Error()+": exec-time grants start nothing, and the seal needs namespaces"
+	} else if err := seal.LandlockAvailable(); err != nil {
+		ll.Status, ll.Detail = "warn", err.Error()+": the seal needs namespaces"
 	} else {
-		add(doctor.Check{Name: "landlock", Status: "ok", Detail: fmt.Sprintf("ABI %d (envsieve does not use it yet: it is the seal's planned fallback)", abi)})
+		ll.Detail = fmt.Sprintf("ABI %d: the seal works where user namespaces are refused; granted programs are out of the tree's reach", abi)
 	}
+	if ll.Status != "ok" {
+		ll.Fix = "a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK, and landlock in the lsm= boot list), Linux 6.2 or later"
+	}
+	add(ll)
 
 	// The install key and the store: private files in private directories.
 	data, cfg := envknob.DataDir(), envknob.ConfigDir()

@@ -83,7 +83,10 @@ func secretsDoc(p *policy.Policy, res *sieve.Result, noBroker bool) []secretJSON
 type sealJSON struct {
 	Mode      policy.SealMode `json:"mode"`
 	Available bool            `json:"available"`
-	Why       string          `json:"why,omitempty"`
+	// Mechanism is how the seal would be made: namespaces, or landlock
+	// where user namespaces are refused (Why says why then).
+	Mechanism seal.Mechanism `json:"mechanism,omitempty"`
+	Why       string         `json:"why,omitempty"`
 }
 
 // shimJSON says whether the shim would load into the command and so where
@@ -244,10 +247,13 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	if f.seal {
 		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
 	}
-	if err := seal.Available(); err != nil {
+	if by, err := seal.Choose(); err != nil {
 		doc.Seal.Why = err.Error()
 	} else {
-		doc.Seal.Available = true
+		doc.Seal.Available, doc.Seal.Mechanism = true, by
+		if nsErr := seal.Available(); nsErr != nil {
+			doc.Seal.Why = nsErr.Error()
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(u.Out)
@@ -323,8 +329,11 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\nmode:    %s\n", profile, rule, doc.Mode)
 	switch s := doc.Seal; {
 	case s.Mode == policy.SealOff:
+	case s.Available && s.Mechanism == seal.Landlock:
+		fmt.Fprintf(w, "seal:    %s, by Landlock (%s); credential files, envsieve's store and keys masked, the policy read-only; "+
+			"nothing new can be made directly in HOME or another directory above a masked file\n", s.Mode, s.Why)
 	case s.Available:
-		fmt.Fprintf(w, "seal:    %s; credential files, envsieve's store and keys masked, the policy read-only\n", s.Mode)
+		fmt.Fprintf(w, "seal:    %s, by namespaces; credential files, envsieve's store and keys masked, the policy read-only\n", s.Mode)
 	case s.Mode == policy.SealRequired:
 		fmt.Fprintf(w, "seal:    required, and not available here (%s): run refuses to start\n", s.Why)
 	default:

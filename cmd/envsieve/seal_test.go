@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
 // TestSeal plays an agent (an unprivileged user) that reads the credential
@@ -15,8 +17,30 @@ import (
 // the user's policy for later launches. Under --seal none of the files has
 // its content, the policy cannot be written, and ordinary files of HOME
 // stay readable and writable; without it (the control) all of it works.
+// It runs once with the seal made by namespaces, and once by Landlock
+// under a seccomp filter that refuses user namespaces.
 func TestSeal(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testSeal(t, false) })
+	t.Run("landlock", func(t *testing.T) { testSeal(t, true) })
+}
+
+func testSeal(t *testing.T, landlock bool) {
 	exe, home := unprivilegedCopy(t, "envsieve")
+	// wrap is what envsieve runs under: the filter, for Landlock.
+	var wrap []string
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		wrap = []string{noNS}
+	}
+	command := func(args ...string) *exec.Cmd {
+		argv := append(append(append([]string{}, wrap...), exe), args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_DEBUG=1"}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		return cmd
+	}
 	canary := "seal-canary-" + strings.Repeat("4f", 6)
 	files := []string{
 		".aws/credentials", ".config/gh/hosts.yml", ".ssh/id_ed25519", ".netrc", ".git-credentials",
@@ -47,10 +71,7 @@ func TestSeal(t *testing.T) {
 		`touch .config/envsieve/new 2>/dev/null && echo CONFIG-WRITTEN; ` +
 		`cat notes.txt; echo more >> notes.txt && echo notes-written`
 	run := func(args ...string) string {
-		cmd := exec.Command(exe, append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", probe)...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-		cmd.Dir = home
-		cmd.SysProcAttr = asUnprivileged()
+		cmd := command(append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", probe)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, strings.ReplaceAll(string(out), canary, "<canary>"))
@@ -62,7 +83,15 @@ func TestSeal(t *testing.T) {
 		t.Fatalf("control: the probe should read the files and write the policy without the seal")
 	}
 	os.WriteFile(filepath.Join(home, ".config/envsieve/policy.yaml"), []byte("version: 1\n"), 0o600)
+	os.Remove(filepath.Join(home, ".config/envsieve/new"))
 	got := run("--seal")
+	mech := "seal: namespaces;"
+	if landlock {
+		mech = "seal: landlock;"
+	}
+	if !strings.Contains(got, mech) {
+		t.Errorf("the seal was not made by %q:\n%s", mech, strings.ReplaceAll(got, canary, "<canary>"))
+	}
 	if n := strings.Count(got, canary); n > 0 {
 		t.Errorf("under --seal the probe read %d credential files", n)
 	}
@@ -73,6 +102,29 @@ func TestSeal(t *testing.T) {
 	}
 	if !strings.Contains(got, "ordinary") || !strings.Contains(got, "notes-written") {
 		t.Errorf("under --seal an ordinary file of HOME is not usable: %q", strings.ReplaceAll(got, canary, "<canary>"))
+	}
+
+	// Without a config dir, the tree would make one and plant the policy
+	// of every later launch: the sealed launch makes it first.
+	plant := func(args ...string) string {
+		os.RemoveAll(filepath.Join(home, ".config/envsieve"))
+		cmd := command(append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c",
+			`mkdir -p "$HOME/.config/envsieve" && echo 'mode: audit' > "$HOME/.config/envsieve/policy.yaml" && echo POLICY-PLANTED`)...)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := plant(); !strings.Contains(out, "POLICY-PLANTED") {
+		t.Fatalf("control: unsealed, the tree should plant a policy: %q", out)
+	}
+	if out := plant("--seal"); strings.Contains(out, "POLICY-PLANTED") {
+		t.Errorf("under --seal the tree planted a policy in a config dir that did not exist")
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".config/envsieve")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the sealed launch did not make a private config dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(home, ".config/envsieve/policy.yaml"), []byte("version: 1\n"), 0o600)
+	if os.Getuid() == 0 {
+		os.Lchown(filepath.Join(home, ".config/envsieve/policy.yaml"), 65534, 65534)
 	}
 
 	// The same seal asked for by the policy (a profile's seal: on).
@@ -89,10 +141,8 @@ func TestSeal(t *testing.T) {
 		os.Remove(filepath.Join(home, f))
 	}
 	stored := "stored-twilio-" + strings.Repeat("9c", 6)
-	set := exec.Command(exe, "secrets", "set", "TWILIO_AUTH_TOKEN")
-	set.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	set := command("secrets", "set", "TWILIO_AUTH_TOKEN")
 	set.Stdin = strings.NewReader(stored)
-	set.SysProcAttr = asUnprivileged()
 	if out, err := set.CombinedOutput(); err != nil {
 		t.Fatalf("secrets set: %v\n%s", err, out)
 	}
@@ -100,10 +150,7 @@ func TestSeal(t *testing.T) {
 	os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nsecrets:\n  TWILIO_AUTH_TOKEN: {from: store}\n"), 0o644)
 	nested := func(args ...string) string {
 		inner := exe + " run --no-shim --policy " + pol + " --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN"
-		cmd := exec.Command(exe, append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", inner+"; true")...)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
-		cmd.Dir = home
-		cmd.SysProcAttr = asUnprivileged()
+		cmd := command(append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", inner+"; true")...)
 		out, _ := cmd.CombinedOutput()
 		return string(out)
 	}

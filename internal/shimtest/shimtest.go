@@ -3,6 +3,7 @@
 package shimtest
 
 import (
+	_ "embed"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,12 @@ import (
 	"sync"
 	"testing"
 )
+
+// NoUserNS is the source of testdata/nouserns.c, for [Program]: a wrapper whose
+// seccomp filter refuses user namespaces (and with -L, Landlock).
+//
+//go:embed testdata/nouserns.c
+var NoUserNS string
 
 // CFlags are the flags the shim is built with; the Makefile in
 // shim/libenvsieve uses the same.

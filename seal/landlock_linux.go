@@ -1,0 +1,302 @@
+//go:build linux
+
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rights a Landlock seal handles. Reading a directory's names and
+// executing are not handled: a sealed tree lists every directory (a masked
+// directory's names, not its contents) and runs what it could run before.
+const (
+	llRead  = unix.LANDLOCK_ACCESS_FS_READ_FILE
+	llWrite = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER
+	llHandled = llRead | llWrite
+	// llFile are the handled rights that apply to a file that is not a
+	// directory (the kernel refuses a rule giving a file any other).
+	llFile = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+)
+
+// landlockMinABI is the first Landlock ABI that controls truncate(2):
+// below it a sealed tree could still empty the store or the policy.
+const landlockMinABI = 3
+
+// LandlockABI returns the kernel's Landlock ABI version, or an error when
+// the kernel has none (not built in, or not enabled at boot).
+func LandlockABI() (int, error) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, fmt.Errorf("the kernel has no Landlock (landlock_create_ruleset: %v)", errno)
+	}
+	return int(abi), nil
+}
+
+// LandlockAvailable returns nil when [Restrict] can seal a tree here, else
+// an error saying why not.
+func LandlockAvailable() error {
+	abi, err := LandlockABI()
+	if err != nil {
+		return err
+	}
+	if abi < landlockMinABI {
+		return fmt.Errorf("the kernel's Landlock ABI %d is older than %d, the first to control truncate (Linux 6.2)", abi, landlockMinABI)
+	}
+	return nil
+}
+
+// Restrict seals s for the calling thread and every program it then
+// executes: it enters a Landlock domain (setting no_new_privs, which
+// Landlock requires) in which no file under a masked path can be read or
+// written and nothing under a read-only path can be changed. The caller
+// must hold its OS thread locked and exec the program from it; any error
+// leaves the thread unrestricted, and the caller must not start the
+// program.
+//
+// Landlock only grants, from the file's place in the real directory tree
+// up: so the domain grants every right to each existing entry of each
+// directory above a sealed path (its "spine": /, /home, HOME, ~/.config
+// and the like) except the sealed ones, and no right over the spine
+// directories themselves. What that costs (package doc): an entry created
+// in a spine directory after the start cannot be created or read in the
+// tree. Entries are opened without following links, so nothing swapped in
+// while the domain is built can widen it.
+func Restrict(s Spec) error {
+	if err := LandlockAvailable(); err != nil {
+		return err
+	}
+	rules, err := planLandlock(s)
+	defer func() {
+		for _, r := range rules {
+			unix.Close(r.fd)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: llHandled}
+	rfd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
+	if errno != 0 {
+		return fmt.Errorf("seal: landlock_create_ruleset: %v", errno)
+	}
+	defer unix.Close(int(rfd))
+	for _, r := range rules {
+		pb := unix.LandlockPathBeneathAttr{Allowed_access: r.access, Parent_fd: int32(r.fd)}
+		if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, rfd, unix.LANDLOCK_RULE_PATH_BENEATH,
+			uintptr(unsafe.Pointer(&pb)), 0, 0, 0); errno != 0 {
+			return fmt.Errorf("seal: landlock_add_rule %s: %v", r.path, errno)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seal: no_new_privs: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, 0, 0); errno != 0 {
+		return fmt.Errorf("seal: landlock_restrict_self: %v", errno)
+	}
+	return nil
+}
+
+// llRule is one rule of a Landlock seal: the rights access beneath the
+// file open at fd (O_PATH), which is path.
+type llRule struct {
+	path   string
+	fd     int
+	access uint64
+}
+
+// planLandlock opens the files a Landlock seal of s grants rights to and
+// says which. On error the rules returned so far still hold open
+// descriptors, for the caller to close.
+func planLandlock(s Spec) ([]llRule, error) {
+	masked, err := realPaths(s.Mask)
+	if err != nil {
+		return nil, err
+	}
+	readOnly, err := realPaths(s.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	// A directory is on the read spine when a masked path lies beneath
+	// it, on the write spine when a masked or read-only path does; the
+	// children index says which of its entries lead there.
+	readSpine, writeSpine := map[string]bool{}, map[string]bool{}
+	children := map[string][]string{}
+	climb := func(p string, spines ...map[string]bool) {
+		for p != "/" {
+			dir := filepath.Dir(p)
+			if !slices.Contains(children[dir], filepath.Base(p)) {
+				children[dir] = append(children[dir], filepath.Base(p))
+			}
+			for _, m := range spines {
+				m[dir] = true
+			}
+			p = dir
+		}
+	}
+	for p := range masked {
+		climb(p, readSpine, writeSpine)
+	}
+	for p := range readOnly {
+		climb(p, writeSpine)
+	}
+	w := &llWalk{masked: masked, readOnly: readOnly, readSpine: readSpine, writeSpine: writeSpine, children: children}
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("seal: open /: %w", err)
+	}
+	if !(readSpine["/"] || writeSpine["/"]) {
+		w.add("/", root, true, false)
+		return w.rules, nil
+	}
+	defer unix.Close(root)
+	if !masked["/"] {
+		if err := w.addDup("/", root, true, false); err != nil {
+			return w.rules, err
+		}
+	}
+	return w.rules, w.walk("/", root, false)
+}
+
+// llWalk walks the spine directories of a Landlock seal.
+type llWalk struct {
+	masked, readOnly      map[string]bool
+	readSpine, writeSpine map[string]bool
+	children              map[string][]string
+	rules                 []llRule
+}
+
+// add records the rule for path, open at fd, or closes fd when the path
+// gets no right.
+func (w *llWalk) add(path string, fd int, dir, underReadOnly bool) {
+	var access uint64
+	if !w.readSpine[path] {
+		access |= llRead
+	}
+	if !w.writeSpine[path] && !underReadOnly && !w.readOnly[path] {
+		access |= llWrite
+	}
+	if !dir {
+		access &= llFile
+	}
+	if access == 0 {
+		unix.Close(fd)
+		return
+	}
+	w.rules = append(w.rules, llRule{path: path, fd: fd, access: access})
+}
+
+// addDup is add with a duplicate of fd, which stays the caller's.
+func (w *llWalk) addDup(path string, fd int, dir, underReadOnly bool) error {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("seal: %s: %w", path, err)
+	}
+	w.add(path, dup, dir, underReadOnly)
+	return nil
+}
+
+// walk adds the rules for the entries of the spine directory dir, open at
+// dfd: every entry but a masked one or a symbolic link (whose target is
+// governed where it lives) gets the rights no sealed path beneath it
+// forbids, and each entry on a spine is walked in turn, through the
+// descriptor its rule was made from.
+func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
+	names := slices.Clone(w.children[dir])
+	lfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	switch {
+	case err == nil:
+		df := os.NewFile(uintptr(lfd), dir)
+		all, err := df.Readdirnames(-1)
+		df.Close()
+		if err != nil {
+			return fmt.Errorf("seal: list %s: %w", dir, err)
+		}
+		for _, n := range all {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	case errors.Is(err, unix.EACCES):
+		// A directory the user cannot list (/home at mode 0711): its
+		// other entries are not the user's, and get no rights.
+	default:
+		return fmt.Errorf("seal: list %s: %w", dir, err)
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if w.masked[p] {
+			continue
+		}
+		fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("seal: open %s: %w", p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("seal: stat %s: %w", p, err)
+		}
+		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(fd)
+			if w.readSpine[p] || w.writeSpine[p] {
+				return fmt.Errorf("seal: %s became a symbolic link", p)
+			}
+			continue
+		}
+		ro := underReadOnly || w.readOnly[p]
+		if !w.readSpine[p] && !w.writeSpine[p] {
+			w.add(p, fd, isDir, ro)
+			continue
+		}
+		if !isDir {
+			unix.Close(fd)
+			return fmt.Errorf("seal: %s is not a directory", p)
+		}
+		err = w.addDup(p, fd, true, ro)
+		if err == nil {
+			err = w.walk(p, fd, ro)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// realPaths resolves each existing path to its real absolute path (a
+// sealed link seals its target); a path that does not exist is skipped.
+func realPaths(paths []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, p := range paths {
+		r, err := filepath.EvalSymlinks(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("seal %s: %w", p, err)
+		}
+		if !filepath.IsAbs(r) || strings.ContainsRune(r, 0) {
+			return nil, fmt.Errorf("seal %s: not an absolute path", p)
+		}
+		out[filepath.Clean(r)] = true
+	}
+	return out, nil
+}
