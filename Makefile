@@ -50,12 +50,15 @@ uninstall:
 
 # arm64: the test binaries of the pure packages, built for linux/arm64 and
 # run under qemu-user, so that the arm64 claim is tested, not assumed.
+# qemu-user does not pass Landlock's system calls on (ENOSYS): seal's
+# Landlock tests run natively, and here only its portable ones.
 ARM64_PKGS := sieve policy internal/detect internal/pattern internal/shellcmd redact seal
+ARM64_SKIP := Landlock
 arm64:
 	@for p in $(ARM64_PKGS); do \
 		t=$(BIN)/arm64/$$(echo $$p | tr / _).test; \
 		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $$t ./$$p || exit 1; \
-		echo "arm64 (qemu): $$p"; (cd $$p && qemu-aarch64 $$t -test.count=1) || exit 1; \
+		echo "arm64 (qemu): $$p"; (cd $$p && qemu-aarch64 $$t -test.count=1 -test.skip '$(ARM64_SKIP)') || exit 1; \
 	done
 
 test: deps agents vet cross arm64 staticcheck race
