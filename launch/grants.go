@@ -138,6 +138,18 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	if needHide {
 		env = append(env, shim.EnvHide+"="+strings.Join(res.Hide, ","))
 	}
+	if res.Rule != nil {
+		// The launch's first program is granted like any the shim hands
+		// over: what the rule gave it, its children lose.
+		keys, err := l.ruleKeys()
+		if err != nil {
+			s.srv.Close()
+			return nil, err
+		}
+		if len(keys) > 0 {
+			env = append(env, shim.EnvGranted+"="+strings.Join(keys, ","))
+		}
+	}
 	if grants {
 		env = append(env, shim.EnvExec+"=1")
 		if start, err := shim.LocateStart(lib); err == nil {
@@ -158,6 +170,34 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	alog.Shim(lib, res.Hide, grants)
 	h.debugf("shim: %s, hiding %v, exec grants %v, socket %s", lib, res.Hide, grants, s.srv.Path)
 	return s, nil
+}
+
+// ruleKeys are the keys the launch's rule gives its first program: those
+// whose value differs from what the launch would give without the rule.
+func (l *Plan) ruleKeys() ([]string, error) {
+	req := l.Request
+	req.Commands, req.Path = nil, ""
+	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
+		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
+	if err != nil {
+		return nil, fmt.Errorf("rule %s: %w", l.Result.Rule.Name, err)
+	}
+	without := map[string]string{}
+	for _, kv := range l.brokerOverlay(res.Env) {
+		k, v, _ := strings.Cut(kv, "=")
+		without[k] = v
+	}
+	var keys []string
+	for _, kv := range l.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+			keys = append(keys, k)
+		}
+	}
+	if n := len(strings.Join(keys, ",")); n > shim.MaxGranted {
+		return nil, fmt.Errorf("rule %s: the %d keys it grants take %d bytes to name, more than the shim's %d", l.Result.Rule.Name, len(keys), n, shim.MaxGranted)
+	}
+	return keys, nil
 }
 
 // FindShim locates the shim (the host's Shim, next to its Exe, or in
@@ -433,6 +473,9 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 		if (k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shim.EnvHide && k != shim.EnvGranted {
 			env = append(env, kv)
 		}
+	}
+	if n := len(strings.Join(keys, ",")); n > shim.MaxGranted {
+		return nil, nil, fmt.Errorf("the %d keys it grants take %d bytes to name, more than the shim's %d", len(keys), n, shim.MaxGranted)
 	}
 	if len(keys) > 0 {
 		env = append(env, shim.EnvGranted+"="+strings.Join(keys, ","))

@@ -785,6 +785,7 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 		}
 		rule.Args = append(rule.Args, g)
 	}
+	rule.ArgsExact = r.ArgsExact != nil && r.ArgsExact.V
 	return rule
 }
 

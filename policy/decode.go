@@ -73,10 +73,11 @@ type rawProfile struct {
 }
 
 type rawRule struct {
-	Pos     Pos
-	Name    *str
-	Command *str
-	Args    []str
+	Pos       Pos
+	Name      *str
+	Command   *str
+	Args      []str
+	ArgsExact *boolv
 	rawLevel
 }
 
@@ -521,6 +522,14 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 				d.fields(v, what+": match", map[string]func(str, ast.Node){
 					"command": d.optStr(what+": match: command", &r.Command),
 					"args":    func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
+					"args_exact": func(_ str, v ast.Node) {
+						b, ok := v.(*ast.BoolNode)
+						if !ok {
+							d.errorf(v, "%s: match: args_exact: want true or false, got %s", what, kind(v))
+							return
+						}
+						r.ArgsExact = &boolv{V: b.Value, Pos: d.nodePos(v)}
+					},
 				})
 				if r.Command == nil {
 					d.errorAt(key.Pos, "%s: match needs a command", what)

@@ -176,21 +176,26 @@ type Rule struct {
 	Command *pattern.Glob // matches the basename, or the path when it holds a '/'
 	ByPath  bool
 	Args    []*pattern.Glob // leading arguments, in order
-	Level   *Level
-	Tables  *Tables
+	// ArgsExact pins the whole argv: no argument may follow Args.
+	ArgsExact bool
+	Level     *Level
+	Tables    *Tables
 }
 
 // MatchArgv reports whether argv (argv[0] is the program as written, or a
 // path) matches the rule.
 func (r *Rule) MatchArgv(argv []string) bool {
-	if len(argv) == 0 || len(argv)-1 < len(r.Args) {
-		return false
-	}
-	if !r.MatchProgram(argv[0]) {
+	return len(argv) > 0 && r.MatchProgram(argv[0]) && r.MatchArgs(argv[1:])
+}
+
+// MatchArgs reports whether a program's arguments (argv without argv[0])
+// match the rule's: its Args lead them, and with ArgsExact nothing follows.
+func (r *Rule) MatchArgs(args []string) bool {
+	if len(args) < len(r.Args) || r.ArgsExact && len(args) != len(r.Args) {
 		return false
 	}
 	for i, g := range r.Args {
-		if !g.Match(argv[i+1]) {
+		if !g.Match(args[i]) {
 			return false
 		}
 	}

@@ -48,6 +48,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "version: 1\nallow: [A]\nallow: [B]\n", []string{"3:1: yaml: "}},
 		{"hide glob", "version: 1\nhide: [\"API_*\"]\n", []string{`2:8: global: hide: "API_*" is not a variable name (this list takes exact names, no wildcards)`}},
 		{"block_iteration string", "version: 1\nblock_iteration: \"yes\"\n", []string{"2:18: global: block_iteration: want true or false, got a string"}},
+		{"args_exact string", "version: 1\nrules:\n  - {match: {command: git, args: [push], args_exact: \"yes\"}}\n", []string{"3:54: rule 1: match: args_exact: want true or false, got a string"}},
 		{"client_env bad", "version: 1\nprofiles:\n  p: {client_env: all}\n", []string{`3:19: profile p: client_env: want filtered or full, got "all"`}},
 		{"client_env in a rule", "version: 1\nrules:\n  - {match: {command: x}, client_env: full}\n", []string{`3:27: rule 1: unknown key "client_env"`}},
 		{"passthrough global", "version: 1\nshell_env_passthrough: [SSH_AUTH_SOCK]\n", []string{`2:1: policy: unknown key "shell_env_passthrough"`}},

@@ -34,6 +34,11 @@ const (
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
 )
 
+// MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds;
+// the launcher refuses a grant whose list is longer (the shim could not
+// take the keys from the program's children).
+const MaxGranted = 2047
+
 // ErrNotFound is returned by Locate when no copy of the library exists.
 var ErrNotFound = errors.New("shim " + LibName + " not found")
 

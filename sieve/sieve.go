@@ -265,7 +265,7 @@ func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 			default:
 				match = cand.Command.Match(base)
 			}
-			if match && matchArgs(cand, argv[1:]) {
+			if match && cand.MatchArgs(argv[1:]) {
 				r = cand
 				break
 			}
@@ -276,18 +276,6 @@ func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 		rule = r
 	}
 	return rule
-}
-
-func matchArgs(r *policy.Rule, args []string) bool {
-	if len(args) < len(r.Args) {
-		return false
-	}
-	for i, g := range r.Args {
-		if !g.Match(args[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // override is a key whose value comes from the policy or a secret source

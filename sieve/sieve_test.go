@@ -190,6 +190,28 @@ rules:
 			env:    []string{"PUSH_KEY=p"},
 		},
 		{
+			name: "args_exact pins the whole argv",
+			policy: `version: 1
+base: none
+rules:
+  - {name: push, match: {command: git, args: [push, origin, main], args_exact: true}, allow: [PUSH_KEY]}
+`,
+			parent: []string{"PUSH_KEY=p"},
+			req:    sieve.Request{Commands: [][]string{{"/usr/bin/git", "push", "origin", "main", "--receive-pack=printenv"}}},
+			env:    []string{},
+		},
+		{
+			name: "args_exact matches the argv it names",
+			policy: `version: 1
+base: none
+rules:
+  - {name: push, match: {command: git, args: [push, origin, "ma*"], args_exact: true}, allow: [PUSH_KEY]}
+`,
+			parent: []string{"PUSH_KEY=p"},
+			req:    sieve.Request{Commands: [][]string{{"/usr/bin/git", "push", "origin", "main"}}},
+			env:    []string{"PUSH_KEY=p"},
+		},
+		{
 			name:   "a rule applies only when every command matches it",
 			policy: "version: 1\nbase: none\nrules:\n  - {match: {command: gh}, allow: [GITHUB_TOKEN]}\n",
 			parent: []string{"GITHUB_TOKEN=" + ghToken},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -150,6 +151,9 @@ func redactDoc(l *launch.Plan) redactJSON {
 type ruleJSON struct {
 	Name string `json:"name"`
 	Pos  string `json:"pos"`
+	// Children says whether the program's children keep what the rule
+	// gives it ("keep": the shim does not load to take it) or lose it.
+	Children string `json:"children"`
 }
 
 type sourceJSON struct {
@@ -243,6 +247,12 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.Redact = redactDoc(l)
 	doc.Secrets = secretsDoc(p, res, f.noBroker)
 	doc.Shim = shimDoc(host(u, f), f, l, path)
+	if doc.Rule != nil {
+		doc.Rule.Children = "lose"
+		if !doc.Shim.Loads {
+			doc.Rule.Children = "keep"
+		}
+	}
 	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
 	if f.seal {
 		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
@@ -326,7 +336,20 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	} else if doc.NoRule != "" {
 		rule = "(none: " + doc.NoRule + ")"
 	}
-	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\nmode:    %s\n", profile, rule, doc.Mode)
+	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\n", profile, rule)
+	if r := doc.Rule; r != nil {
+		prog := filepath.Base(doc.Path)
+		if prog == "." || prog == "" {
+			prog = "the program"
+		}
+		fmt.Fprintf(w, "grants:  to %s, and so to everything %s can be told to run (hooks, aliases, -c options, --receive-pack and the like)", prog, prog)
+		if r.Children == "keep" {
+			fmt.Fprintf(w, "; its children keep it: the shim does not load\n")
+		} else {
+			fmt.Fprintf(w, "; the programs it starts lose it\n")
+		}
+	}
+	fmt.Fprintf(w, "mode:    %s\n", doc.Mode)
 	switch s := doc.Seal; {
 	case s.Mode == policy.SealOff:
 	case s.Available && s.Mechanism == seal.Landlock:

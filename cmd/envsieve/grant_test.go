@@ -124,3 +124,61 @@ func TestGrantChannel(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstProgramGrant plays an agent that launches the program a rule
+// grants to and tells it to run its own command: `git push
+// --receive-pack=...` under a `git push` rule, as an unprivileged user.
+// The launch's first program is granted like any the shim hands over: git
+// gets the token, and the command git runs for --receive-pack does not.
+// The control, without the shim, shows the canary finds the token where
+// nothing marks it.
+func TestFirstProgramGrant(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	dir := filepath.Dir(exe)
+	pol := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
+		"  - name: git-push\n    match: {command: git, args: [push]}\n    allow: [GITHUB_TOKEN]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := "tok-for-git-push-only-7e1"
+	lib := shimtest.Lib(t)
+	remote := filepath.Join(home, "remote.git")
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.SysProcAttr = asUnprivileged()
+		cmd.Dir = home
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "--bare", remote)
+	git("init", "-q", filepath.Join(home, "work"))
+	git("-C", filepath.Join(home, "work"), "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x")
+	// The canary: the token reversed, so no redaction could mask it, and
+	// the rule's own program, git, saying it holds the token.
+	push := func(flags ...string) string {
+		args := append(append([]string{"run", "--policy", pol}, flags...), "--", "git", "push",
+			"--receive-pack=printenv GITHUB_TOKEN | rev >&2; echo receive-pack-ran >&2; false", remote, "HEAD")
+		cmd := exec.Command(exe, args...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "GITHUB_TOKEN=" + token, "ENVSIEVE_SHIM=" + lib}
+		cmd.SysProcAttr = asUnprivileged()
+		cmd.Dir = filepath.Join(home, "work")
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	reversed := []rune(token)
+	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
+		reversed[i], reversed[j] = reversed[j], reversed[i]
+	}
+	if out := push("--no-shim"); !strings.Contains(out, string(reversed)) {
+		t.Fatalf("control: without the shim, git's --receive-pack should print the token: %q", strings.ReplaceAll(out, token, "<token>"))
+	}
+	out := push()
+	if !strings.Contains(out, "receive-pack-ran") {
+		t.Fatalf("git did not run the receive-pack command: %q", out)
+	}
+	if strings.Contains(out, string(reversed)) || strings.Contains(out, token) {
+		t.Errorf("the command git ran for --receive-pack got the token granted to git")
+	}
+}
