@@ -175,6 +175,19 @@ func (a *Log) Shim(lib string, hide []string, grants bool) {
 	a.l.Info("shim", "lib", lib, "hide", hide, "exec_grants", grants)
 }
 
+// Seal records the seal the tree runs under: its mode (on, required) and
+// mechanism (namespaces, landlock), or "none" with why it has none.
+func (a *Log) Seal(mode, mechanism, why string) {
+	if a == nil {
+		return
+	}
+	if why != "" {
+		a.l.Info("seal", "mode", mode, "mechanism", mechanism, "why", why)
+		return
+	}
+	a.l.Info("seal", "mode", mode, "mechanism", mechanism)
+}
+
 // Access records one access to the environment that the shim reported:
 // which process, the operation ("getenv", "setenv", ...), the key, and what
 // the policy did with it: "given", "withheld" (the parent had it, the

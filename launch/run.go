@@ -160,6 +160,13 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	if err := l.ChooseSeal(); err != nil {
 		return 0, err
 	}
+	if l.sealMode != "" {
+		if l.opt.Seal {
+			alog.Seal(string(l.sealMode), string(l.sealBy), "")
+		} else {
+			alog.Seal(string(l.sealMode), "none", "not available here")
+		}
+	}
 	// Registering the forwarded signals overlaps the shim's set-up when the
 	// launcher is likely to stay resident. It is never undone: the launcher
 	// exits when the child has, and a late signal cannot cut its clean-up.
@@ -230,8 +237,10 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		if lerr := seal.LandlockAvailable(); lerr == nil {
 			l.sealBy = seal.Landlock
 			l.host.debugf("seal: user namespaces refused (%v): sealing with Landlock", err)
+			alog.Seal(string(l.sealMode), string(l.sealBy), "user namespaces refused at the start")
 		} else if l.sealMode == policy.SealOn {
 			l.host.warnf("seal: not available here (%v; and %v): the command runs without it, and can read your credential files", err, lerr)
+			alog.Seal(string(l.sealMode), "none", "user namespaces refused at the start, and no Landlock")
 			l.opt.Seal = false
 		} else {
 			return 0, fmt.Errorf("seal: required by the policy, and not available here: %w; and %v", err, lerr)

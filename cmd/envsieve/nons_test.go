@@ -49,9 +49,15 @@ func TestNamespacesRefused(t *testing.T) {
 		t.Errorf("doctor under a filter that refuses user namespaces:\n%s", out)
 	}
 	for _, pol := range []string{"on.yaml", "required.yaml"} {
-		out, code := run(nil, "run", "--no-shim", "--policy", pol, "--", "/bin/echo", "ran")
+		audit := filepath.Join(dir, pol+".jsonl")
+		out, code := run(nil, "run", "--no-shim", "--policy", pol, "--audit", audit, "--", "/bin/echo", "ran")
 		if code != 0 || !strings.Contains(out, "ran") || !strings.Contains(out, "sealing with Landlock") || !strings.Contains(out, "seal: landlock;") {
 			t.Errorf("%s, namespaces refused: exit %d\n%s", pol, code, out)
+		}
+		// The audit log says which seal the tree ran under.
+		if b, err := os.ReadFile(audit); err != nil || !strings.Contains(string(b), `"msg":"seal"`) ||
+			!strings.Contains(string(b), `"mechanism":"landlock","why":"user namespaces refused at the start"`) {
+			t.Errorf("%s: the audit log does not record the Landlock seal: %v\n%s", pol, err, b)
 		}
 	}
 	// The profile's state dirs are made before the Landlock seal, but not
