@@ -83,6 +83,21 @@ const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 // never sees it).
 const initSeal = "ENVSIEVE_INIT_SEAL="
 
+// applySeal makes the seal an init was given (initSeal) with apply: the
+// namespaces' masks, or Landlock's domain. sealed is false when the init
+// was given none.
+func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
+	text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "="))
+	if !ok {
+		return false, nil
+	}
+	spec, err := seal.Decode(text)
+	if err == nil {
+		err = apply(spec)
+	}
+	return true, err
+}
+
 // IsolateSealed is [Isolate] with a sealed filesystem view: the init masks
 // and write-protects spec's paths in the new mount namespace before the
 // program starts (see package seal).
@@ -130,15 +145,9 @@ func IsolateInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", err)
 		return 125
 	}
-	if text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "=")); ok {
-		spec, err := seal.Decode(text)
-		if err == nil {
-			err = seal.Apply(spec)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
-			return 125
-		}
+	if _, err := applySeal(seal.Apply); err != nil {
+		fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
+		return 125
 	}
 	// The program must hold no capability: not the one the mount needed,
 	// and none at all when envsieve runs as root (uid 0 in the namespace

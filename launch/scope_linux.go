@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -78,11 +77,7 @@ func ScopeInit(args []string) int {
 	// no_new_privs and the domain are the thread's: set both, and exec,
 	// from this one.
 	runtime.LockOSThread()
-	if text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "=")); ok {
-		spec, err := seal.Decode(text)
-		if err == nil {
-			err = seal.Restrict(spec)
-		}
+	if sealed, err := applySeal(seal.Restrict); sealed || err != nil {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
 			return 125

@@ -286,6 +286,18 @@ func kind(n ast.Node) string {
 }
 
 // optStr returns a handler that decodes an optional string into *dst.
+// optBool returns a handler that decodes a boolean into *dst.
+func (d *decoder) optBool(what string, dst **boolv) func(str, ast.Node) {
+	return func(_ str, v ast.Node) {
+		b, ok := v.(*ast.BoolNode)
+		if !ok {
+			d.errorf(v, "%s: want true or false, got %s", what, kind(v))
+			return
+		}
+		*dst = &boolv{V: b.Value, Pos: d.nodePos(v)}
+	}
+}
+
 func (d *decoder) optStr(what string, dst **str) func(str, ast.Node) {
 	return func(_ str, v ast.Node) {
 		if s, ok := d.str(what, v); ok {
@@ -442,16 +454,9 @@ func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, a
 				}
 			})
 		},
-		"hide":     func(_ str, v ast.Node) { l.Hide = d.strList(what+": hide", v) },
-		"brokered": func(_ str, v ast.Node) { l.Brokered = d.strList(what+": brokered", v) },
-		"block_iteration": func(_ str, v ast.Node) {
-			b, ok := v.(*ast.BoolNode)
-			if !ok {
-				d.errorf(v, "%s: block_iteration: want true or false, got %s", what, kind(v))
-				return
-			}
-			l.BlockIter = &boolv{V: b.Value, Pos: d.nodePos(v)}
-		},
+		"hide":            func(_ str, v ast.Node) { l.Hide = d.strList(what+": hide", v) },
+		"brokered":        func(_ str, v ast.Node) { l.Brokered = d.strList(what+": brokered", v) },
+		"block_iteration": d.optBool(what+": block_iteration", &l.BlockIter),
 		"seal": func(_ str, v ast.Node) {
 			s, ok := d.str(what+": seal", v)
 			if !ok {
@@ -520,16 +525,9 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			rh["description"] = d.optStr(what+": description", &r.Description)
 			rh["match"] = func(key str, v ast.Node) {
 				d.fields(v, what+": match", map[string]func(str, ast.Node){
-					"command": d.optStr(what+": match: command", &r.Command),
-					"args":    func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
-					"args_exact": func(_ str, v ast.Node) {
-						b, ok := v.(*ast.BoolNode)
-						if !ok {
-							d.errorf(v, "%s: match: args_exact: want true or false, got %s", what, kind(v))
-							return
-						}
-						r.ArgsExact = &boolv{V: b.Value, Pos: d.nodePos(v)}
-					},
+					"command":    d.optStr(what+": match: command", &r.Command),
+					"args":       func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
+					"args_exact": d.optBool(what+": match: args_exact", &r.ArgsExact),
 				})
 				if r.Command == nil {
 					d.errorAt(key.Pos, "%s: match needs a command", what)
