@@ -142,12 +142,16 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		// The launch's first program is granted like any the shim hands
 		// over: what the rule gave it, its children lose.
 		keys, err := l.ruleKeys()
+		gv := ""
+		if err == nil {
+			gv, err = shim.GrantedVar(keys)
+		}
 		if err != nil {
 			s.srv.Close()
-			return nil, err
+			return nil, fmt.Errorf("rule %s: %w", res.Rule.Name, err)
 		}
-		if len(keys) > 0 {
-			env = append(env, shim.EnvGranted+"="+strings.Join(keys, ","))
+		if gv != "" {
+			env = append(env, gv)
 		}
 	}
 	if grants {
@@ -180,7 +184,7 @@ func (l *Plan) ruleKeys() ([]string, error) {
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
 		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
 	if err != nil {
-		return nil, fmt.Errorf("rule %s: %w", l.Result.Rule.Name, err)
+		return nil, err
 	}
 	without := map[string]string{}
 	for _, kv := range l.brokerOverlay(res.Env) {
@@ -193,9 +197,6 @@ func (l *Plan) ruleKeys() ([]string, error) {
 		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
 			keys = append(keys, k)
 		}
-	}
-	if n := len(strings.Join(keys, ",")); n > shim.MaxGranted {
-		return nil, fmt.Errorf("rule %s: the %d keys it grants take %d bytes to name, more than the shim's %d", l.Result.Rule.Name, len(keys), n, shim.MaxGranted)
 	}
 	return keys, nil
 }
@@ -474,11 +475,12 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			env = append(env, kv)
 		}
 	}
-	if n := len(strings.Join(keys, ",")); n > shim.MaxGranted {
-		return nil, nil, fmt.Errorf("the %d keys it grants take %d bytes to name, more than the shim's %d", len(keys), n, shim.MaxGranted)
+	gv, err := shim.GrantedVar(keys)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(keys) > 0 {
-		env = append(env, shim.EnvGranted+"="+strings.Join(keys, ","))
+	if gv != "" {
+		env = append(env, gv)
 	}
 	return env, keys, nil
 }

@@ -34,10 +34,23 @@ const (
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
 )
 
-// MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds;
-// the launcher refuses a grant whose list is longer (the shim could not
-// take the keys from the program's children).
+// MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.
 const MaxGranted = 2047
+
+// GrantedVar returns the ENVSIEVE_SHIM_GRANTED entry that names keys as
+// granted to a program, so that the shim takes them from its children;
+// "" for no keys. A list longer than the shim holds is an error: the
+// launcher must refuse the grant rather than have it reach the children.
+func GrantedVar(keys []string) (string, error) {
+	if len(keys) == 0 {
+		return "", nil
+	}
+	list := strings.Join(keys, ",")
+	if len(list) > MaxGranted {
+		return "", fmt.Errorf("the %d keys granted take %d bytes to name, more than the shim's %d", len(keys), len(list), MaxGranted)
+	}
+	return EnvGranted + "=" + list, nil
+}
 
 // ErrNotFound is returned by Locate when no copy of the library exists.
 var ErrNotFound = errors.New("shim " + LibName + " not found")

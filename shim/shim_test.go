@@ -3,6 +3,7 @@
 package shim_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -423,5 +424,30 @@ func TestCompanions(t *testing.T) {
 	want := []string{"/opt/envsieve/bin/libenvsieve.so", "/opt/envsieve/lib/envsieve/libenvsieve.so"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("Companions = %q, want %q", got, want)
+	}
+}
+
+// TestGrantedVar: the granted keys are named in one entry, none gives
+// none, and a list the shim could not hold is refused, not cut short.
+func TestGrantedVar(t *testing.T) {
+	long := make([]string, 0, 300)
+	for i := range 300 {
+		long = append(long, fmt.Sprintf("KEY_%04d", i))
+	}
+	for _, tt := range []struct {
+		keys    []string
+		want    string
+		wantErr bool
+	}{
+		{nil, "", false},
+		{[]string{"GITHUB_TOKEN"}, "ENVSIEVE_SHIM_GRANTED=GITHUB_TOKEN", false},
+		{[]string{"A", "B"}, "ENVSIEVE_SHIM_GRANTED=A,B", false},
+		{long[:227], "ENVSIEVE_SHIM_GRANTED=" + strings.Join(long[:227], ","), false}, // 2042 bytes
+		{long, "", true},
+	} {
+		got, err := shim.GrantedVar(tt.keys)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("GrantedVar(%d keys) = %.40q, %v", len(tt.keys), got, err)
+		}
 	}
 }
