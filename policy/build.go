@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -775,6 +776,24 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 		} else {
 			rule.Command = g
 			rule.ByPath = strings.Contains(r.Command.V, "/")
+		}
+	}
+	if r.Path != nil {
+		if p := r.Path.V; !path.IsAbs(p) || path.Clean(p) != p || strings.ContainsAny(p, "\x00") {
+			b.d.errorAt(r.Path.Pos, "%s: match: path: %q is not an absolute, clean path (one file, no globs)", name, p)
+		} else {
+			rule.Path, rule.ByPath = p, true
+		}
+	}
+	if r.SHA256 != nil {
+		h := strings.ToLower(r.SHA256.V)
+		switch {
+		case r.Path == nil:
+			b.d.errorAt(r.SHA256.Pos, "%s: match: sha256 pins the file that match: path names: add a path", name)
+		case len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "":
+			b.d.errorAt(r.SHA256.Pos, "%s: match: sha256: want 64 hexadecimal digits (what sha256sum prints), got %d characters", name, len(r.SHA256.V))
+		default:
+			rule.SHA256 = h
 		}
 	}
 	for _, a := range r.Args {

@@ -76,6 +76,8 @@ type rawRule struct {
 	Pos       Pos
 	Name      *str
 	Command   *str
+	Path      *str
+	SHA256    *str
 	Args      []str
 	ArgsExact *boolv
 	rawLevel
@@ -526,11 +528,16 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			rh["match"] = func(key str, v ast.Node) {
 				d.fields(v, what+": match", map[string]func(str, ast.Node){
 					"command":    d.optStr(what+": match: command", &r.Command),
+					"path":       d.optStr(what+": match: path", &r.Path),
+					"sha256":     d.optStr(what+": match: sha256", &r.SHA256),
 					"args":       func(_ str, v ast.Node) { r.Args = d.strList(what+": match: args", v) },
 					"args_exact": d.optBool(what+": match: args_exact", &r.ArgsExact),
 				})
-				if r.Command == nil {
-					d.errorAt(key.Pos, "%s: match needs a command", what)
+				switch {
+				case r.Command == nil && r.Path == nil:
+					d.errorAt(key.Pos, "%s: match needs a command or a path", what)
+				case r.Command != nil && r.Path != nil:
+					d.errorAt(r.Path.Pos, "%s: match: path and command name the program twice: keep one", what)
 				}
 			}
 			r.Keys = d.fields(rv, what, rh)

@@ -174,8 +174,15 @@ type Rule struct {
 	Name    string
 	Pos     Pos
 	Command *pattern.Glob // matches the basename, or the path when it holds a '/'
-	ByPath  bool
-	Args    []*pattern.Glob // leading arguments, in order
+	// Path names one program by its absolute path (match: path), in place
+	// of Command.
+	Path   string
+	ByPath bool // Command holds a '/', or Path is set
+	// SHA256 pins the program at Path to one content (lowercase hex): the
+	// rule applies only to those bytes, wherever Path is, and the launcher
+	// runs the very bytes it hashed. "" when the rule pins nothing.
+	SHA256 string
+	Args   []*pattern.Glob // leading arguments, in order
 	// ArgsExact pins the whole argv: no argument may follow Args.
 	ArgsExact bool
 	Level     *Level
@@ -206,6 +213,9 @@ func (r *Rule) MatchArgs(args []string) bool {
 // command pattern. A path pattern needs a path; a name pattern is matched
 // against the basename.
 func (r *Rule) MatchProgram(prog string) bool {
+	if r.Path != "" {
+		return strings.Contains(prog, "/") && path.Clean(prog) == r.Path
+	}
 	if r.Command == nil {
 		return false
 	}

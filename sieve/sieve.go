@@ -137,8 +137,13 @@ type Request struct {
 	Path string
 	// Untrusted says that the program at Path is one the child's uid could
 	// have written (a copy named gh in the agent's directory): no rule
-	// applies to it, whatever its name.
+	// applies to it, whatever its name, but one that pins its bytes.
 	Untrusted bool
+	// Digest is the SHA-256 (lowercase hex) of the program at Path, taken
+	// by a caller that will run the very bytes it hashed; "" when none was.
+	// A rule that pins a digest (match: sha256) applies only to a first
+	// command whose Digest it is.
+	Digest string
 	// Profile names the profile; "" means the global level only.
 	Profile string
 	// Tool names a tool whose injects_env secrets the child receives.
@@ -247,7 +252,7 @@ func SecretNames(p *policy.Policy, req Request) ([]string, error) {
 func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 	var rule *policy.Rule
 	for i, argv := range req.Commands {
-		if len(argv) == 0 || i == 0 && req.Untrusted {
+		if len(argv) == 0 {
 			return nil
 		}
 		prog := argv[0]
@@ -259,10 +264,14 @@ func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 		for _, cand := range p.Rules {
 			match := false
 			switch {
-			case cand.Command == nil:
+			case cand.SHA256 != "":
+				// Only the bytes hashed: the first command, hashed by a
+				// caller that runs what it hashed, wherever it lives.
+				match = i == 0 && req.Digest == cand.SHA256 && cand.MatchProgram(prog)
+			case i == 0 && req.Untrusted:
 			case cand.ByPath:
 				match = cand.MatchProgram(prog)
-			default:
+			case cand.Command != nil:
 				match = cand.Command.Match(base)
 			}
 			if match && cand.MatchArgs(argv[1:]) {
