@@ -76,3 +76,18 @@ PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789 bin/timeit -n 11 -warm
   "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/gh.sh" | tee "$tmp/start"
 added=$(awk 'NR==3 {print $NF}' "$tmp/start" | tr -d 'µs')
 echo "added per granted exec (gh, granted, against gx, which no rule names): $((added / 1000)) µs"
+echo
+echo "## 5. A pinned program: bash running pt 1,000 times"
+echo "# pt is the same copy of /bin/true, named by a rule that pins its sha256"
+echo "# (match: {path, sha256}): each start copies it into a sealed memory file,"
+echo "# hashes the copy and runs it."
+cp /bin/true "$tmp/bin/pt"
+pt=$(readlink -f "$tmp/bin/pt")
+sum=$(sha256sum "$pt" | cut -d' ' -f1)
+printf 'version: 1\nrules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n  - name: pt\n    match: {path: %s, sha256: %s}\n    allow: [GITHUB_TOKEN]\n' "$pt" "$sum" > "$tmp/pinned.yaml"
+printf 'for i in $(seq 1000); do %s; done\n' pt > "$tmp/pt.sh"
+PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789 bin/timeit -n 11 -warmup 2 \
+  "bin/envsieve run --policy $tmp/pinned.yaml -- bash $tmp/gh.sh" \
+  "bin/envsieve run --policy $tmp/pinned.yaml -- bash $tmp/pt.sh" | tee "$tmp/pinned"
+added=$(awk 'NR==3 {print $NF}' "$tmp/pinned" | tr -d 'µs')
+echo "added per pinned exec (pt, against gh, granted by name): $((added / 1000)) µs"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/trust"
+	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/shim"
 	"github.com/envsieve/envsieve/sieve"
@@ -365,25 +366,49 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	}
 	req := l.Request
 	req.Commands, req.Path, req.Untrusted = [][]string{r.Argv}, name, writable != nil
+	// A rule that pins the program's bytes is checked against a sealed
+	// copy, and the copy is what starts.
+	var prog *pin.Program
+	if pins(pol, name) {
+		if prog, err = pin.Open(real); err != nil {
+			s.alog.NoGrant(r.PID, r.Path, err.Error())
+			return nil, "the program a rule pins cannot be read"
+		}
+		defer prog.Close()
+		req.Digest = prog.SHA256
+	}
 	rule := sieve.ChooseRule(pol, req)
 	if rule == nil {
+		if prog != nil {
+			if why := pinMismatch(pol, name, prog.SHA256); why != "" {
+				s.alog.NoGrant(r.PID, r.Path, why)
+				return nil, "the program is not the one a rule pins"
+			}
+		}
 		if writable != nil && sieve.ChooseRule(pol, sieve.Request{Commands: req.Commands}) != nil {
 			s.alog.NoGrant(r.PID, r.Path, "the program is in a place the agent's tree can write: "+writable.Error())
 			return nil, "the program is in a place the agent's tree can write"
 		}
 		return nil, "no rule grants to the program"
 	}
+	if rule.SHA256 == "" {
+		prog = nil // closed by the defer; the file itself starts
+	}
 	env, keys, err := s.grantEnv(r, req, rule)
 	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "rule " + rule.Name + ": the environment cannot be built"
 	}
-	if err := checkInterpreter(real, envValue(env, "PATH"), os.Geteuid()); err != nil {
+	script := real
+	if prog != nil {
+		script = prog.Path() // its #! line is the copy's
+	}
+	if err := checkInterpreter(script, envValue(env, "PATH"), os.Geteuid()); err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "the program's interpreter is in a place the agent's tree can write"
 	}
 	t1 := time.Now()
-	p, err := startGranted(real, r.Argv, env, r)
+	p, err := startGranted(real, r.Argv, env, r, prog)
 	l.host.debugf("grant: %s: decided in %v, started in %v", r.Path, t1.Sub(t0), time.Since(t1))
 	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": start: "+err.Error())

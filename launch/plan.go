@@ -14,6 +14,7 @@ import (
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/trust"
+	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/seal"
@@ -116,6 +117,11 @@ type Options struct {
 	// DryRun fetches no secret that has a side effect (explain): only
 	// `from: env` secrets are read, and nothing is written.
 	DryRun bool
+	// RunsCommand says the launch runs the first command itself (run,
+	// explain), not a shell that will run it (sh): a rule that pins a
+	// program's bytes (match: sha256) may then apply, and the launch runs
+	// the sealed copy it hashed (package pin).
+	RunsCommand bool
 	// Isolate runs the child in namespaces of its own; Seal also masks
 	// the user's secret material there (it implies Isolate).
 	Isolate, Seal bool
@@ -177,7 +183,17 @@ type Plan struct {
 	brokerDir string
 	// alog is the open audit log, for the broker's events.
 	alog atomic.Pointer[audit.Log]
+	// pinned is the sealed copy of the first program when the rule the
+	// launch applies pins its bytes: the copy is what runs. noRule says
+	// why no rule applies to the first program, when one might have.
+	pinned *pin.Program
+	noRule string
 }
+
+// NoRule says why no rule grants to the launch's program although one
+// names it: it is in a place the agent's tree can write, or its bytes are
+// not those a rule pins. "" otherwise.
+func (l *Plan) NoRule() string { return l.noRule }
 
 // Policy returns the policy the plan was built under.
 func (l *Plan) Policy() *policy.Policy { return l.opt.Policy }
@@ -220,6 +236,8 @@ func (l *Plan) Cleanup() {
 		f.Close()
 	}
 	l.fds = nil
+	l.pinned.Close()
+	l.pinned = nil
 }
 
 // FetchError reports a secret its source could not give. It names the
@@ -251,24 +269,37 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 		return nil, ErrNilEnv
 	}
 	req := o.Request
+	var prog *pin.Program
+	var noRule []string
 	if req.Path == "" && len(req.Commands) > 0 && len(req.Commands[0]) > 0 {
 		if path, err := LookPath(req.Commands[0][0], o.Parent); err == nil {
 			req.Path = path
 			// The program a rule would grant to: named as an administrator
-			// named it, and one the agent's tree cannot have written.
-			if name, writable, err := trust.Program(path, os.Geteuid()); err == nil {
+			// named it, and one the agent's tree cannot have written, or
+			// the very bytes a rule pins.
+			if name, real, writable, err := trust.ProgramFile(path, os.Geteuid()); err == nil {
 				req.Path, req.Untrusted = name, writable != nil
 				if writable != nil {
 					h.debugf("rules: %s is not a program a rule grants to: %v", path, writable)
+					noRule = append(noRule, name+" is in a place the agent's tree can write, so only a rule that pins its sha256 grants to it")
+				}
+				if o.RunsCommand && pins(o.Policy, name) {
+					if prog, err = pin.Open(real); err != nil {
+						noRule = append(noRule, err.Error())
+					} else {
+						req.Digest = prog.SHA256
+						noRule = append(noRule, pinMismatch(o.Policy, name, prog.SHA256))
+					}
 				}
 			}
 		}
 	}
 	names, err := sieve.SecretNames(o.Policy, req)
 	if err != nil {
+		prog.Close()
 		return nil, err
 	}
-	l := &Plan{host: h, opt: o, Request: req}
+	l := &Plan{host: h, opt: o, Request: req, pinned: prog}
 	values, files, err := l.fetch(ctx, names)
 	if err != nil {
 		l.Cleanup()
@@ -286,8 +317,41 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 		l.Cleanup()
 		return nil, err
 	}
+	if r := l.Result.Rule; r == nil || r.SHA256 == "" {
+		// The copy runs only when it is what the rule granted to.
+		l.pinned.Close()
+		l.pinned = nil
+	}
+	if l.Result.Rule == nil {
+		l.noRule = strings.Join(slices.DeleteFunc(noRule, func(s string) bool { return s == "" }), "; ")
+	}
 	l.Env = slices.Clone(l.Result.Env)
 	return l, nil
+}
+
+// pins reports whether a rule of p pins the bytes of the program at name.
+func pins(p *policy.Policy, name string) bool {
+	for _, r := range p.Rules {
+		if r.SHA256 != "" && r.MatchProgram(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// pinMismatch says which rules pin the program at name to other bytes than
+// those of digest; "" when none does.
+func pinMismatch(p *policy.Policy, name, digest string) string {
+	var rules []string
+	for _, r := range p.Rules {
+		if r.SHA256 != "" && r.SHA256 != digest && r.MatchProgram(name) {
+			rules = append(rules, "rule "+r.Name+" ("+r.Pos.String()+") pins "+r.SHA256)
+		}
+	}
+	if rules == nil {
+		return ""
+	}
+	return fmt.Sprintf("the sha256 of %s is %s, and %s", name, digest, strings.Join(rules, ", "))
 }
 
 // build builds an environment of the launch: the host's Builder, or the

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
 
 	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 )
@@ -106,9 +108,29 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 	}
 	l.host.debugf("exec %s", path)
 	alog.Exec(path)
+	if l.pinned != nil {
+		// The sealed copy the rule's pin was checked against; a script's
+		// interpreter opens it by name after the exec, so it stays open.
+		if err := l.pinned.KeepOpen(); err != nil {
+			return err
+		}
+		path = l.pinned.Path()
+	}
 	err := Exec(path, argv, l.Env)
 	alog.Exit(125, err)
 	return err
+}
+
+// command is the resident launch of the program at path: when the rule
+// pins its bytes, the child runs the sealed copy, which it inherits as its
+// last descriptor (a script's interpreter opens it by that name).
+func (l *Plan) command(path string, argv []string) *Cmd {
+	files := l.ExtraFiles()
+	if l.pinned != nil {
+		files = append(slices.Clone(files), l.pinned.File)
+		path = pin.FDPath(2 + len(files))
+	}
+	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}
 }
 
 // makeStateDirs makes the profile's state_dirs that are missing (0700),
@@ -174,7 +196,11 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	if set != nil || l.files != nil || l.opt.Isolate || !l.opt.NoShim || l.broker != nil {
 		sigs = NotifySignals()
 	}
-	sh, err := l.StartShim(path, alog)
+	prog := path
+	if l.pinned != nil {
+		prog = l.pinned.Path()
+	}
+	sh, err := l.StartShim(prog, alog)
 	if err != nil {
 		return 0, err
 	}
@@ -183,7 +209,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	if inPlace && !l.opt.Isolate {
 		return 0, l.execInPlace(path, argv, alog)
 	}
-	c := &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
+	c := l.command(path, argv)
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
 	switch {
 	case l.opt.Isolate:
@@ -248,7 +274,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		if inPlace {
 			return 0, l.execInPlace(path, argv, alog)
 		}
-		c = &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: l.ExtraFiles()}
+		c = l.command(path, argv)
 		if c, err = l.scope(c, sh); err != nil {
 			return 0, err
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -51,9 +52,11 @@ func (g *granted) Wait() (code, sig int) {
 // directory (by descriptor, so a directory the caller's mount namespace
 // names differently is still the same one), in its process group when the
 // kernel allows it (same session), else in one of its own. The program is
-// killed if the launcher dies first.
-func startGranted(path string, argv, env []string, r *shim.StartRequest) (shim.Process, error) {
-	files := make([]*os.File, 3)
+// killed if the launcher dies first. When prog is not nil (the rule pins
+// the program's bytes), its sealed copy starts in place of path, inherited
+// as descriptor 3 (a script's interpreter opens it by that name).
+func startGranted(path string, argv, env []string, r *shim.StartRequest, prog *pin.Program) (shim.Process, error) {
+	files := make([]*os.File, 3, 4)
 	var null *os.File
 	for i, f := range r.Stdio {
 		if f == nil {
@@ -67,6 +70,10 @@ func startGranted(path string, argv, env []string, r *shim.StartRequest) (shim.P
 			f = null
 		}
 		files[i] = f
+	}
+	if prog != nil {
+		files = append(files, prog.File)
+		path = pin.FDPath(3)
 	}
 	attr := &os.ProcAttr{
 		Dir:   "/proc/self/fd/" + strconv.Itoa(int(r.Dir.Fd())),

@@ -47,7 +47,7 @@ func TestStartGranted(t *testing.T) {
 			}
 			defer func() { caller.Process.Kill(); caller.Wait() }()
 			r := request(t, caller.Process)
-			p, err := startGranted("/bin/sh", []string{"sh", "-c", "exit 3"}, []string{"PATH=/usr/bin:/bin"}, r)
+			p, err := startGranted("/bin/sh", []string{"sh", "-c", "exit 3"}, []string{"PATH=/usr/bin:/bin"}, r, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestStartGranted(t *testing.T) {
 			if code, sig := p.Wait(); code != 3 || sig != 0 {
 				t.Errorf("exit %d, signal %d; want 3, 0", code, sig)
 			}
-			p, err = startGranted("/bin/sleep", []string{"sleep", "30"}, []string{}, r)
+			p, err = startGranted("/bin/sleep", []string{"sleep", "30"}, []string{}, r, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

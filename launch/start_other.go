@@ -6,12 +6,13 @@ import (
 	"errors"
 	"os"
 
+	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/shim"
 )
 
 var errStartLinux = errors.New("the launcher starts granted programs on Linux only")
 
-func startGranted(string, []string, []string, *shim.StartRequest) (shim.Process, error) {
+func startGranted(string, []string, []string, *shim.StartRequest, *pin.Program) (shim.Process, error) {
 	return nil, errStartLinux
 }
 

@@ -154,6 +154,9 @@ type ruleJSON struct {
 	// Children says whether the program's children keep what the rule
 	// gives it ("keep": the shim does not load to take it) or lose it.
 	Children string `json:"children"`
+	// SHA256 is the digest the rule pins the program to (match: sha256):
+	// the launch runs the sealed copy it hashed.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 type sourceJSON struct {
@@ -228,7 +231,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	if len(argv) > 0 {
 		commands = [][]string{argv}
 	}
-	l, err := buildWith(u, p, f, commands, true)
+	l, err := buildWith(u, p, f, commands, dryRun|runsCommand)
 	if err != nil {
 		return err
 	}
@@ -241,9 +244,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 		}
 	}
 	doc := explainDoc(p, res, argv, path)
-	if l.Request.Untrusted {
-		doc.NoRule = l.Request.Path + " is in a place the agent's tree can write, so no rule grants to it"
-	}
+	doc.NoRule = l.NoRule()
 	doc.Redact = redactDoc(l)
 	doc.Secrets = secretsDoc(p, res, f.noBroker)
 	doc.Shim = shimDoc(host(u, f), f, l, path)
@@ -284,7 +285,7 @@ func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string)
 		doc.Injected = []string{}
 	}
 	if r := res.Rule; r != nil {
-		doc.Rule = &ruleJSON{Name: r.Name, Pos: r.Pos.String()}
+		doc.Rule = &ruleJSON{Name: r.Name, Pos: r.Pos.String(), SHA256: r.SHA256}
 	}
 	for _, d := range res.Decisions {
 		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail(), Added: d.Added}
@@ -341,6 +342,9 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		prog := filepath.Base(doc.Path)
 		if prog == "." || prog == "" {
 			prog = "the program"
+		}
+		if r.SHA256 != "" {
+			fmt.Fprintf(w, "pinned:  sha256 %s: the launch runs the sealed copy it hashed\n", r.SHA256)
 		}
 		fmt.Fprintf(w, "grants:  to %s, and so to everything %s can be told to run (hooks, aliases, -c options, --receive-pack and the like)", prog, prog)
 		if r.Children == "keep" {

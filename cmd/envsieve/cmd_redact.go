@@ -30,7 +30,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			// Masking is what this verb is for, whatever redact.enabled
 			// says; the policy itself is never changed.
 			f.forceMask = true
-			l, err := buildWith(u, p, &f, nil, false)
+			l, err := buildWith(u, p, &f, nil, 0)
 			if err != nil {
 				return err
 			}

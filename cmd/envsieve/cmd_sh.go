@@ -196,7 +196,7 @@ string runs with the policy's shell (default /bin/sh).`,
 					u.Debugf("sh: the string cannot be analysed statically: no rule applies")
 				}
 			}
-			l, err := buildWith(u, p, &a.flags, commands, false)
+			l, err := buildWith(u, p, &a.flags, commands, 0)
 			if err != nil {
 				return err
 			}

@@ -98,7 +98,7 @@ func build(u *cli.UI, f *policyFlags, argv []string) (*launch.Plan, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	l, err := buildWith(u, p, f, [][]string{argv}, false)
+	l, err := buildWith(u, p, f, [][]string{argv}, runsCommand)
 	if err != nil {
 		return nil, "", err
 	}
@@ -110,17 +110,23 @@ func build(u *cli.UI, f *policyFlags, argv []string) (*launch.Plan, string, erro
 	return l, path, nil
 }
 
+// How a launch is built: whether it runs its first command itself (run,
+// explain) and whether it is a dry run (explain).
+const (
+	runsCommand = 1 << iota // a rule may pin the program's bytes (launch.Options.RunsCommand)
+	dryRun                  // fetch no secret that has a side effect
+)
+
 // buildWith builds the launch of commands under a loaded policy. On success
-// the caller owns the plan's Cleanup. dryRun fetches no secret that has a
-// side effect (explain).
-func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string, dryRun bool) (*launch.Plan, error) {
+// the caller owns the plan's Cleanup. how is a set of the flags above.
+func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string, how int) (*launch.Plan, error) {
 	req, err := f.request(commands)
 	if err != nil {
 		return nil, err
 	}
 	parent := os.Environ()
 	l, err := launch.Build(context.Background(), host(u, f), launch.Options{
-		Policy: p, Parent: parent, Request: req, DryRun: dryRun,
+		Policy: p, Parent: parent, Request: req, DryRun: how&dryRun != 0, RunsCommand: how&runsCommand != 0,
 		Isolate: f.isolate, Seal: f.seal, NoShim: f.noShim, NoBroker: f.noBroker, ForceMask: f.forceMask,
 	})
 	if err != nil {
