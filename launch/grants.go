@@ -126,7 +126,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 			s.decision[d.Key] = d
 		}
 	}
-	if s.srv, err = shim.Listen(h.runtimeDir(), s); err != nil {
+	if s.srv, err = shim.Listen(h.socketDir(), s); err != nil {
 		return nil, err
 	}
 	env := make([]string, 0, len(l.Env)+4)

@@ -50,9 +50,12 @@ type Host struct {
 	// HelperEnv is the environment of `from: command` helpers, before
 	// the helper's own minimal filter (secret.Command).
 	HelperEnv []string
-	// RuntimeDir holds the shim's socket and, where memory files are not
-	// available, file-delivered secrets; "" means os.TempDir().
+	// RuntimeDir holds file-delivered secrets where memory files are not
+	// available; "" means os.TempDir().
 	RuntimeDir string
+	// SocketDir holds the shim's socket: a directory the commands of an
+	// agent's own sandbox still see; "" means os.TempDir().
+	SocketDir string
 	// ExtraFiles passes file-delivered secrets as the child's descriptors
 	// 3 and on (a server that runs launches side by side, so none
 	// inherits another's); false makes them inheritable as they are (a
@@ -94,6 +97,13 @@ func (h *Host) stderr() io.Writer {
 		return io.Discard
 	}
 	return h.Stderr
+}
+
+func (h *Host) socketDir() string {
+	if h.SocketDir == "" {
+		return os.TempDir()
+	}
+	return h.SocketDir
 }
 
 func (h *Host) runtimeDir() string {

@@ -82,6 +82,7 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 		Store:      func() (secret.Source, error) { return cli.UserStore() },
 		HelperEnv:  os.Environ(),
 		RuntimeDir: envknob.RuntimeDir(),
+		SocketDir:  envknob.SocketDir(),
 		Shim:       envknob.Shim(),
 		Exe:        exe,
 		Home:       envknob.Home(),

@@ -36,7 +36,7 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_SHIM_GRANTED", Description: "read by the shim in a program the launcher started with grants: the keys granted to it, withheld from its children; set by the launcher"},
 	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
 	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},
-	{Name: "XDG_RUNTIME_DIR", Description: "where the shim's socket and file-delivered secrets go, each in a private directory (a per-user tmpfs); unset means /dev/shm when it is usable, else /tmp"},
+	{Name: "XDG_RUNTIME_DIR", Description: "where the shim's socket and file-delivered secrets go, each in a private directory (a per-user tmpfs); unset means /tmp for the socket (an agent's sandbox may hide /dev/shm from its commands), and /dev/shm for secret files when it is usable, else /tmp"},
 	{Name: "HOME", Description: "used only to find $HOME/.config and $HOME/.local/share when the XDG variables are unset"},
 }
 
@@ -92,6 +92,18 @@ func RuntimeDir() string {
 	}
 	if sharedMemoryUsable() {
 		return sharedMemory
+	}
+	return "/tmp"
+}
+
+// SocketDir returns where the shim's socket goes, in a 0700 directory of
+// its own: $XDG_RUNTIME_DIR, else /tmp. Not /dev/shm: an agent's own
+// sandbox may give its commands a private one (Codex's bubblewrap mounts a
+// new /dev) while it shows them the host's /tmp and the rest of /, and a
+// command that cannot reach the socket gets no grant.
+func SocketDir() string {
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		return x
 	}
 	return "/tmp"
 }
