@@ -40,7 +40,9 @@ func TestAgentSandboxGrant(t *testing.T) {
 	}
 	program := agentCLI(t, ag.program)
 	model, caPEM := openaiModel(t, command, true)
-	home := unprivilegedHome(t)
+	// Not under /tmp: Codex makes the helper its sandbox runs
+	// (codex-linux-sandbox) in CODEX_HOME, and refuses to under /tmp.
+	home := unprivilegedHomeIn(t, "/var/tmp")
 	ca := filepath.Join(home, "standin-ca.pem")
 	writeOwned(t, ca, string(caPEM))
 	policy := filepath.Join(home, "policy.yaml")
