@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +15,18 @@ import (
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
-// TestAgentSandboxGrant runs real Codex, as an unprivileged user, with its
-// own sandbox on as docs/agents.md recommends it (bubblewrap:
-// -s workspace-write with network access), under a policy whose rule
-// grants GITHUB_TOKEN to gh, and with XDG_RUNTIME_DIR unset (a server, CI,
-// a container). The stand-in model has Codex's shell tool run gh, a
-// root-owned program in a root-owned directory: gh gets its token through
-// the launcher, inside Codex's sandbox, and the shell around it does not.
+// TestAgentSandboxGrant runs real agent CLIs, as an unprivileged user,
+// with their own sandboxes on, under a policy whose rule grants
+// GITHUB_TOKEN to gh, with XDG_RUNTIME_DIR unset (a server, CI, a
+// container). The stand-in model has the agent's shell tool run gh, a
+// root-owned program in a root-owned directory, and report what holds the
+// token and which sandbox the command ran in.
+//   - Codex 0.169, -s workspace-write with network access (bubblewrap, a
+//     private /dev/shm): gh gets its token; the shell around it does not.
+//   - Claude Code with its sandbox (bubblewrap, and a seccomp filter that
+//     refuses to create unix sockets): gh gets nothing and still runs
+//     (the shim fails closed); with sandbox.network.allowAllUnixSockets,
+//     which docs/agents.md gives with its cost, gh gets its token.
 func TestAgentSandboxGrant(t *testing.T) {
 	exe, _ := unprivilegedInstall(t)
 	sys := filepath.Join(filepath.Dir(exe), "sys")
@@ -31,51 +37,84 @@ func TestAgentSandboxGrant(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte("#!/bin/sh\necho \"gh: ${GITHUB_TOKEN:+granted}\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	const token = "tok-for-gh-in-codex-sandbox-51d0"
-	// By its path: Codex runs `bash -lc`, whose /etc/profile resets PATH.
-	command := filepath.Join(sys, "gh") + `; echo "shell: ${GITHUB_TOKEN:+holds it}"`
-	ag := agentCases[2]
-	if ag.name != "codex" {
-		t.Fatal("agentCases[2] is not codex")
-	}
-	program := agentCLI(t, ag.program)
-	model, caPEM := openaiModel(t, command, true)
-	// Not under /tmp: Codex makes the helper its sandbox runs
-	// (codex-linux-sandbox) in CODEX_HOME, and refuses to under /tmp.
-	home := unprivilegedHomeIn(t, "/var/tmp")
-	ca := filepath.Join(home, "standin-ca.pem")
-	writeOwned(t, ca, string(caPEM))
-	policy := filepath.Join(home, "policy.yaml")
-	writeOwned(t, policy, "version: 1\nallow: [CODEX_CA_CERTIFICATE]\nbroker:\n  upstream_ca: ["+ca+"]\n"+
-		"secrets:\n  CODEX_API_KEY:\n    broker: {hosts: [\""+strings.TrimPrefix(model.URL, "https://")+"\"]}\n"+
-		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n")
-	args := []string{"run", "--audit", "-", "--profile", "codex", "--policy", policy, "--", program,
-		"exec", "--skip-git-repo-check", "-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true",
-		"--disable", "responses_websockets", "--disable", "responses_websockets_v2",
-		"-c", `openai_base_url="` + model.URL + `/v1"`, "Run gh."}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.WaitDelay = 5 * time.Second
-	cmd.Env = []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, ag.keyVar + "=" + ag.key,
-		"CODEX_CA_CERTIFICATE=" + ca, "GITHUB_TOKEN=" + token, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
-	cmd.Dir = home
-	cmd.SysProcAttr = asUnprivileged()
-	out, err := cmd.CombinedOutput()
-	shown := strings.ReplaceAll(strings.ReplaceAll(string(out), ag.key, "<REAL KEY>"), token, "<TOKEN>")
-	if err != nil {
-		t.Fatalf("envsieve run codex: %v\n%s", err, shown)
-	}
-	_, _, results := model.seen()
-	tool := strings.ReplaceAll(strings.Join(results, "\n"), token, "<TOKEN>")
-	if len(results) == 0 {
-		t.Fatalf("the agent never sent the shell tool's result back:\n%s", shown)
-	}
-	t.Logf("tool result: %s", tool)
-	if !strings.Contains(tool, "gh: granted") {
-		t.Errorf("gh got no token inside Codex's sandbox:\n%s\n%.3000s", tool, shown)
-	}
-	if strings.Contains(tool, "shell: holds it") || strings.Contains(tool, "<TOKEN>") {
-		t.Errorf("the shell around gh holds the token:\n%s", tool)
+	const token = "tok-for-gh-in-a-sandbox-51d0"
+	// By its path: the agents run `bash -l`, whose /etc/profile resets
+	// PATH.
+	command := filepath.Join(sys, "gh") + `; echo "shell: ${GITHUB_TOKEN:+holds it}"; echo "pid1: $(cat /proc/1/comm)"`
+	rule := "rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"
+	lib := shimtest.Lib(t)
+	for _, tc := range []struct {
+		name     string
+		settings string // Claude Code's settings.json
+		granted  bool
+	}{
+		{"codex", "", true},
+		{"claude", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}}`, false},
+		{"claude-allow-unix-sockets", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true, "network": {"allowAllUnixSockets": true}}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Not under /tmp: Codex makes the helper its sandbox runs
+			// (codex-linux-sandbox) in CODEX_HOME, and refuses to under /tmp.
+			home := unprivilegedHomeIn(t, "/var/tmp")
+			policy := filepath.Join(home, "policy.yaml")
+			env := []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "GITHUB_TOKEN=" + token, "ENVSIEVE_SHIM=" + lib}
+			var ag agentCase
+			var model *modelStandIn
+			var agentArgs []string
+			if tc.name == "codex" {
+				ag = agentCases[2]
+				var caPEM []byte
+				model, caPEM = openaiModel(t, command, true)
+				ca := filepath.Join(home, "standin-ca.pem")
+				writeOwned(t, ca, string(caPEM))
+				writeOwned(t, policy, "version: 1\nallow: [CODEX_CA_CERTIFICATE]\nbroker:\n  upstream_ca: ["+ca+"]\n"+
+					"secrets:\n  CODEX_API_KEY:\n    broker: {hosts: [\""+strings.TrimPrefix(model.URL, "https://")+"\"]}\n"+rule)
+				agentArgs = []string{"exec", "--skip-git-repo-check", "-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true",
+					"-c", `openai_base_url="` + model.URL + `/v1"`, "Run gh."}
+				env = append(env, "CODEX_CA_CERTIFICATE="+ca)
+			} else {
+				ag = agentCases[0]
+				model = anthropicModel(t, command)
+				writeOwned(t, filepath.Join(home, ".claude", "settings.json"), tc.settings)
+				writeOwned(t, policy, "version: 1\n"+rule)
+				agentArgs = []string{"-p", "Run gh.", "--allowedTools", "Bash"}
+				env = append(env, "ANTHROPIC_BASE_URL="+model.URL, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+			}
+			args := append([]string{"run", "--audit", "-", "--profile", ag.profile, "--policy", policy, "--", agentCLI(t, ag.program)}, agentArgs...)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exe, args...)
+			cmd.WaitDelay = 5 * time.Second
+			cmd.Env = append(env, ag.keyVar+"="+ag.key)
+			cmd.Dir = home
+			cmd.SysProcAttr = asUnprivileged()
+			out, err := cmd.CombinedOutput()
+			shown := strings.ReplaceAll(strings.ReplaceAll(string(out), ag.key, "<REAL KEY>"), token, "<TOKEN>")
+			if err != nil {
+				t.Fatalf("envsieve run %s: %v\n%.3000s", tc.name, err, shown)
+			}
+			_, _, results := model.seen()
+			tool := strings.ReplaceAll(strings.Join(results, "\n"), token, "<TOKEN>")
+			// pid 1 of the sandbox's pid namespace: Codex's bubblewrap
+			// runs as codex-linux-sandbox; Claude Code's is bwrap, or its
+			// seccomp helper, run from a descriptor ("3"). Outside any
+			// sandbox it would be envsieve's own init.
+			if !sandboxed.MatchString(tool) {
+				t.Fatalf("the command did not run in the agent's sandbox (bubblewrap):\n%s\n%.3000s", tool, shown)
+			}
+			if got := strings.Contains(tool, "gh: granted"); got != tc.granted {
+				t.Errorf("gh got its token inside the sandbox: %v, want %v:\n%s", got, tc.granted, tool)
+			}
+			if !strings.Contains(tool, "gh: ") {
+				t.Errorf("gh did not run:\n%s", tool)
+			}
+			if strings.Contains(tool, "shell: holds it") || strings.Contains(tool, "<TOKEN>") {
+				t.Errorf("the shell around gh holds the token:\n%s", tool)
+			}
+		})
 	}
 }
+
+// sandboxed finds what the command said its pid 1 was, when that is the
+// agent's sandbox (TestAgentSandboxGrant).
+var sandboxed = regexp.MustCompile(`pid1: (codex-linux-san|bwrap|3)[^A-Za-z0-9]`)
