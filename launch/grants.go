@@ -369,16 +369,19 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	// A rule that pins the program's bytes is checked against a sealed
 	// copy, and the copy is what starts.
 	var prog *pin.Program
+	var pinErr error
 	if pins(pol, name) {
-		if prog, err = pin.Open(real); err != nil {
-			s.alog.NoGrant(r.PID, r.Path, err.Error())
-			return nil, "the program a rule pins cannot be read"
+		if prog, pinErr = pin.Open(real); pinErr == nil {
+			defer prog.Close()
+			req.Digest = prog.SHA256
 		}
-		defer prog.Close()
-		req.Digest = prog.SHA256
 	}
 	rule := sieve.ChooseRule(pol, req)
 	if rule == nil {
+		if pinErr != nil {
+			s.alog.NoGrant(r.PID, r.Path, pinErr.Error())
+			return nil, "the program a rule pins cannot be read"
+		}
 		if prog != nil {
 			if why := pinMismatch(pol, name, prog.SHA256); why != "" {
 				s.alog.NoGrant(r.PID, r.Path, why)
