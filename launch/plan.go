@@ -281,6 +281,7 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 	req := o.Request
 	var prog *pin.Program
 	var noRule []string
+	realPath := "" // the first program's file, for its #! check
 	if req.Path == "" && len(req.Commands) > 0 && len(req.Commands[0]) > 0 {
 		if path, err := LookPath(req.Commands[0][0], o.Parent); err == nil {
 			req.Path = path
@@ -288,7 +289,7 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 			// named it, and one the agent's tree cannot have written, or
 			// the very bytes a rule pins.
 			if name, real, writable, err := trust.ProgramFile(path, os.Geteuid()); err == nil {
-				req.Path, req.Untrusted = name, writable != nil
+				req.Path, req.Untrusted, realPath = name, writable != nil, real
 				if writable != nil {
 					h.debugf("rules: %s is not a program a rule grants to: %v", path, writable)
 					noRule = append(noRule, name+" is in a place the agent's tree can write, so only a rule that pins its sha256 grants to it")
@@ -326,6 +327,25 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 	if l.Result, err = l.build(in); err != nil {
 		l.Cleanup()
 		return nil, err
+	}
+	if r := l.Result.Rule; r != nil && o.RunsCommand && realPath != "" {
+		// The program a rule grants to runs its #! interpreter with the
+		// grant: that must be out of the tree's reach too, or the rule
+		// does not apply (the same check as a grant at exec).
+		script := realPath
+		if r.SHA256 != "" && l.pinned != nil {
+			script = l.pinned.Path()
+		}
+		if ierr := checkInterpreter(script, envValue(l.Result.Env, "PATH"), os.Geteuid()); ierr != nil {
+			h.debugf("rules: rule %s does not apply: %v", r.Name, ierr)
+			noRule = append(noRule, "rule "+r.Name+": "+ierr.Error())
+			l.Request.Untrusted, l.Request.Digest = true, ""
+			in.Request = l.Request
+			if l.Result, err = l.build(in); err != nil {
+				l.Cleanup()
+				return nil, err
+			}
+		}
 	}
 	if r := l.Result.Rule; r == nil || r.SHA256 == "" {
 		// The copy runs only when it is what the rule granted to.

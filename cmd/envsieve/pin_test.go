@@ -19,7 +19,8 @@ import (
 // sha256}) grants to it in a place the agent's tree can write (~/bin), as
 // the launch's first program and at an exec under the shim, script and
 // ELF alike, sealed or not; and what runs is the sealed copy envsieve
-// hashed ($0 of the script is /proc/self/fd/N). Once the agent rewrites
+// hashed ($0 of the script is /proc/self/fd/N); not a pinned script whose
+// #! interpreter the agent could replace. Once the agent rewrites
 // the file, it gets nothing, and explain and the audit log say why. A rule
 // that names the same kind of file by path without a pin grants nothing.
 func TestPinnedProgram(t *testing.T) {
@@ -36,6 +37,14 @@ func TestPinnedProgram(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A pinned script whose interpreter is the agent's to replace.
+	mysh := filepath.Join(bin, "mysh")
+	copyFile(t, "/bin/sh", mysh)
+	viaOwn := filepath.Join(bin, "viaown")
+	ownScript := "#!" + mysh + "\nprintf 'ran=%s token=%s\\n' \"$0\" \"${GITHUB_TOKEN:-none}\"\n"
+	if err := os.WriteFile(viaOwn, []byte(ownScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	printenv, err := exec.LookPath("printenv")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +56,7 @@ func TestPinnedProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	if os.Getuid() == 0 {
-		for _, p := range []string{bin, tool, other, penv} {
+		for _, p := range []string{bin, tool, other, penv, mysh, viaOwn} {
 			os.Lchown(p, 65534, 65534)
 		}
 	}
@@ -74,7 +83,10 @@ rules:
   - name: other
     match: {path: %s}
     allow: [GITHUB_TOKEN]
-`, audit, real(tool), sum([]byte(script)), real(penv), sum(elf), real(other)), 0o644); err != nil {
+  - name: viaown
+    match: {path: %s, sha256: %s}
+    allow: [GITHUB_TOKEN]
+`, audit, real(tool), sum([]byte(script)), real(penv), sum(elf), real(other), real(viaOwn), sum([]byte(ownScript))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(audit, nil, 0o666)
@@ -110,6 +122,8 @@ rules:
 		{"at exec, script", false, []string{"run", "--policy", pol, "--", "bash", "-c", "tool; true"}, true},
 		{"at exec, ELF", false, []string{"run", "--policy", pol, "--", "bash", "-c", "penv GITHUB_TOKEN; true"}, true},
 		{"at exec, sealed by Landlock", true, []string{"run", "--seal", "--policy", pol, "--", "bash", "-c", "tool; true"}, true},
+		{"a pinned script with the agent's interpreter, first program", false, []string{"run", "--no-shim", "--policy", pol, "--", "viaown"}, false},
+		{"a pinned script with the agent's interpreter, at exec", false, []string{"run", "--policy", pol, "--", "bash", "-c", "viaown; true"}, false},
 		{"a path rule without a pin, first program", false, []string{"run", "--no-shim", "--policy", pol, "--", "other"}, false},
 		{"a path rule without a pin, at exec", false, []string{"run", "--policy", pol, "--", "bash", "-c", "other; true"}, false},
 	}
