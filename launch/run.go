@@ -122,15 +122,24 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 }
 
 // command is the resident launch of the program at path: when the rule
-// pins its bytes, the child runs the sealed copy, which it inherits as its
-// last descriptor (a script's interpreter opens it by that name).
-func (l *Plan) command(path string, argv []string) *Cmd {
+// pins its bytes, the child runs the sealed copy, which it inherits (a
+// script's interpreter opens it by name), as file-delivered secrets are
+// inherited: at its own number, or as an extra file where the host passes
+// those (a number of the launcher's could then be another's in the child).
+func (l *Plan) command(path string, argv []string) (*Cmd, error) {
 	files := l.ExtraFiles()
 	if l.pinned != nil {
-		files = append(slices.Clone(files), l.pinned.File)
-		path = pin.FDPath(2 + len(files))
+		if l.host.ExtraFiles {
+			files = append(slices.Clone(files), l.pinned.File)
+			path = pin.FDPath(2 + len(files))
+		} else {
+			if err := l.pinned.KeepOpen(); err != nil {
+				return nil, err
+			}
+			path = l.pinned.Path()
+		}
 	}
-	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}
+	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}, nil
 }
 
 // makeStateDirs makes the profile's state_dirs that are missing (0700),
@@ -209,7 +218,10 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	if inPlace && !l.opt.Isolate {
 		return 0, l.execInPlace(path, argv, alog)
 	}
-	c := l.command(path, argv)
+	c, err := l.command(path, argv)
+	if err != nil {
+		return 0, err
+	}
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
 	switch {
 	case l.opt.Isolate:
@@ -274,7 +286,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		if inPlace {
 			return 0, l.execInPlace(path, argv, alog)
 		}
-		c = l.command(path, argv)
+		if c, err = l.command(path, argv); err != nil {
+			return 0, err
+		}
 		if c, err = l.scope(c, sh); err != nil {
 			return 0, err
 		}
