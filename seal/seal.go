@@ -81,6 +81,10 @@ var credentialFiles = []string{
 	".gnupg", ".password-store",
 }
 
+// CredentialFiles returns the built-in list of credential files and
+// directories, relative to HOME.
+func CredentialFiles() []string { return append([]string(nil), credentialFiles...) }
+
 // Default returns envsieve's seal for a user: the built-in credential files
 // under home, envsieve's store (in configDir) and its data directory (the
 // store's key, the install key), masked; configDir (the policy) read-only;

@@ -1,89 +1,28 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/profiles"
+	"github.com/envsieve/envsieve/seal"
+	"github.com/envsieve/envsieve/secret"
 )
-
-// probeArg runs envsieve as the built-in probe of `verify`.
-const probeArg = "__envsieve-probe"
-
-// probeChannels are the ways a child can read an environment, in report
-// order.
-var probeChannels = []string{"environ", "getenv", "/proc/self/environ", "/proc/PPID/environ", "/proc/*/environ"}
-
-// probeMain looks for each canary value (NAME=VALUE lines on stdin, never
-// argv) on every channel and prints one JSON object: channel -> canary names
-// found.
-func probeMain() int {
-	var canaries []string
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		if line := sc.Text(); strings.Contains(line, "=") {
-			canaries = append(canaries, line)
-		}
-	}
-	found := map[string][]string{}
-	check := func(channel string, text []byte) {
-		for _, c := range canaries {
-			name, value, _ := strings.Cut(c, "=")
-			if value != "" && bytes.Contains(text, []byte(value)) && !contains(found[channel], name) {
-				found[channel] = append(found[channel], name)
-			}
-		}
-	}
-	check("environ", []byte(strings.Join(os.Environ(), "\x00")))
-	for _, c := range canaries {
-		name, _, _ := strings.Cut(c, "=")
-		if v, ok := os.LookupEnv(name); ok {
-			check("getenv", []byte(v))
-		}
-	}
-	if b, err := os.ReadFile("/proc/self/environ"); err == nil {
-		check("/proc/self/environ", b)
-	}
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(os.Getppid()) + "/environ"); err == nil {
-		check("/proc/PPID/environ", b)
-	}
-	self := strconv.Itoa(os.Getpid())
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if filepath.Base(d) == self {
-			continue
-		}
-		if b, err := os.ReadFile(d + "/environ"); err == nil {
-			check("/proc/*/environ", b)
-		}
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(found); err != nil {
-		return 1
-	}
-	return 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // canaryNames are the names verify plants: credentials by name, and one
 // innocent name that holds a token-shaped value.
@@ -108,24 +47,42 @@ func newCanaries() ([]string, error) {
 	return out, nil
 }
 
+// storedName is the canary verify puts in the store of its stand-in HOME.
+const storedName = "ENVSIEVE_VERIFY_STORED"
+
+// credentialDirs are the entries of the seal's list that are directories:
+// verify plants its canary in a file inside them.
+var credentialDirs = map[string]bool{
+	".aws/sso/cache": true, ".config/gcloud": true, ".azure": true, ".gnupg": true, ".password-store": true,
+}
+
 // verifyOptions are verify's flags: what it passes to envsieve run.
 type verifyOptions struct {
-	policy, profile string
-	isolate, json   bool
+	policy, profile     string
+	isolate, seal, json bool
 }
 
 func newVerifyCmd(u *cli.UI) *cobra.Command {
 	var o verifyOptions
 	c := &cobra.Command{
-		Use:   "verify [--profile P] [--isolate] [-- CMD [ARGS...]]",
+		Use:   "verify [--profile P] [--isolate|--seal] [-- CMD [ARGS...]]",
 		Short: "Plant canary secrets, run a command under envsieve, and report every leak",
-		Long: `verify proves a setup. It plants random canary secrets (credential names,
-and an innocent name holding a token-shaped value) in a stand-in for the agent:
-a shell whose environment holds them, as an agent's does. That shell runs
-'envsieve run' with your flags, which runs CMD (default: a built-in probe that
-reads environ, getenv, /proc/self/environ, /proc/$PPID/environ and every
-readable /proc/*/environ). verify reports, for each canary and each channel,
-whether it leaked: exit 0 only when nothing did.
+		Long: `verify proves a setup. It makes a stand-in for your machine: a HOME of its own
+holding a canary in every credential file the seal knows (~/.aws/credentials,
+~/.config/gh/hosts.yml, SSH keys...), an envsieve store holding a canary, the
+store's key and the install key, and your policy in its config directory. In
+that HOME a shell holding canary secrets in its environment, as an agent's
+does, runs 'envsieve run' with your flags, which runs CMD (default: a built-in
+probe). Your own files are neither read nor changed.
+
+The probe acts as a hostile command of the agent would. It reads environ,
+getenv, /proc/self/environ, /proc/$PPID/environ and every readable
+/proc/*/environ; writes to envsieve's shim socket (a version 1 exec request,
+and a start request for a program of its own); runs copies of itself, and
+links to itself, named after the programs your rules grant to; reads each
+credential file; opens the store with its key; asks an envsieve inside the
+tree for each canary; and tries to change the policy file and its directory.
+verify reports what leaked on each channel: exit 0 only when nothing did.
 
 With a CMD of your own, a canary counts as leaked when its value appears in
 the command's output (which passes through envsieve's redaction, as an agent
@@ -135,34 +92,48 @@ would read it).`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	c.Flags().StringVar(&o.policy, "policy", "", "policy `file` for envsieve run")
+	c.Flags().StringVar(&o.policy, "policy", "", "policy `file` to verify (default: the one envsieve run would load)")
 	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` for envsieve run")
 	c.Flags().BoolVar(&o.isolate, "isolate", false, "run with --isolate")
+	c.Flags().BoolVar(&o.seal, "seal", false, "run with --seal")
 	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return c
 }
 
-// runVerify plants the canaries in a stand-in agent shell, runs argv (or
-// the built-in probe) under envsieve run, and reports every leak; exit 1
-// when anything leaked.
+// runVerify makes the stand-in world, runs argv (or the built-in probe)
+// under envsieve run in it, and reports every leak; exit 1 when anything
+// leaked.
 func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
+	src, name, err := verifyPolicy(o.policy)
+	if err != nil {
+		return err
+	}
+	p, err := policy.Parse(name, src)
+	if err != nil {
+		return err
+	}
 	canaries, err := newCanaries()
 	if err != nil {
 		return err
 	}
+	w, err := newWorld(src, p, canaries)
+	if err != nil {
+		return fmt.Errorf("verify: make the stand-in HOME: %w", err)
+	}
+	defer os.RemoveAll(w.dir)
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	run := []string{self, "run"}
-	if o.policy != "" {
-		run = append(run, "--policy", o.policy)
-	}
 	if o.profile != "" {
 		run = append(run, "--profile", o.profile)
 	}
 	if o.isolate {
 		run = append(run, "--isolate")
+	}
+	if o.seal {
+		run = append(run, "--seal")
 	}
 	run = append(run, "--")
 	custom := len(argv) > 0
@@ -174,10 +145,15 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	// The shell stays the parent of envsieve, holding the canaries in
 	// its environment as an agent would.
 	sh := exec.Command("/bin/sh", append([]string{"-c", `"$@"; exit $?`, "agent"}, run...)...)
-	sh.Env = append(os.Environ(), canaries...)
+	sh.Env = w.env
+	sh.Dir, _ = os.Getwd()
 	sh.Stderr = u.Err
 	if !custom {
-		sh.Stdin = strings.NewReader(strings.Join(canaries, "\n") + "\n")
+		in, err := json.Marshal(w.in)
+		if err != nil {
+			return err
+		}
+		sh.Stdin = bytes.NewReader(in)
 	}
 	out, err := sh.Output()
 	if err != nil && !custom {
@@ -187,13 +163,12 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	channels := probeChannels
 	if custom {
 		channels = []string{"output"}
-		for _, c := range canaries {
-			name, value, _ := strings.Cut(c, "=")
+		for name, value := range w.in.Canaries {
 			if bytes.Contains(out, []byte(value)) {
 				found["output"] = append(found["output"], name)
 			}
 		}
-	} else if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(out))).Decode(&found); err != nil {
+	} else if err := json.Unmarshal(out, &found); err != nil {
 		return fmt.Errorf("verify: read the probe's report: %w", err)
 	}
 	leaks := 0
@@ -203,7 +178,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"canaries": canaryNames, "leaks": found, "leaked": leaks > 0}); err != nil {
+		if err := enc.Encode(map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": found, "leaked": leaks > 0}); err != nil {
 			return err
 		}
 	} else {
@@ -215,27 +190,195 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	return nil
 }
 
+// verifyPolicy returns the text of the policy envsieve run would load
+// (--policy, ENVSIEVE_POLICY, the user's policy file, the embedded
+// default), and its name.
+func verifyPolicy(flagPath string) ([]byte, string, error) {
+	path := flagPath
+	if path == "" {
+		path = envknob.Policy()
+	}
+	if path == "" && envknob.ConfigDir() != "" {
+		cand := filepath.Join(envknob.ConfigDir(), "policy.yaml")
+		if _, err := os.Stat(cand); err == nil {
+			path = cand
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("load policy %s: %w", cand, err)
+		}
+	}
+	if path == "" {
+		return profiles.Default, "embedded:default.yaml", nil
+	}
+	src, err := policy.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("load policy %s: %w", path, err)
+	}
+	return src, path, nil
+}
+
+// world is verify's stand-in for the user's machine.
+type world struct {
+	dir string   // everything, removed at the end
+	env []string // the stand-in agent's environment
+	in  probeInput
+}
+
+// newWorld makes a HOME with a canary in every credential file of the
+// seal's list, a store holding a canary, the store's key and the install
+// key, and the policy src in its config directory; and the environment of
+// an agent whose HOME it is, holding the canaries. It lives in the user's
+// ~/.cache (else the temporary directory), where the seal of the launch
+// under test looks as it would at home.
+func newWorld(src []byte, p *policy.Policy, canaries []string) (*world, error) {
+	parent := os.TempDir()
+	if h := envknob.Home(); h != "" && isDir(h) {
+		parent = filepath.Join(h, ".cache")
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "envsieve-verify-")
+	if err != nil {
+		return nil, err
+	}
+	w := &world{dir: dir}
+	if err := w.fill(src, p, canaries); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
+	home := filepath.Join(w.dir, "home")
+	configDir := filepath.Join(home, ".config", "envsieve")
+	dataDir := filepath.Join(home, ".local", "share", "envsieve")
+	w.in = probeInput{
+		Canaries:  map[string]string{},
+		Policy:    filepath.Join(configDir, "policy.yaml"),
+		ConfigDir: configDir,
+		Work:      filepath.Join(w.dir, "work"),
+		Store:     filepath.Join(configDir, "secrets.age"),
+		StoreKey:  filepath.Join(dataDir, "store.key"),
+		Stored:    storedName,
+		Programs:  rulePrograms(p),
+	}
+	for _, d := range []string{home, w.in.Work, configDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(w.in.Policy, src, 0o600); err != nil {
+		return err
+	}
+	for _, f := range seal.CredentialFiles() {
+		path := filepath.Join(home, f)
+		if credentialDirs[f] {
+			path = filepath.Join(path, "verify-canary")
+		}
+		value, err := randomHex("envsieve-verify-")
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+			return err
+		}
+		w.in.Files = append(w.in.Files, probeFile{Channel: chFiles, Label: "~/" + f, Path: path, Value: []byte(value)})
+	}
+	stored, err := randomHex("stored-")
+	if err != nil {
+		return err
+	}
+	w.in.Canaries[storedName] = stored
+	store := &secret.Store{Path: w.in.Store, KeyPath: w.in.StoreKey}
+	if err := store.Set(storedName, stored); err != nil {
+		return err
+	}
+	if _, err := secret.InstallKey(filepath.Join(dataDir, "redact.key")); err != nil {
+		return err
+	}
+	for _, key := range []string{"store.key", "redact.key"} {
+		b, err := os.ReadFile(filepath.Join(dataDir, key))
+		if err != nil {
+			return err
+		}
+		w.in.Files = append(w.in.Files, probeFile{Channel: chStore, Label: "~/.local/share/envsieve/" + key,
+			Path: filepath.Join(dataDir, key), Value: bytes.TrimSpace(b)})
+	}
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ENVSIEVE_POLICY":
+		default:
+			w.env = append(w.env, kv)
+		}
+	}
+	w.env = append(w.env, "HOME="+home)
+	for _, c := range canaries {
+		name, value, _ := strings.Cut(c, "=")
+		w.in.Canaries[name] = value
+		w.env = append(w.env, c)
+	}
+	return nil
+}
+
+// rulePrograms are the program names p's rules grant to, and gh, so that
+// the channels that name a program are tried even when no rule does.
+func rulePrograms(p *policy.Policy) []string {
+	names := []string{"gh"}
+	for _, r := range p.Rules {
+		name := filepath.Base(r.Path)
+		if r.Path == "" {
+			lit, ok := r.Command.Literal()
+			if !ok {
+				continue
+			}
+			name = filepath.Base(lit)
+		}
+		if name != "" && name != "." && name != "/" && !contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+func randomHex(prefix string) (string, error) {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return prefix + hex.EncodeToString(b), nil
+}
+
+// printMatrix prints one row per channel: what leaked through it.
 func printMatrix(u *cli.UI, channels []string, found map[string][]string) {
 	tw := tabwriter.NewWriter(u.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "CANARY\t%s\n", strings.Join(channels, "\t"))
-	names := append([]string(nil), canaryNames...)
-	sort.Strings(names)
-	for _, n := range names {
-		row := []string{n}
-		for _, ch := range channels {
-			cell := "-"
-			if contains(found[ch], n) {
-				cell = "LEAKED"
-			}
-			row = append(row, cell)
-		}
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	tw.Flush()
+	fmt.Fprintln(tw, "CHANNEL\tLEAKED")
 	leaks := 0
 	for _, ch := range channels {
-		leaks += len(found[ch])
+		names := found[ch]
+		leaks += len(names)
+		cell := "-"
+		if len(names) > 0 {
+			shown := names
+			if len(shown) > 4 {
+				shown = shown[:4]
+			}
+			cell = strings.Join(shown, ", ")
+			if len(names) > len(shown) {
+				cell += fmt.Sprintf(" and %d more", len(names)-len(shown))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", ch, cell)
 	}
+	tw.Flush()
 	if leaks == 0 {
 		fmt.Fprintln(u.Out, "\nno canary leaked")
 	} else {

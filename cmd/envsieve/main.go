@@ -35,6 +35,9 @@ func Main() int {
 	if len(args) > 0 && args[0] == probeArg {
 		return probeMain()
 	}
+	if len(args) > 0 && args[0] == probeEnvArg {
+		return probeEnvMain()
+	}
 	// Installed as a link named envsieve-sh, envsieve is a drop-in SHELL.
 	if filepath.Base(os.Args[0]) == "envsieve-sh" {
 		args = append([]string{"sh"}, args...)

@@ -1,63 +1,202 @@
-//go:build unix
+//go:build linux
 
 package main
 
 import (
 	"encoding/json"
 	"errors"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/seal"
 )
 
-// TestVerifyMatrix is the leak matrix of `envsieve verify`, canary by
-// channel, as an unprivileged user (nobody when the tests run as root).
-// Default mode: no canary reaches the child's environment, and the launcher's
-// own environ is closed (non-dumpable), but the stand-in agent's environ is
-// readable by the same user, so every canary leaks there and verify exits 1.
-// With --isolate nothing leaks and verify exits 0.
+// verifyReport is what `envsieve verify --json` prints, and its exit status.
+type verifyReport struct {
+	Leaks  map[string][]string `json:"leaks"`
+	Leaked bool                `json:"leaked"`
+	status int
+}
+
+// TestVerifyMatrix is the leak matrix of `envsieve verify`, channel by
+// channel, as an unprivileged user (nobody when the tests run as root), with
+// and without the shim and a rule, sealed by either mechanism or not.
+// Unsealed, no canary reaches the child's environment and the launcher's
+// own environ is closed, but the stand-in agent's environ, the credential
+// files, the store and the policy are open to the tree: verify exits 1.
+// Sealed, nothing leaks and verify exits 0. No rule's grant leaks through
+// the shim's socket or a program the tree named after a rule's, either way.
 func TestVerifyMatrix(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
-	verify := func(args ...string) (map[string][]string, int) {
-		cmd := exec.Command(exe, append([]string{"verify", "--json"}, args...)...)
+	dir := filepath.Dir(exe)
+	noNS := filepath.Join(dir, "nouserns")
+	copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+	lib := shimtest.Lib(t)
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, []byte("version: 1\nrules:\n  - match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(dir, "audit.jsonl")
+	verify := func(t *testing.T, wrap, withShim bool, args ...string) verifyReport {
+		argv := append([]string{exe, "verify", "--json"}, args...)
+		if wrap {
+			argv = append([]string{noNS}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		if withShim {
+			cmd.Env = append(cmd.Env, "ENVSIEVE_SHIM="+lib, "ENVSIEVE_AUDIT="+audit)
+			os.WriteFile(audit, nil, 0o666)
+			os.Chmod(audit, 0o666)
+		}
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
 		out, err := cmd.Output()
-		status := 0
+		var r verifyReport
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			status = ee.ExitCode()
+			r.status = ee.ExitCode()
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		var doc struct {
-			Leaks  map[string][]string `json:"leaks"`
-			Leaked bool                `json:"leaked"`
-		}
-		if err := json.Unmarshal(out, &doc); err != nil {
+		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("verify %v: %v\n%s", args, err, out)
 		}
-		return doc.Leaks, status
+		return r
 	}
-	leaks, status := verify()
-	for _, ch := range []string{"environ", "getenv", "/proc/self/environ", "/proc/PPID/environ"} {
-		if len(leaks[ch]) > 0 {
-			t.Errorf("default mode: %v leaked through %s", leaks[ch], ch)
+	var files []string
+	for _, f := range seal.CredentialFiles() {
+		files = append(files, "~/"+f)
+	}
+	open := map[string][]string{
+		chFiles:  files,
+		chStore:  {"~/.local/share/envsieve/redact.key", "~/.local/share/envsieve/store.key", storedName},
+		chNested: {storedName},
+		chPolicy: {"a new file in envsieve", "policy.yaml"},
+	}
+	withAgent := map[string][]string{"/proc/*/environ": canaryNames}
+	for k, v := range open {
+		withAgent[k] = v
+	}
+	for _, tc := range []struct {
+		name           string
+		wrap, withShim bool
+		args           []string
+		want           map[string][]string
+	}{
+		{"unsealed", false, false, nil, withAgent},
+		{"isolated", false, false, []string{"--isolate"}, open},
+		{"sealed by namespaces", false, false, []string{"--seal"}, nil},
+		{"sealed by Landlock", true, false, []string{"--seal"}, nil},
+		{"a built-in agent profile", false, false, []string{"--profile", "claude"}, nil},
+		{"a built-in agent profile, sealed by Landlock", true, false, []string{"--profile", "codex"}, nil},
+		// With grants on, the tree is in a scope that cannot read the
+		// agent's environ; the rest stays open.
+		{"rule and shim, unsealed", false, true, []string{"--policy", rules}, open},
+		{"rule and shim, sealed by namespaces", false, true, []string{"--policy", rules, "--seal"}, nil},
+		{"rule and shim, sealed by Landlock", true, true, []string{"--policy", rules, "--seal"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := verify(t, tc.wrap, tc.withShim, tc.args...)
+			for _, ch := range probeChannels {
+				got := slices.Clone(r.Leaks[ch])
+				want := slices.Clone(tc.want[ch])
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s leaked %v, want %v", ch, got, want)
+				}
+			}
+			if tc.withShim {
+				// The attacks reached the launcher, which refused them. (The
+				// link to the probe resolves to envsieve, which no rule names.)
+				log, err := os.ReadFile(audit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range []string{"/work/socket/gh", "/work/copy/gh"} {
+					if !regexp.MustCompile(`"msg":"no_grant".*"path":"[^"]*` + p + `"`).Match(log) {
+						t.Errorf("the audit log has no no_grant for %s:\n%s", p, log)
+					}
+				}
+			}
+			if want := len(tc.want) > 0; r.Leaked != want || r.status != map[bool]int{true: 1, false: 0}[want] {
+				t.Errorf("leaked %v, exit %d; want leaked %v", r.Leaked, r.status, want)
+			}
+		})
+	}
+}
+
+// TestProbeDetects is the control of TestVerifyMatrix: run outside envsieve
+// (the canaries in its own and its parent's environment, a stand-in
+// launcher of wire version 1 at ENVSIEVE_SHIM_SOCK that answers an exec
+// request with the value, as version 1 did), the probe finds a leak on every
+// channel, so a channel that TestVerifyMatrix finds closed is closed.
+func TestProbeDetects(t *testing.T) {
+	exe := binary(t, "envsieve")
+	t.Setenv("HOME", t.TempDir())
+	src, name, err := verifyPolicy("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse(name, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canaries, err := newCanaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newWorld(src, p, canaries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(w.dir)
+	sock := filepath.Join(t.TempDir(), "v1.sock")
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.AcceptUnix()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4096)
+			if n, _ := c.Read(buf); n > 2 && buf[0] == 1 && buf[1] == 'X' {
+				c.Write([]byte("\x01R+" + w.in.Canaries["GITHUB_TOKEN"] + "\x00"))
+			}
+			c.Close()
 		}
+	}()
+	in, err := json.Marshal(w.in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := slices.Clone(leaks["/proc/*/environ"])
-	slices.Sort(got)
-	want := slices.Clone(canaryNames)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("default mode: /proc/*/environ leaked %v, want every canary (the agent's environ)", got)
+	cmd := exec.Command("/bin/sh", "-c", `"$@"; exit $?`, "agent", exe, probeArg)
+	cmd.Env = append(slices.Clone(w.env), "ENVSIEVE_SHIM_SOCK="+sock)
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe: %v", err)
 	}
-	if status != 1 {
-		t.Errorf("default mode: verify exited %d, want 1", status)
+	var found map[string][]string
+	if err := json.Unmarshal(out, &found); err != nil {
+		t.Fatalf("probe report: %v\n%s", err, out)
 	}
-	leaks, status = verify("--isolate")
-	if len(leaks) != 0 || status != 0 {
-		t.Errorf("--isolate: leaks %v, exit %d; want none and 0", leaks, status)
+	for _, ch := range probeChannels {
+		if len(found[ch]) == 0 {
+			t.Errorf("the probe found no leak on %s, which is open here", ch)
+		}
 	}
 }
