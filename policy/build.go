@@ -411,6 +411,15 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 		l.Seal = &v
 		l.SealSource = &Source{Level: name, List: "seal", Entry: r.Seal.V, Pos: r.Seal.Pos}
 	}
+	for _, s := range r.SealMask {
+		if !validMaskPath(s.V) {
+			b.d.errorAt(s.Pos, "%s: seal: mask: %q is not ~/ and a clean path below HOME, nor a clean absolute path", name, s.V)
+			continue
+		}
+		if !slices.Contains(l.SealMask, s.V) {
+			l.SealMask = append(l.SealMask, s.V)
+		}
+	}
 	l.Hide = b.names(name, "hide", r.Hide)
 	l.Brokered = b.names(name, "brokered", r.Brokered)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)
@@ -434,6 +443,18 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	limit("max_bytes", r.Limits.MaxBytes, &l.MaxBytes, 1<<30)
 	limit("max_value_bytes", r.Limits.MaxValueBytes, &l.MaxValueBytes, kernelMaxString-2)
 	return l
+}
+
+// validMaskPath reports whether p may be a seal mask: "~/" and a clean
+// path below HOME, or a clean absolute path other than "/".
+func validMaskPath(p string) bool {
+	if strings.ContainsAny(p, "\x00\n") {
+		return false
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return rest != "" && filepath.Clean(rest) == rest && rest != ".." && !strings.HasPrefix(rest, "../")
+	}
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/"
 }
 
 // names checks a list of exact variable names (no globs).

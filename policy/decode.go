@@ -58,6 +58,7 @@ type rawLevel struct {
 	Limits      rawLimits
 	BlockIter   *boolv
 	Seal        *str
+	SealMask    []str // seal: {mask: [...]}
 	Hide        []str
 	Brokered    []str
 	Extends     []str // profiles only
@@ -460,12 +461,24 @@ func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, a
 		"brokered":        func(_ str, v ast.Node) { l.Brokered = d.strList(what+": brokered", v) },
 		"block_iteration": d.optBool(what+": block_iteration", &l.BlockIter),
 		"seal": func(_ str, v ast.Node) {
-			s, ok := d.str(what+": seal", v)
+			mode := v
+			switch v.(type) {
+			case *ast.MappingNode, *ast.MappingValueNode:
+				mode = nil
+				d.fields(v, what+": seal", map[string]func(str, ast.Node){
+					"mode": func(_ str, v ast.Node) { mode = v },
+					"mask": func(_ str, v ast.Node) { l.SealMask = d.strList(what+": seal: mask", v) },
+				})
+				if mode == nil {
+					return
+				}
+			}
+			s, ok := d.str(what+": seal: mode", mode)
 			if !ok {
 				return
 			}
 			if _, known := sealRank[SealMode(s.V)]; !known {
-				d.errorf(v, "%s: seal: want off, on or required, got %q", what, s.V)
+				d.errorf(mode, "%s: seal: want off, on or required, got %q", what, s.V)
 				return
 			}
 			l.Seal = &s

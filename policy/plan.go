@@ -374,6 +374,9 @@ type Plan struct {
 	// policy can only raise it. SealSource says who said so.
 	Seal       SealMode
 	SealSource *Source
+	// SealMask is the union of the levels' seal masks ("~/" paths not
+	// yet expanded): a local policy can only add to it.
+	SealMask []string
 	// Hide is the union of the levels' hide lists.
 	Hide []string
 	// Brokered is the union of the levels' brokered lists.
@@ -390,6 +393,16 @@ type Plan struct {
 	// exactAllow and groups record what the plan admits, for the
 	// narrowing checks of sub-agent profiles.
 	groups map[string]bool
+}
+
+// addPaths adds the paths of add not yet in list.
+func addPaths(list, add []string) []string {
+	for _, p := range add {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	return list
 }
 
 func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
@@ -439,6 +452,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 				p.StateDirs = append(p.StateDirs, d)
 			}
 		}
+		p.SealMask = addPaths(p.SealMask, l.SealMask)
 		p.applyLimits(l, false)
 	}
 	if local != nil {
@@ -448,6 +462,7 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 		if local.Seal != nil && sealRank[*local.Seal] > sealRank[p.Seal] {
 			p.Seal, p.SealSource = *local.Seal, local.SealSource
 		}
+		p.SealMask = addPaths(p.SealMask, local.SealMask)
 		p.Hide = addNames(p.Hide, local.Hide)
 		p.Brokered = addNames(p.Brokered, local.Brokered)
 		if local.Base != nil && baseRank[*local.Base] < baseRank[p.Base] {

@@ -128,6 +128,9 @@ type Level struct {
 	// not say.
 	Seal       *SealMode
 	SealSource *Source
+	// SealMask are more paths the seal masks (seal: {mask: [...]}): "~/"
+	// and a clean path below HOME, or a clean absolute path.
+	SealMask []string
 	// Hide names keys the shim hides besides the sensitive keys admitted by
 	// exact name (List "hide").
 	Hide []*Source

@@ -54,6 +54,58 @@ func TestSealPolicy(t *testing.T) {
 	}
 }
 
+// TestSealMask: seal: {mode, mask} adds the policy's own paths to the
+// seal; a plan holds the union of its levels' and the local policy's
+// (which can only add); a path that is not ~/ and clean, nor a clean
+// absolute path, is an error at its position.
+func TestSealMask(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nseal: {mask: [/etc/app/token]}\nprofiles:\n"+
+		"  a: {seal: {mode: required, mask: [~/.config/app/token, /etc/app/token]}}\n  b: {seal: on}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		profile string
+		mode    SealMode
+		mask    []string
+	}{
+		{"", SealOff, []string{"/etc/app/token"}},
+		{"a", SealRequired, []string{"/etc/app/token", "~/.config/app/token"}},
+		{"b", SealOn, []string{"/etc/app/token"}},
+	} {
+		plan, err := p.Plan(tt.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Seal != tt.mode || !slices.Equal(sorted(plan.SealMask), sorted(tt.mask)) {
+			t.Errorf("profile %q: seal %q mask %q, want %q %q", tt.profile, plan.Seal, plan.SealMask, tt.mode, tt.mask)
+		}
+	}
+	n, err := p.Narrow(".envsieve.yaml", []byte("version: 1\nseal: {mask: [~/.netrc-extra]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan, _ := n.Plan("a"); !slices.Contains(plan.SealMask, "~/.netrc-extra") || !slices.Contains(plan.SealMask, "/etc/app/token") {
+		t.Errorf("a local policy's mask: %q", plan.SealMask)
+	}
+	for _, tt := range []struct{ name, seal, err string }{
+		{"relative", "{mask: [x]}", `p.yaml:2:15: global: seal: mask: "x" is not`},
+		{"the root", "{mask: [/]}", "seal: mask"},
+		{"unclean", "{mask: [/etc/../x]}", "seal: mask"},
+		{"above HOME", "{mask: [~/../x]}", "seal: mask"},
+		{"HOME itself", "{mask: [\"~/\"]}", "seal: mask"},
+		{"another user's home", "{mask: [~root/x]}", "seal: mask"},
+		{"not a list", "{mask: /x}", "seal: mask: want a list"},
+		{"a bad mode", "{mode: maybe}", `seal: want off, on or required, got "maybe"`},
+		{"an unknown key", "{paths: [/x]}", `seal: unknown key "paths" (known: mask, mode)`},
+	} {
+		_, err := Parse("p.yaml", []byte("version: 1\nseal: "+tt.seal+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.err)
+		}
+	}
+}
+
 // TestStateDirs: a profile's state_dirs are ~/ and a clean path below
 // HOME, the plan holds the union of its levels' (a built-in agent
 // profile's too), and anything else is an error at its position.

@@ -185,6 +185,9 @@ type Result struct {
 	// Seal is the seal the launch asks for: the profile's (or the
 	// global level's), raised by the rule's or the local policy's.
 	Seal policy.SealMode
+	// SealMask are the policy's own paths the seal masks besides the
+	// built-in list: the plan's and the rule's ("~/" not yet expanded).
+	SealMask []string
 	// Hide names the keys of Env the shim hides when BlockIteration is on:
 	// every sensitive key admitted by exact name, every injected secret, and
 	// the policy's hide entries. Nil when BlockIteration is off.
@@ -543,6 +546,15 @@ func Build(in Input) (*Result, error) {
 	res.Seal = plan.Seal
 	if rule != nil && rule.Level.Seal != nil {
 		res.Seal = res.Seal.Stronger(*rule.Level.Seal)
+	}
+	res.SealMask = plan.SealMask
+	if rule != nil && len(rule.Level.SealMask) > 0 {
+		res.SealMask = slices.Clip(plan.SealMask)
+		for _, m := range rule.Level.SealMask {
+			if !slices.Contains(res.SealMask, m) {
+				res.SealMask = append(res.SealMask, m)
+			}
+		}
 	}
 	res.BlockIteration = plan.BlockIteration
 	if rule != nil && rule.Level.BlockIteration != nil {

@@ -88,6 +88,8 @@ type sealJSON struct {
 	// where user namespaces are refused (Why says why then).
 	Mechanism seal.Mechanism `json:"mechanism,omitempty"`
 	Why       string         `json:"why,omitempty"`
+	// Mask are the policy's own paths masked besides the built-in list.
+	Mask []string `json:"mask,omitempty"`
 }
 
 // shimJSON says whether the shim would load into the command and so where
@@ -255,6 +257,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 		}
 	}
 	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
+	doc.Seal.Mask = res.SealMask
 	if f.seal {
 		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
 	}
@@ -354,13 +357,17 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 	}
 	fmt.Fprintf(w, "mode:    %s\n", doc.Mode)
+	var also string
+	if len(doc.Seal.Mask) > 0 {
+		also = " (and " + strings.Join(doc.Seal.Mask, ", ") + ")"
+	}
 	switch s := doc.Seal; {
 	case s.Mode == policy.SealOff:
 	case s.Available && s.Mechanism == seal.Landlock:
-		fmt.Fprintf(w, "seal:    %s, by Landlock (%s); credential files, envsieve's store and keys masked, the policy read-only; "+
-			"nothing new can be made directly in HOME or another directory above a masked file\n", s.Mode, s.Why)
+		fmt.Fprintf(w, "seal:    %s, by Landlock (%s); credential files%s, envsieve's store and keys masked, the policy read-only; "+
+			"nothing new can be made directly in HOME or another directory above a masked file\n", s.Mode, s.Why, also)
 	case s.Available:
-		fmt.Fprintf(w, "seal:    %s, by namespaces; credential files, envsieve's store and keys masked, the policy read-only\n", s.Mode)
+		fmt.Fprintf(w, "seal:    %s, by namespaces; credential files%s, envsieve's store and keys masked, the policy read-only\n", s.Mode, also)
 	case s.Mode == policy.SealRequired:
 		fmt.Fprintf(w, "seal:    required, and not available here (%s): run refuses to start\n", s.Why)
 	default:

@@ -135,6 +135,37 @@ func testSeal(t *testing.T, landlock bool) {
 		t.Errorf("a profile's seal: on did not seal the tree")
 	}
 
+	// The policy's own paths: masked besides the built-in list, in HOME
+	// ("~/") and outside it.
+	own := []string{filepath.Join(home, ".config/myapp/token"), filepath.Join(filepath.Dir(exe), "shared-token")}
+	for _, p := range own {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(canary+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if os.Getuid() == 0 {
+			os.Lchown(filepath.Dir(p), 65534, 65534)
+			os.Lchown(p, 65534, 65534)
+		}
+	}
+	readOwn := func(pol string) string {
+		os.WriteFile(sealPol, []byte(pol), 0o644)
+		cmd := command("run", "--no-shim", "--policy", sealPol, "--profile", "agent", "--", "/bin/sh", "-c",
+			`cat "$HOME/.config/myapp/token" "$0" 2>/dev/null; cat "$HOME/notes.txt"`, own[1])
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, strings.ReplaceAll(string(out), canary, "<canary>"))
+		}
+		return string(out)
+	}
+	if got := readOwn("version: 1\nprofiles:\n  agent: {seal: on}\n"); strings.Count(got, canary) != 2 {
+		t.Fatalf("control: sealed without masks of its own, the tree should read both files")
+	}
+	got = readOwn("version: 1\nprofiles:\n  agent: {seal: {mode: on, mask: [~/.config/myapp/token, " + own[1] + "]}}\n")
+	if n := strings.Count(got, canary); n > 0 || !strings.Contains(got, "ordinary") {
+		t.Errorf("the policy's seal.mask: the tree read %d of its files, or not its notes: %q", n, strings.ReplaceAll(got, canary, "<canary>"))
+	}
+
 	// A nested envsieve inside the tree asks for a stored secret: the
 	// headline attack. A real store first, made as the user.
 	for _, f := range []string{".config/envsieve/secrets.age", ".local/share/envsieve/store.key", ".local/share/envsieve/redact.key"} {
