@@ -41,7 +41,13 @@ type Server struct {
 	// starts counts the start requests being served: each holds up to
 	// MaxStart bytes until its program has begun.
 	starts int
+	// door is the datagram socket through which a process that may not
+	// create a socket hands over one end of a socket pair (door_linux.go).
+	door     *net.UnixConn
+	doorDone chan struct{}
 }
+
+var errNotSeqpacket = errors.New("not a connected unix SOCK_SEQPACKET socket")
 
 func (s *Server) startSlot() bool {
 	s.mu.Lock()
@@ -81,6 +87,11 @@ func Listen(dir string, h Handler) (*Server, error) {
 	}
 	ln.SetUnlinkOnClose(false)
 	s := &Server{Path: path, dir: priv, ln: ln, h: h, uid: os.Getuid(), conns: map[*net.UnixConn]bool{}, acc: make(chan struct{})}
+	if err := s.openDoor(); err != nil {
+		ln.Close()
+		os.RemoveAll(priv)
+		return nil, fmt.Errorf("shim socket: the door: %w", err)
+	}
 	go s.accept()
 	return s, nil
 }
@@ -329,6 +340,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.ln.SetDeadline(time.Now())
 	<-s.acc
+	s.closeDoor()
 	s.acceptQueued()
 	s.wg.Wait()
 	err := s.ln.Close()

@@ -1,0 +1,151 @@
+//go:build linux
+
+package shim_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/shim"
+)
+
+// throughDoor makes a connected SOCK_SEQPACKET pair, sends one end through
+// srv's door as a process that may not create a socket would, and returns
+// the other.
+func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
+	t.Helper()
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendDoor(t, srv, []byte{shim.Version, 'O'}, pair[1])
+	syscall.Close(pair[1])
+	f := os.NewFile(uintptr(pair[0]), "pair")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.(*net.UnixConn)
+}
+
+// sendDoor sends one datagram to srv's door from a socket pair's end, as
+// the shim does where socket(AF_UNIX) is refused; fd, when >= 0, goes with
+// it.
+func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
+	t.Helper()
+	dg, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(dg[0])
+	defer syscall.Close(dg[1])
+	var oob []byte
+	if fd >= 0 {
+		oob = syscall.UnixRights(fd)
+	}
+	door := &syscall.SockaddrUnix{Name: filepath.Join(filepath.Dir(srv.Path), shim.DoorName)}
+	if err := syscall.Sendmsg(dg[0], payload, oob, door, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestServerDoor: a connection handed over through the door is served as
+// an accepted one (a start request answered, an access recorded); any
+// other datagram is refused and nothing is served from it.
+func TestServerDoor(t *testing.T) {
+	rec := &recorder{}
+	srv, err := shim.Listen(t.TempDir(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	c := throughDoor(t, srv)
+	startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
+	if got := answers(t, c); len(got) != 1 || got[0] != string(msg('D', "no rule")) {
+		t.Errorf("a start through the door: %q, want declined for no rule", got)
+	}
+	c.Close()
+	c = throughDoor(t, srv)
+	c.Write(msg('A', "7", "g", "THROUGH_DOOR"))
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.seen('g', "THROUGH_DOOR") == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rec.seen('g', "THROUGH_DOOR") != 1 {
+		t.Errorf("an access report through the door was not recorded")
+	}
+
+	// What is not one connected SOCK_SEQPACKET socket is refused.
+	file, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	dgram, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(dgram[0])
+	defer syscall.Close(dgram[1])
+	lone, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(lone)
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(pair[0])
+	defer syscall.Close(pair[1])
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		fd      int
+	}{
+		{"no descriptor", []byte{shim.Version, 'O'}, -1},
+		{"a file", []byte{shim.Version, 'O'}, int(file.Fd())},
+		{"a datagram socket", []byte{shim.Version, 'O'}, dgram[1]},
+		{"an unconnected socket", []byte{shim.Version, 'O'}, lone},
+		{"another version", []byte{1, 'O'}, pair[1]},
+		{"another message", []byte{shim.Version, 'X'}, pair[1]},
+		{"a longer message", []byte{shim.Version, 'O', 0}, pair[1]},
+	} {
+		before := len(refusals(rec))
+		sendDoor(t, srv, tc.payload, tc.fd)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(refusals(rec)) == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := refusals(rec); len(got) != before+1 || !strings.Contains(got[len(got)-1], "door") {
+			t.Errorf("%s: refusals %q, want one naming the door", tc.name, got[before:])
+		}
+	}
+	// Nothing was served on the pair that was sent with the wrong message:
+	// its other end reads nothing, and sees it closed.
+	p := os.NewFile(uintptr(pair[0]), "pair")
+	pc, err := net.FileConn(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.Write(msg('A', "7", "g", "NOT_SERVED"))
+	time.Sleep(50 * time.Millisecond)
+	if rec.seen('g', "NOT_SERVED") != 0 {
+		t.Errorf("a connection sent with the wrong message was served")
+	}
+}
+
+func refusals(r *recorder) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.refused...)
+}
