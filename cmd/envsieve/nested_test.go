@@ -78,13 +78,17 @@ func TestNestedNarrows(t *testing.T) {
 		out, _ := command(extra, "run", "--no-shim", "--policy", outerPolicy, "--", "/bin/sh", "-c", probe).CombinedOutput()
 		return string(out)
 	}
+	// want is what the error names: the key, or, where the tool is
+	// declared only in the user's policy file (which a nested envsieve
+	// does not load), the tool and why it is unknown.
 	inner := []struct {
-		name, cmd string
+		name, cmd, want string
 	}{
-		{"secret", `envsieve run --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN`},
-		{"tool", `envsieve run --tool twilio -- printenv TWILIO_AUTH_TOKEN`},
-		{"explicit policy", `envsieve run --policy ` + explicit + ` --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN`},
-		{"explicit policy tool", `envsieve run --policy ` + explicit + ` --tool twilio -- printenv TWILIO_AUTH_TOKEN`},
+		{"secret", `envsieve run --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN`, "secret TWILIO_AUTH_TOKEN"},
+		{"tool", `envsieve run --tool twilio -- printenv TWILIO_AUTH_TOKEN`, "the user's policy file is not loaded"},
+		{"explicit policy", `envsieve run --policy ` + explicit + ` --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN`, "secret TWILIO_AUTH_TOKEN (from store)"},
+		{"explicit policy tool", `envsieve run --policy ` + explicit + ` --tool twilio -- printenv TWILIO_AUTH_TOKEN`, "secret TWILIO_AUTH_TOKEN (from store)"},
+		{"ENVSIEVE_POLICY", `ENVSIEVE_POLICY=` + explicit + ` envsieve run --secret TWILIO_AUTH_TOKEN -- printenv TWILIO_AUTH_TOKEN`, "secret TWILIO_AUTH_TOKEN (from store)"},
 	}
 	for _, path := range []struct {
 		name     string
@@ -102,8 +106,8 @@ func TestNestedNarrows(t *testing.T) {
 				if strings.Contains(out, stored) {
 					t.Fatalf("a nested envsieve delivered the stored secret:\n%s", clean(out))
 				}
-				if !strings.Contains(out, "rc=125") || !strings.Contains(out, "TWILIO_AUTH_TOKEN") {
-					t.Errorf("want exit 125 and an error naming TWILIO_AUTH_TOKEN:\n%s", clean(out))
+				if !strings.Contains(out, "rc=125") || !strings.Contains(out, in.want) {
+					t.Errorf("want exit 125 and an error with %q:\n%s", in.want, clean(out))
 				}
 				if path.resident && !strings.Contains(out, "parent=[envsieve]") {
 					t.Errorf("the launcher did not stay resident, so this case tests nothing:\n%s", clean(out))

@@ -74,7 +74,7 @@ func Detect(marker string) string {
 
 func detect(marker string, ppid int, proc Proc) string {
 	if marker != "" {
-		return Var + " is set (the launcher sets it in every environment it builds)"
+		return Var + " is set"
 	}
 	if proc == nil {
 		return ""
@@ -89,7 +89,7 @@ func detect(marker string, ppid int, proc Proc) string {
 			return ""
 		}
 		if Launcher(comm) {
-			return fmt.Sprintf("an ancestor process is envsieve's (pid %d, %s)", pid, comm)
+			return fmt.Sprintf("an ancestor process is envsieve (pid %d, %s)", pid, comm)
 		}
 		if next == pid {
 			return ""
