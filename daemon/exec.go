@@ -359,8 +359,9 @@ func (s *Server) host() *launch.Host {
 		Home:       s.cfg.Home,
 		AuditPath:  s.cfg.AuditPath,
 		Broker:     StartBroker,
+		Nested:     s.cfg.Nested,
 	}
-	if store != nil {
+	if store != nil && s.cfg.Nested == "" {
 		h.Store = func() (secret.Source, error) { return store, nil }
 	}
 	return h

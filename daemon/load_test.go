@@ -87,6 +87,8 @@ func loadClient(path string, i, sessions, execs int, total *atomic.Int64) error 
 		wants[j] = map[string]string{
 			"PATH": fmt.Sprintf("/c%d/s%d:/usr/bin:/bin", i, j), "HOME": fmt.Sprintf("/home/c%d", i),
 			"LANG": "C.UTF-8", "MYAPP_CLIENT": fmt.Sprintf("c%d", i), "MYAPP_SESSION": fmt.Sprintf("c%d-s%d", i, j),
+			// The marker of an envsieve tree (package internal/nest).
+			"ENVSIEVE_TREE": "1",
 		}
 	}
 	// The client's entry now holds the last snapshot; earlier sessions

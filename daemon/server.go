@@ -59,6 +59,11 @@ type Config struct {
 	// Log receives one record per connection, refusal, session and exec
 	// (names, ids and exit codes; never a value); nil discards.
 	Log *slog.Logger
+	// Nested says why the daemon runs inside a tree envsieve started
+	// (launch.Host.Nested); "" means it does not. Its commands then take
+	// every secret from their session's snapshot: Store is not used and
+	// no `from: command` helper runs.
+	Nested string
 }
 
 // Limits bound the resources clients can take. Each refusal is a JSON-RPC

@@ -31,7 +31,11 @@ func ExampleBuild() {
 	}
 	masked, _ := l.MaskedNames()
 	fmt.Println("masked in its output:", masked)
+	// ENVSIEVE_TREE=1 marks the child as inside an envsieve tree: an
+	// envsieve started there only narrows.
+	//
 	// Output:
+	// ENVSIEVE_TREE=1
 	// MYAPP_MODE=dev
 	// PATH=/usr/bin:/bin
 	// masked in its output: [AWS_SECRET_ACCESS_KEY]

@@ -25,6 +25,17 @@
 // [LookPath] searches the child's PATH, not the launcher's, and ignores
 // relative entries such as "." or "": a program found in the working
 // directory by accident is a classic way to run the wrong binary.
+//
+// # Nesting
+//
+// Every environment [Build] makes (the first program's, each program the
+// launcher starts for an exec-time grant, each command of a daemon
+// session) carries the marker ENVSIEVE_TREE=1 (package internal/nest), so
+// that an envsieve started inside the tree knows it is nested. A nested
+// launch ([Host.Nested]) only narrows: its secrets come from nothing but
+// the environment it was given ([ErrNested]). [Command], the library's
+// one-shot form, sets no marker: it starts a child of the Go program that
+// calls it, not of envsieve.
 package launch
 
 import (
@@ -55,6 +66,10 @@ var (
 	ErrNotExecutable = errors.New("not executable")
 	// ErrNUL is returned for an argument or environment string holding NUL.
 	ErrNUL = errors.New("holds a NUL byte")
+	// ErrNested is returned (in a [FetchError]) for a secret a nested
+	// launch ([Host.Nested]) does not find in the environment it was
+	// given: inside an envsieve tree a secret comes from nowhere else.
+	ErrNested = errors.New("not in the environment this launch was given, and inside an envsieve tree envsieve opens no store and runs no helper")
 )
 
 // NotFoundError reports a program that is not in the child's PATH (exit

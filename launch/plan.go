@@ -13,6 +13,7 @@ import (
 
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
@@ -78,6 +79,14 @@ type Host struct {
 	// AuditPath is the audit log the user named (--audit, ENVSIEVE_AUDIT);
 	// "" means the policy's audit.path, and none when that is empty too.
 	AuditPath string
+	// Nested says why the launcher runs inside a tree envsieve started
+	// (internal/nest.Detect); "" means it does not. A nested launch only
+	// narrows what it was given: every secret comes from Parent, whatever
+	// source the policy names; Store is never opened and no `from:
+	// command` helper runs; a secret Parent lacks is an error naming it
+	// ([ErrNested]). A nested host should also leave Key nil (a key for
+	// the launch only), as the install key is envsieve's secret material.
+	Nested string
 }
 
 func (h *Host) debugf(format string, args ...any) {
@@ -385,12 +394,42 @@ func pinMismatch(p *policy.Policy, name, digest string) string {
 }
 
 // build builds an environment of the launch: the host's Builder, or the
-// engine over the parent.
+// engine over the parent; either way marked as a tree's (marked).
 func (l *Plan) build(in sieve.Input) (*sieve.Result, error) {
+	build := sieve.Build
 	if l.opt.Builder != nil {
-		return l.opt.Builder(in)
+		build = l.opt.Builder
 	}
-	return sieve.Build(in)
+	res, err := build(in)
+	if err != nil {
+		return nil, err
+	}
+	return marked(res), nil
+}
+
+// marked returns res with nest.Var=1 in its environment, in key order,
+// replacing any copy the engine kept: every program a launch starts
+// (first, granted at exec, a daemon session's command) is in an envsieve
+// tree, and an envsieve started there must know it. res is not changed.
+func marked(res *sieve.Result) *sieve.Result {
+	out := *res
+	out.Env = make([]string, 0, len(res.Env)+1)
+	mark := nest.Var + "=1"
+	for _, kv := range res.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == nest.Var:
+			continue
+		case mark != "" && k > nest.Var:
+			out.Env = append(out.Env, mark)
+			mark = ""
+		}
+		out.Env = append(out.Env, kv)
+	}
+	if mark != "" {
+		out.Env = append(out.Env, mark)
+	}
+	return &out
 }
 
 // fetch fetches the named secrets. File-delivered ones become sealed
@@ -404,12 +443,26 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 	for _, name := range names {
 		spec := p.SecretSpec(name)
 		if l.opt.DryRun {
-			if spec.From == policy.FromEnv {
+			if spec.From == policy.FromEnv || h.Nested != "" {
 				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
 					values[name] = v
 				}
 			} else {
 				values[name] = notFetched
+			}
+			continue
+		}
+		if h.Nested != "" {
+			// Inside a tree: what the launch was given, or nothing.
+			v, ferr := secret.Env(l.opt.Parent).Fetch(ctx, name)
+			switch {
+			case ferr == nil:
+				values[name] = v
+				h.debugf("secret %s: from the launch's environment (nested: the policy's source, %s, is not used)", name, spec.From)
+			case errors.Is(ferr, secret.ErrNotFound):
+				return nil, nil, &FetchError{Name: name, From: spec.From, Err: ErrNested}
+			default:
+				return nil, nil, &FetchError{Name: name, From: spec.From, Err: ferr}
 			}
 			continue
 		}

@@ -44,6 +44,10 @@ type explainJSON struct {
 	Shim      shimJSON       `json:"shim"`
 	// Seal is the launch's seal (additive to schema v1).
 	Seal sealJSON `json:"seal"`
+	// Nested says why the launch is inside an envsieve tree, where it
+	// only narrows what it was given; absent when it is not (additive to
+	// schema v1).
+	Nested string `json:"nested,omitempty"`
 	// Secrets says, for each credential the child gets (injected or
 	// brokered), whether it gets the real value or a fake the broker swaps
 	// (additive to schema v1).
@@ -247,6 +251,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	}
 	doc := explainDoc(p, res, argv, path)
 	doc.NoRule = l.NoRule()
+	doc.Nested = cli.Nested()
 	doc.Redact = redactDoc(l)
 	doc.Secrets = secretsDoc(p, res, f.noBroker)
 	doc.Shim = shimDoc(host(u, f), f, l, path)
@@ -339,6 +344,9 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		rule = doc.Rule.Name + " (" + doc.Rule.Pos + ")"
 	} else if doc.NoRule != "" {
 		rule = "(none: " + doc.NoRule + ")"
+	}
+	if doc.Nested != "" {
+		fmt.Fprintf(w, "\nnested:  yes, %s: this launch only narrows what it was given (secrets only from its own environment: no store, no helper, no install key; the user's policy file is not loaded)", doc.Nested)
 	}
 	fmt.Fprintf(w, "\nprofile: %s\nrule:    %s\n", profile, rule)
 	if r := doc.Rule; r != nil {

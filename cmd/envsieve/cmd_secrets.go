@@ -23,7 +23,11 @@ func secretsCmd(u *cli.UI) *cobra.Command {
 user's config directory whose key lives in the user's data directory, both
 0600. A policy hands a stored secret to a child with
   secrets: {NAME: {from: store}}
-and --secret NAME (or a tool's injects_env).`,
+and --secret NAME (or a tool's injects_env).
+
+Inside an envsieve tree (an agent's: ENVSIEVE_TREE is set, or an envsieve
+process is among the ancestors) every secrets verb refuses, and launches
+there take secrets only from their own environment.`,
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "set NAME",
@@ -42,11 +46,12 @@ and --secret NAME (or a tool's injects_env).`,
 			if !policy.ValidName(name) {
 				return cli.UsageError{Err: fmt.Errorf("secrets set: %q is not a variable name", name)}
 			}
-			value, err := readSecretValue(u, os.Stdin, name)
+			// The store first: inside a tree it refuses, before a value is read.
+			s, err := cli.UserStore()
 			if err != nil {
 				return err
 			}
-			s, err := cli.UserStore()
+			value, err := readSecretValue(u, os.Stdin, name)
 			if err != nil {
 				return err
 			}

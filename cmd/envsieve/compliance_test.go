@@ -172,6 +172,7 @@ func TestComplianceProfileClaude(t *testing.T) {
 	take(t, env, "PATH", want["PATH"]) // the first PATH, what getenv sees
 	take(t, env, "HOME", want["HOME"])
 	takeBrokered(t, env, "ANTHROPIC_API_KEY", want["ANTHROPIC_API_KEY"])
+	take(t, env, "ENVSIEVE_TREE", "1") // the launcher's marker: the child is in an envsieve tree (internal/nest)
 	leftover(t, env)
 }
 
@@ -189,5 +190,6 @@ func TestComplianceWildcards(t *testing.T) {
 	takeBrokered(t, env, "ANTHROPIC_API_KEY", "sk-ant-"+strings.Repeat("k3y", 12))
 	take(t, env, "PROOF_ENV", "innocent")
 	take(t, env, "ENVSIEVE_AUDIT", suiteAudit) // innocent too: "*" admits it
+	take(t, env, "ENVSIEVE_TREE", "1")         // the launcher's marker (internal/nest)
 	leftover(t, env)
 }

@@ -74,7 +74,7 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 	if prog, err := findDaemonProgram(); err == nil {
 		brokerFn = launch.BrokerProcess(prog)
 	}
-	return &launch.Host{
+	h := &launch.Host{
 		Broker:     brokerFn,
 		Report:     u,
 		Stderr:     u.Err,
@@ -90,6 +90,13 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 		DataDir:    envknob.DataDir(),
 		AuditPath:  auditPath,
 	}
+	if why := cli.Nested(); why != "" {
+		// Inside an envsieve tree: only what the launch was given (no
+		// store, no helper), and a key for this launch only.
+		h.Nested, h.Key, h.Store, h.HelperEnv = why, nil, nil, nil
+		u.Debugf("nested: %s: secrets come only from this launch's environment", why)
+	}
+	return h
 }
 
 // build loads the policy and builds the launch of argv. The program path is

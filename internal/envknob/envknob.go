@@ -34,6 +34,7 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_SHIM_RULES", Description: "read by the shim in the child: the rules' command globs, one per line; only programs they match go to the launcher; set by the launcher"},
 	{Name: "ENVSIEVE_SHIM_DENY", Description: "read by the shim and envsieve-start in the child: the rules' deny globs, removed from a program a rule may match when the launcher cannot be reached; set by the launcher"},
 	{Name: "ENVSIEVE_SHIM_GRANTED", Description: "read by the shim in a program the launcher started with grants: the keys granted to it, withheld from its children; set by the launcher"},
+	{Name: "ENVSIEVE_TREE", Description: "set to 1 by the launcher in every environment it builds; an envsieve that finds it (or an envsieve process among its ancestors) is inside an envsieve tree and only narrows: no secret store, no install key, no from: command helper, no user policy file, every secret from its own environment; a guard in an unsealed tree, not a boundary (the seal is)"},
 	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
 	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},
 	{Name: "XDG_RUNTIME_DIR", Description: "where the shim's socket and file-delivered secrets go, each in a private directory (a per-user tmpfs); unset means /tmp for the socket (an agent's sandbox may hide /dev/shm from its commands), and /dev/shm for secret files when it is usable, else /tmp"},
@@ -54,6 +55,10 @@ func Session() string { return os.Getenv("ENVSIEVE_SESSION") }
 
 // ClientSecret returns ENVSIEVE_CLIENT_SECRET.
 func ClientSecret() string { return os.Getenv("ENVSIEVE_CLIENT_SECRET") }
+
+// Tree returns ENVSIEVE_TREE, the marker of a process inside an envsieve
+// tree (package internal/nest).
+func Tree() string { return os.Getenv("ENVSIEVE_TREE") }
 
 // Shim returns ENVSIEVE_SHIM.
 func Shim() string { return os.Getenv("ENVSIEVE_SHIM") }

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/secret"
 )
@@ -17,13 +18,21 @@ import (
 // LoadPolicy finds and loads the policy: flagPath (--policy), else
 // ENVSIEVE_POLICY, else $XDG_CONFIG_HOME/envsieve/policy.yaml, else the
 // embedded default; then narrows it with ./.envsieve.yaml when that file
-// exists.
+// exists. Inside an envsieve tree ([Nested]) the user's policy file is
+// skipped: the tree could have written it.
 func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	path, from := flagPath, "--policy"
 	if path == "" {
 		path, from = envknob.Policy(), "ENVSIEVE_POLICY"
 	}
-	if path == "" {
+	if path == "" && Nested() != "" {
+		// The tree could have written the user's policy file, and a
+		// later launch in the tree (envsieve sh as an agent's SHELL, whose
+		// environment may hold what the tree's commands lack) would obey
+		// it. Only a policy named outright is loaded there.
+		u.Debugf("policy: the user's policy file is not loaded: nested (%s)", Nested())
+		skippedUserPolicy = true
+	} else if path == "" {
 		if dir := envknob.ConfigDir(); dir != "" {
 			cand := filepath.Join(dir, "policy.yaml")
 			if _, err := os.Stat(cand); err == nil {
@@ -56,6 +65,24 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	return p.Narrow(policy.LocalName, src)
 }
 
+// ErrInTree is returned (wrapped) for what envsieve refuses to do inside
+// an envsieve tree: open the user's secret store. Use errors.Is.
+var ErrInTree = errors.New("inside an envsieve tree")
+
+// nested caches [Nested]: whether this process runs inside a tree
+// envsieve started does not change while it runs.
+var nested = sync.OnceValue(func() string { return nest.Detect(envknob.Tree()) })
+
+// skippedUserPolicy records that [LoadPolicy] did not look for the user's
+// policy file because the process is nested (for the error hints).
+var skippedUserPolicy bool
+
+// Nested returns why this process runs inside a tree envsieve started
+// (package internal/nest), or "" when it does not. There envsieve only
+// narrows what it was given: no secret store, no install key, no helper,
+// no user policy file.
+func Nested() string { return nested() }
+
 var (
 	keyOnce sync.Once
 	key     []byte
@@ -72,7 +99,11 @@ var (
 func InstallKey() ([]byte, error) {
 	keyOnce.Do(func() {
 		dir := envknob.DataDir()
-		if dir == "" {
+		if Nested() != "" {
+			// The key fingerprints and derives fakes from real values: a
+			// tree that used it could test guesses against them.
+			keyWhy = "inside an envsieve tree, envsieve reads no key from disk"
+		} else if dir == "" {
 			keyWhy = "HOME is not set"
 		} else {
 			k, err := secret.InstallKey(filepath.Join(dir, "redact.key"))
@@ -107,8 +138,12 @@ func InstallKeyFor(u *UI) ([]byte, error) {
 	return k, err
 }
 
-// UserStore returns the user's encrypted secret store.
+// UserStore returns the user's encrypted secret store. Inside an envsieve
+// tree ([Nested]) it refuses, with [ErrInTree].
 func UserStore() (*secret.Store, error) {
+	if why := Nested(); why != "" {
+		return nil, fmt.Errorf("secret store: %w (%s), envsieve opens no secret store", ErrInTree, why)
+	}
 	cfg, data := envknob.ConfigDir(), envknob.DataDir()
 	if cfg == "" || data == "" {
 		return nil, errors.New("secret store: set HOME (or XDG_CONFIG_HOME and XDG_DATA_HOME) to an absolute path")

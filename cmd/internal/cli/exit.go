@@ -50,6 +50,16 @@ func hint(err error) string {
 	var pe policy.ErrorList
 	var se *sieve.SecretError
 	switch {
+	case skippedUserPolicy && (errors.Is(err, policy.ErrUnknownProfile) || errors.Is(err, sieve.ErrUnknownTool)):
+		return "inside an envsieve tree the user's policy file is not loaded (the tree could have written it); name a policy with --policy"
+	case errors.Is(err, launch.ErrNested):
+		name := "NAME"
+		if fe := (*launch.FetchError)(nil); errors.As(err, &fe) {
+			name = fe.Name
+		}
+		return "hand " + name + " over in the outer launch (envsieve run --secret " + name + " -- AGENT), or run this outside the agent's tree"
+	case errors.Is(err, ErrInTree):
+		return "run 'envsieve secrets' outside the agent's tree"
 	case errors.Is(err, policy.ErrUnknownProfile):
 		return "'envsieve profiles' lists the profiles"
 	case errors.Is(err, sieve.ErrUnknownTool):

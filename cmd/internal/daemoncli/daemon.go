@@ -40,7 +40,11 @@ commands are killed and the socket is removed.
 
 The policy is loaded once, as for every verb (--policy, ENVSIEVE_POLICY, the
 user's policy file, the embedded default; .envsieve.yaml in the directory the
-daemon starts in narrows it).`,
+daemon starts in narrows it).
+
+Started inside an envsieve tree, the daemon only narrows, as a nested
+envsieve does: no store, no install key, no user policy file, no helper;
+its commands take secrets only from their session's snapshot.`,
 		Example: `  envsieve daemon &
   envsieve client run --profile claude -- env`,
 		Args: cobra.NoArgs,
@@ -76,6 +80,7 @@ daemon starts in narrows it).`,
 				Home:         envknob.Home(),
 				HelperStderr: u.Err,
 				Log:          slog.New(slog.NewTextHandler(u.Err, &slog.HandlerOptions{Level: level})),
+				Nested:       cli.Nested(),
 			})
 			if err != nil {
 				return err
