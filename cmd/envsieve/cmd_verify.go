@@ -18,6 +18,7 @@ import (
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/profiles"
 	"github.com/envsieve/envsieve/seal"
@@ -124,6 +125,11 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	// verify tests a launch as the user would make it, not one nested in
+	// a tree: the launch must not take verify for its launcher.
+	if err := nest.Disclaim("envsieve-verify"); err != nil {
+		return fmt.Errorf("verify: %w", err)
 	}
 	run := []string{self, "run"}
 	if o.profile != "" {
