@@ -219,6 +219,17 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
 	}
 	if !s.startSlot() {
 		s.h.Refused("too many start requests at once")
+		// The body is read, and dropped, before the answer: a socket closed
+		// with unread packets resets its peer, which would lose the answer.
+		c.SetReadDeadline(time.Now().Add(startRead))
+		buf := make([]byte, MaxMsg+1)
+		for got := 0; got < h.Len; {
+			n, err := c.Read(buf)
+			if err != nil || n < 2 {
+				return
+			}
+			got += n - 2
+		}
 		c.Write(Declined("too many start requests at once"))
 		return
 	}
