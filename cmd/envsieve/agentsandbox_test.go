@@ -23,10 +23,10 @@ import (
 // token and which sandbox the command ran in.
 //   - Codex 0.169, -s workspace-write with network access (bubblewrap, a
 //     private /dev/shm): gh gets its token; the shell around it does not.
-//   - Claude Code with its sandbox (bubblewrap, and a seccomp filter that
-//     refuses to create unix sockets): gh gets nothing and still runs
-//     (the shim fails closed); with sandbox.network.allowAllUnixSockets,
-//     which docs/agents.md gives with its cost, gh gets its token.
+//   - Claude Code with its sandbox (bubblewrap, a seccomp filter that
+//     refuses to create unix sockets, inherited descriptors closed): gh
+//     gets its token through the launcher's door; and with
+//     sandbox.network.allowAllUnixSockets, through the socket.
 func TestAgentSandboxGrant(t *testing.T) {
 	exe, _ := unprivilegedInstall(t)
 	sys := filepath.Join(filepath.Dir(exe), "sys")
@@ -49,7 +49,7 @@ func TestAgentSandboxGrant(t *testing.T) {
 		granted  bool
 	}{
 		{"codex", "", true},
-		{"claude", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}}`, false},
+		{"claude", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true}}`, true},
 		{"claude-allow-unix-sockets", `{"sandbox": {"enabled": true, "autoAllowBashIfSandboxed": true, "network": {"allowAllUnixSockets": true}}}`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

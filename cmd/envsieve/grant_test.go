@@ -45,6 +45,25 @@ print("v2 exec:", ask([b"\x02X%d\x00/usr/bin/gh\x00gh\x00pr\x00" % os.getpid()])
 body = b"/usr/bin/printenv\x002\x00gh\x00GITHUB_TOKEN\x00HOME=/\x00"
 d = os.open(".", os.O_RDONLY)
 print("v2 start:", ask([b"\x02S%d\x00\x00%d\x00" % (os.getpid(), len(body)), b"\x02C" + body], [d]))
+# The door: one end of a pair, handed over as a sandboxed shim does.
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+g, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+door = os.path.join(os.path.dirname(sock), "d")
+g.sendmsg([b"\x02O"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [b.fileno()]))))], 0, door)
+b.close()
+a.sendmsg([b"\x02S%d\x00\x00%d\x00" % (os.getpid(), len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [d]))))])
+a.send(b"\x02C" + body)
+a.settimeout(2)
+out = b""
+try:
+    while True:
+        m = a.recv(65536)
+        if not m:
+            break
+        out += m
+except OSError:
+    pass
+print("door start:", out)
 `
 
 // TestGrantChannel plays an agent, as an unprivileged user, after the
@@ -74,6 +93,8 @@ func TestGrantChannel(t *testing.T) {
 	token := "tok-for-gh-only-5c0ffee-91"
 	want := "gh: token-length=" + strconv.Itoa(len(token)) + " preload=libenvsieve.so pythonpath=none"
 	lib := shimtest.Lib(t)
+	noUnix := filepath.Join(dir, "nounixsock")
+	copyFile(t, shimtest.Program(t, "nounixsock", shimtest.NoUnixSock), noUnix)
 	run := func(argv ...string) string {
 		t.Helper()
 		cmd := exec.Command(exe, append([]string{"run", "--policy", pol, "--"}, argv...)...)
@@ -87,7 +108,7 @@ func TestGrantChannel(t *testing.T) {
 		name string
 		argv []string
 	}{
-		{"the socket, as version 1 and 2", []string{"python3", "-c", grantAttack}},
+		{"the socket, as version 1 and 2, and the door", []string{"python3", "-c", grantAttack}},
 		{"printenv named gh", []string{"bash", "-c", "exec -a gh printenv GITHUB_TOKEN; true"}},
 		{"the caller's LD_PRELOAD and PYTHONPATH", []string{"bash", "-c", "LD_PRELOAD=" + lib + ":/nonexistent/evil.so PYTHONPATH=/evil gh"}},
 		{"every environ while gh runs", []string{"bash", "-c",
@@ -102,7 +123,7 @@ func TestGrantChannel(t *testing.T) {
 			if strings.Contains(out, "gh: ") && !strings.Contains(out, want) {
 				t.Errorf("gh ran with the caller's settings: %q", strings.ReplaceAll(out, token, "<token>"))
 			}
-			if strings.Contains(tc.name, "socket") && (strings.Contains(out, "+GITHUB") || !strings.Contains(out, `v1: b''`)) {
+			if strings.Contains(tc.name, "socket") && (strings.Contains(out, "+GITHUB") || !strings.Contains(out, `v1: b''`) || !strings.Contains(out, `door start: b'\x02D`)) {
 				t.Errorf("the socket answered: %q", strings.ReplaceAll(out, token, "<token>"))
 			}
 		})
@@ -116,6 +137,8 @@ func TestGrantChannel(t *testing.T) {
 		{"xargs", []string{"bash", "-c", "echo pr | xargs gh"}},
 		{"python subprocess", []string{"python3", "-c", `import subprocess; subprocess.run(["gh"])`}},
 		{"node child_process", []string{"node", "-e", `process.stdout.write(require("child_process").execFileSync("gh").toString())`}},
+		// As in Claude Code's sandbox: through the door.
+		{"bash that may not create a unix socket", []string{noUnix, "bash", "-c", "gh; true"}},
 	} {
 		t.Run("control: "+tc.name, func(t *testing.T) {
 			if out := run(tc.argv...); !strings.Contains(out, want) {

@@ -18,6 +18,13 @@ import (
 //go:embed testdata/nouserns.c
 var NoUserNS string
 
+// NoUnixSock is the source of testdata/nounixsock.c, for [Program]: a
+// wrapper that runs a command as Claude Code's Linux sandbox does, unable
+// to create a unix socket and with no descriptor inherited but stdio.
+//
+//go:embed testdata/nounixsock.c
+var NoUnixSock string
+
 // CFlags are the flags the shim is built with; the Makefile in
 // shim/libenvsieve uses the same.
 var CFlags = []string{"-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",

@@ -7,9 +7,11 @@
 #ifndef ENVSIEVE_WIRE_H
 #define ENVSIEVE_WIRE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -65,15 +67,79 @@ static inline socklen_t wire_addr(const char *sock, struct sockaddr_un *a) {
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 }
 
+/* wire_door hands the launcher one end of a socket pair through its door,
+ * a datagram socket beside its socket (named "d"), and returns the other
+ * end: for a process that may not create a unix socket (Claude Code's
+ * sandbox refuses socket(AF_UNIX) with a seccomp filter, but not
+ * socketpair). A datagram's receiver cannot be asked who it is, so the door
+ * is used only when it and its directory are this user's and the
+ * directory is private (0700): no other user can then have put it there. */
+static inline int wire_door(const struct sockaddr_un *a) {
+	struct sockaddr_un d = *a;
+	char *slash = strrchr(d.sun_path, '/');
+	if (slash == NULL || slash == d.sun_path || (size_t)(slash - d.sun_path) + 3 > sizeof d.sun_path)
+		return -1;
+	struct stat st;
+	uid_t me = getuid();
+	*slash = 0;
+	if (lstat(d.sun_path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != me || (st.st_mode & 077) != 0)
+		return -1;
+	slash[0] = '/';
+	slash[1] = 'd';
+	slash[2] = 0;
+	if (lstat(d.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != me)
+		return -1;
+	socklen_t dlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)(slash - d.sun_path) + 3);
+	int sv[2], dg[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, dg) != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	char open_msg[2] = {WIRE_VERSION, 'O'};
+	struct iovec iov = {open_msg, sizeof open_msg};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof u);
+	struct msghdr m;
+	memset(&m, 0, sizeof m);
+	m.msg_name = &d;
+	m.msg_namelen = dlen;
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof u.buf;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &sv[1], sizeof(int));
+	ssize_t n = sendmsg(dg[0], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(dg[0]);
+	close(dg[1]);
+	close(sv[1]);
+	if (n != (ssize_t)sizeof open_msg) {
+		close(sv[0]);
+		return -1;
+	}
+	return sv[0];
+}
+
 /* wire_dial connects to the launcher. The listener must be this process's
  * own user (or root): once the launcher has exited and its directory is
- * gone, another user could listen at the same path and answer. */
+ * gone, another user could listen at the same path and answer. Where
+ * creating a unix socket is refused (EPERM, EACCES: a sandbox's seccomp
+ * filter), it goes through the launcher's door (wire_door). */
 static inline int wire_dial(const struct sockaddr_un *a, socklen_t len) {
 	if (len == 0)
 		return -1;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return -1;
+		return (errno == EPERM || errno == EACCES) ? wire_door(a) : -1;
 	struct ucred cred;
 	socklen_t cl = sizeof cred;
 	if (connect(fd, (const struct sockaddr *)a, len) != 0 ||
