@@ -149,3 +149,59 @@ func refusals(r *recorder) []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.refused...)
 }
+
+// FuzzServerDoor: whatever a datagram to the door holds, with a pair's end
+// or without, the server serves a connection only for {Version, 'O'} with
+// the end, and refuses the rest.
+func FuzzServerDoor(f *testing.F) {
+	f.Add([]byte{shim.Version, 'O'}, true)
+	f.Add([]byte{shim.Version, 'O'}, false)
+	f.Add([]byte{1, 'X', '1', 0}, true)
+	f.Add([]byte{}, false)
+	rec := &recorder{}
+	srv, err := shim.Listen(f.TempDir(), rec)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer srv.Close()
+	f.Fuzz(func(t *testing.T, payload []byte, withEnd bool) {
+		if len(payload) == 0 || len(payload) > 64 {
+			return
+		}
+		pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd := -1
+		if withEnd {
+			fd = pair[1]
+		}
+		before := len(refusals(rec))
+		sendDoor(t, srv, payload, fd)
+		syscall.Close(pair[1])
+		valid := withEnd && len(payload) == 2 && payload[0] == shim.Version && payload[1] == 'O'
+		if valid {
+			// Served: the server answers a start on it.
+			c := os.NewFile(uintptr(pair[0]), "pair")
+			conn, err := net.FileConn(c)
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			startMsg(t, conn.(*net.UnixConn), "", "/bin/true", []string{"true"}, nil)
+			if got := answers(t, conn.(*net.UnixConn)); len(got) != 1 {
+				t.Errorf("a valid door connection got %q", got)
+			}
+			return
+		}
+		defer syscall.Close(pair[0])
+		deadline := time.Now().Add(5 * time.Second)
+		for len(refusals(rec)) == before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if len(refusals(rec)) == before {
+			t.Errorf("door datagram %q (with an end: %v) was not refused", payload, withEnd)
+		}
+	})
+}
