@@ -29,7 +29,7 @@ man:
 PREFIX ?= /usr/local
 DESTDIR ?=
 ROOT = $(DESTDIR)$(PREFIX)
-INSTALLED = bin/envsieve bin/envsieve-daemon lib/envsieve/libenvsieve.so lib/envsieve/envsieve-start \
+INSTALLED = bin/envsieve bin/envsieve-daemon lib/envsieve/libenvsieve.so lib/envsieve/envsieve-start lib/envsieve/envsieve-init \
 	share/bash-completion/completions/envsieve share/zsh/site-functions/_envsieve \
 	share/fish/vendor_completions.d/envsieve.fish
 install: build man
@@ -38,7 +38,7 @@ install: build man
 		$(ROOT)/share/fish/vendor_completions.d
 	install -m 0755 $(BIN)/envsieve $(BIN)/envsieve-daemon $(ROOT)/bin/
 	install -m 0644 $(BIN)/libenvsieve.so $(ROOT)/lib/envsieve/
-	install -m 0755 $(BIN)/envsieve-start $(ROOT)/lib/envsieve/
+	install -m 0755 $(BIN)/envsieve-start $(BIN)/envsieve-init $(ROOT)/lib/envsieve/
 	install -m 0644 $(BIN)/man/*.1 $(ROOT)/share/man/man1/
 	$(BIN)/envsieve completion bash > $(ROOT)/share/bash-completion/completions/envsieve
 	$(BIN)/envsieve completion zsh > $(ROOT)/share/zsh/site-functions/_envsieve

@@ -27,7 +27,17 @@ import (
 // Call it before [MakeNonDumpable]: a non-dumpable process cannot read its
 // own /proc/self/exe as an unprivileged user, and Isolate resolves the
 // launcher's path from it.
-func Isolate(c *Cmd) (*Cmd, error) {
+func Isolate(c *Cmd) (*Cmd, error) { return isolateWith(c, "") }
+
+// isolateWith is [Isolate] with init as the namespaces' init: the path of
+// envsieve-init (shim.LocateInit), which does what [IsolateInit] does
+// without a second Go start, or "" for envsieve itself.
+func isolateWith(c *Cmd, init string) (*Cmd, error) {
+	if init != "" {
+		args := append([]string{"envsieve-init", c.Path}, c.Args...)
+		return &Cmd{Path: init, Args: args, Env: initEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+			Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result, isolate: true}, nil
+	}
 	ic, err := reexec(c, IsolateInitArg)
 	if err != nil {
 		return nil, fmt.Errorf("isolate: %w", err)
@@ -47,15 +57,21 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 		return nil, fmt.Errorf("find envsieve's own executable: %w", err)
 	}
 	args := append([]string{"envsieve", initArg, c.Path}, c.Args...)
-	env := make([]string, len(c.Env))
-	for i, kv := range c.Env {
+	return &Cmd{Path: self, Args: args, Env: initEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
+}
+
+// initEnv is the environment of an init: the program's, with its
+// LD_PRELOAD set aside (initPreload).
+func initEnv(programEnv []string) []string {
+	env := make([]string, len(programEnv))
+	for i, kv := range programEnv {
 		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
 			kv = initPreload + v
 		}
 		env[i] = kv
 	}
-	return &Cmd{Path: self, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
+	return env
 }
 
 // programEnv is the environment of the program an init started by
@@ -101,12 +117,16 @@ func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
 // IsolateSealed is [Isolate] with a sealed filesystem view: the init masks
 // and write-protects spec's paths in the new mount namespace before the
 // program starts (see package seal).
-func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
+func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, "") }
+
+// isolateSealedWith is [IsolateSealed] with init as the init (see
+// isolateWith).
+func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	text, err := spec.Encode()
 	if err != nil {
 		return nil, err
 	}
-	ic, err := Isolate(c)
+	ic, err := isolateWith(c, init)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,12 @@ func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
 // [ErrNamespaces], and nothing is started.
 func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolateLinux }
 
+func isolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
+
+func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
+	return nil, errIsolateLinux
+}
+
 // IsolateInit is Linux-only: elsewhere it says so and returns 125.
 func IsolateInit(args []string) int {
 	fmt.Fprintf(os.Stderr, "envsieve: %v\n", errIsolateLinux)

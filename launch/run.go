@@ -15,6 +15,7 @@ import (
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
+	"github.com/envsieve/envsieve/shim"
 )
 
 // ChooseSeal settles the launch's seal: the stronger of the options' Seal
@@ -76,6 +77,22 @@ func (l *Plan) scope(c *Cmd, sh *ShimRun) (*Cmd, error) {
 		return sc, nil
 	}
 	return c, nil
+}
+
+// isolateInit returns the path of envsieve-init beside the shim, the init
+// of the launch's namespaces, or "" when it is not installed (envsieve
+// re-executes itself as the init then, a second Go start).
+func (l *Plan) isolateInit() string {
+	lib, err := shim.Locate(l.host.Shim, l.host.Exe)
+	if err != nil {
+		return ""
+	}
+	init, err := shim.LocateInit(lib)
+	if err != nil {
+		return ""
+	}
+	l.host.debugf("isolate: the init is %s", init)
+	return init
 }
 
 // sealSpec is the launch's seal. The config dir is made first when it is
@@ -255,11 +272,11 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			if c, err = IsolateSealed(c, spec); err != nil {
+			if c, err = isolateSealedWith(c, spec, l.isolateInit()); err != nil {
 				return 0, err
 			}
 			l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
-		} else if c, err = Isolate(c); err != nil {
+		} else if c, err = isolateWith(c, l.isolateInit()); err != nil {
 			return 0, err
 		}
 		r.AfterStart = MakeNonDumpable

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds libenvsieve.so and envsieve-start for each Linux architecture a release ships, into
+# Builds libenvsieve.so, envsieve-start and envsieve-init for each Linux architecture a release ships, into
 # build/shim/linux_ARCH/ (goreleaser's before hook; the archives take it from
 # there). The arm64 one needs Debian's cross compiler, gcc-aarch64-linux-gnu.
 set -euo pipefail

@@ -35,6 +35,7 @@ grep -q "client speaks to 'envsieve daemon'" <<<"$help"
 arm64=$(tar -tzf dist/envsieve_*_linux_arm64.tar.gz)
 grep -q 'lib/envsieve/libenvsieve.so$' <<<"$arm64"
 grep -q 'lib/envsieve/envsieve-start$' <<<"$arm64"
+grep -q 'lib/envsieve/envsieve-init$' <<<"$arm64"
 # A rule's program is started by the launcher through envsieve-start.
 mkdir "$clean/sys" && cp /bin/true "$clean/sys/gh" && chmod 0755 "$clean/sys/gh"
 printf 'version: 1\nrules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n' > "$clean/p.yaml"

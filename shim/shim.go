@@ -88,6 +88,20 @@ func Locate(override, exe string) (string, error) {
 	return "", fmt.Errorf("%w next to %s or in ../lib/envsieve/ (build it with make)", ErrNotFound, exe)
 }
 
+// InitName is the file name of envsieve-init, the init of an isolated
+// launch's namespaces in C (launch.Isolate), installed beside the shim.
+const InitName = "envsieve-init"
+
+// LocateInit returns the path of envsieve-init next to the shim lib, or an
+// error wrapping ErrNotFound.
+func LocateInit(lib string) (string, error) {
+	p := filepath.Join(filepath.Dir(lib), InitName)
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s next to %s: %w", InitName, lib, ErrNotFound)
+	}
+	return p, nil
+}
+
 // LocateStart returns the path of envsieve-start next to the shim lib, or
 // an error wrapping ErrNotFound.
 func LocateStart(lib string) (string, error) {

@@ -1,12 +1,18 @@
-//go:build unix
+//go:build linux
 
 package main
 
 import (
+	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
 // TestIsolate runs as an unprivileged user (nobody when the tests run as
@@ -17,6 +23,17 @@ import (
 // its own namespace's processes and finds nothing, keeps the user's uid,
 // and its exit status passes through.
 func TestIsolate(t *testing.T) {
+	t.Run("envsieve as the init", func(t *testing.T) { testIsolate(t, nil) })
+	t.Run("envsieve-init", func(t *testing.T) { testIsolate(t, cInitEnv(t)) })
+}
+
+// cInitEnv is what makes an isolated launch's init envsieve-init: the
+// shim, beside which it is installed.
+func cInitEnv(t *testing.T) []string {
+	return []string{"ENVSIEVE_SHIM=" + shimtest.Lib(t), "ENVSIEVE_DEBUG=1"}
+}
+
+func testIsolate(t *testing.T, extraEnv []string) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	canary := "canary-" + strings.Repeat("q7", 8)
 	probe := `n=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c ` + canary + `); echo "hits=$n uid=$(id -u)"; exit 5`
@@ -27,7 +44,7 @@ func TestIsolate(t *testing.T) {
 		}
 		// The shell is the ancestor that holds the canary.
 		cmd := exec.Command("/bin/sh", "-c", args+` -- /bin/sh -c "$PROBE"; echo "status=$?"`)
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "PARENT_ONLY=" + canary, "PROBE=" + probe}
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "PARENT_ONLY=" + canary, "PROBE=" + probe}, extraEnv...)
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
 		out, err := cmd.CombinedOutput()
@@ -50,6 +67,9 @@ func TestIsolate(t *testing.T) {
 	if want := "uid=" + uidString(); !strings.Contains(got, want) {
 		t.Errorf("uid inside is not the user's (%s):\n%s", want, got)
 	}
+	if ran := strings.Contains(got, "isolate: the init is "); ran != (extraEnv != nil) {
+		t.Errorf("envsieve-init was the init: %v:\n%s", ran, got)
+	}
 }
 
 func uidString() string {
@@ -66,9 +86,14 @@ func uidString() string {
 // Run as the test's own user: as root it is the attack; as another user it
 // checks the same promise.
 func TestIsolateNoCapabilities(t *testing.T) {
+	t.Run("envsieve as the init", func(t *testing.T) { testIsolateNoCapabilities(t, nil) })
+	t.Run("envsieve-init", func(t *testing.T) { testIsolateNoCapabilities(t, cInitEnv(t)) })
+}
+
+func testIsolateNoCapabilities(t *testing.T, extraEnv []string) {
 	probe := `grep '^Cap\(Eff\|Prm\|Bnd\|Amb\)' /proc/self/status; umount -l /proc 2>/dev/null && echo UMOUNTED; mount -t tmpfs none /tmp 2>/dev/null && echo MOUNTED; echo uid=$(id -u)`
 	cmd := exec.Command("envsieve", "run", "--isolate", "--no-shim", "--", "/bin/sh", "-c", probe)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, extraEnv...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -81,5 +106,79 @@ func TestIsolateNoCapabilities(t *testing.T) {
 	}
 	if strings.Contains(got, "UMOUNTED") || strings.Contains(got, "MOUNTED") {
 		t.Errorf("the isolated program could unmount or mount:\n%s", got)
+	}
+}
+
+// TestIsolateInit: what the init of an isolated launch passes on, by each
+// init: the program's exit status, 128+N when a signal ended it, 127 and
+// 126 when it cannot be run, and a signal the launcher gets (SIGTERM) to
+// the program.
+func TestIsolateInit(t *testing.T) {
+	for _, init := range []struct {
+		name string
+		env  func(t *testing.T) []string
+	}{
+		{"envsieve as the init", func(*testing.T) []string { return nil }},
+		{"envsieve-init", cInitEnv},
+	} {
+		t.Run(init.name, func(t *testing.T) {
+			env := append([]string{"PATH=" + os.Getenv("PATH")}, init.env(t)...)
+			status := func(err error) int {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					return ee.ExitCode()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return 0
+			}
+			for _, tc := range []struct {
+				name   string
+				argv   []string
+				status int
+				stderr string
+			}{
+				{"an exit status", []string{"/bin/sh", "-c", "exit 9"}, 9, ""},
+				{"a signal", []string{"/bin/sh", "-c", "kill -KILL $$"}, 137, ""},
+				{"not found", []string{"/nonexistent/prog"}, 127, "not found"},
+				{"not executable", []string{"/etc/hostname"}, 126, "not executable"},
+			} {
+				cmd := exec.Command("envsieve", append([]string{"run", "--isolate", "--no-shim", "--"}, tc.argv...)...)
+				cmd.Env = env
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				if got := status(cmd.Run()); got != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
+					t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, got, stderr.String(), tc.status, tc.stderr)
+				}
+			}
+			cmd := exec.Command("envsieve", "run", "--isolate", "--no-shim", "--", "/bin/sh", "-c",
+				`trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
+			cmd.Env = env
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := bufio.NewScanner(out)
+			if !lines.Scan() || lines.Text() != "ready" {
+				cmd.Process.Kill()
+				t.Fatalf("the program did not start: %q", lines.Text())
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { lines.Scan(); done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if got := status(err); got != 7 || lines.Text() != "got-term" {
+					t.Errorf("SIGTERM to the launcher: exit %d, the program said %q; want 7 and got-term", got, lines.Text())
+				}
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Errorf("SIGTERM to the launcher did not reach the program")
+			}
+		})
 	}
 }

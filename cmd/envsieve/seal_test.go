@@ -20,11 +20,14 @@ import (
 // It runs once with the seal made by namespaces, and once by Landlock
 // under a seccomp filter that refuses user namespaces.
 func TestSeal(t *testing.T) {
-	t.Run("namespaces", func(t *testing.T) { testSeal(t, false) })
-	t.Run("landlock", func(t *testing.T) { testSeal(t, true) })
+	t.Run("namespaces", func(t *testing.T) { testSeal(t, false, false) })
+	t.Run("namespaces, the C init", func(t *testing.T) { testSeal(t, false, true) })
+	t.Run("landlock", func(t *testing.T) { testSeal(t, true, false) })
 }
 
-func testSeal(t *testing.T, landlock bool) {
+// testSeal seals by Landlock (namespaces refused) or by namespaces, whose
+// init is envsieve itself or, with cInit, envsieve-init beside the shim.
+func testSeal(t *testing.T, landlock, cInit bool) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	// wrap is what envsieve runs under: the filter, for Landlock.
 	var wrap []string
@@ -37,6 +40,9 @@ func testSeal(t *testing.T, landlock bool) {
 		argv := append(append(append([]string{}, wrap...), exe), args...)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_DEBUG=1"}
+		if cInit {
+			cmd.Env = append(cmd.Env, "ENVSIEVE_SHIM="+shimtest.Lib(t))
+		}
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
 		return cmd
@@ -91,6 +97,9 @@ func testSeal(t *testing.T, landlock bool) {
 	}
 	if !strings.Contains(got, mech) {
 		t.Errorf("the seal was not made by %q:\n%s", mech, strings.ReplaceAll(got, canary, "<canary>"))
+	}
+	if ran := strings.Contains(got, "isolate: the init is "); ran != cInit {
+		t.Errorf("envsieve-init was the init: %v, want %v:\n%s", ran, cInit, strings.ReplaceAll(got, canary, "<canary>"))
 	}
 	if n := strings.Count(got, canary); n > 0 {
 		t.Errorf("under --seal the probe read %d credential files", n)

@@ -53,10 +53,11 @@ const MaxDepth = 64
 // Launcher reports whether a process name (comm, at most 15 bytes) is
 // one of envsieve's own programs: the CLI (a resident launcher, `envsieve
 // sh`), envsieve-sh (the drop-in SHELL), envsieve-daemon (whose sessions'
-// commands are its children) and envsieve-start (the shim's helper).
+// commands are its children), envsieve-start (the shim's helper) and
+// envsieve-init (pid 1 of an isolated launch's namespaces).
 func Launcher(comm string) bool {
 	switch comm {
-	case "envsieve", "envsieve-sh", "envsieve-daemon", "envsieve-start":
+	case "envsieve", "envsieve-sh", "envsieve-daemon", "envsieve-start", "envsieve-init":
 		return true
 	}
 	return false

@@ -34,6 +34,8 @@ func TestDetect(t *testing.T) {
 		110: {"loop", 111},
 		111: {"loop", 110},
 		120: {"self", 120},
+		130: {"envsieve-init", 0}, // pid 1 of an isolated launch, seen from inside
+		140: {"bash", 130},
 	}
 	deep := map[int]entry{}
 	for pid := 2; pid < 2+MaxDepth+10; pid++ {
@@ -55,6 +57,7 @@ func TestDetect(t *testing.T) {
 		{name: "grandchild of the launcher", ppid: 40, proc: table(chain), want: "pid 20, envsieve"},
 		{name: "daemon session", ppid: 70, proc: table(chain), want: "pid 60, envsieve-daemon"},
 		{name: "drop-in shell", ppid: 90, proc: table(chain), want: "envsieve-sh"},
+		{name: "isolated, under envsieve-init", ppid: 140, proc: table(chain), want: "pid 130, envsieve-init"},
 		{name: "a sibling tree", ppid: 50, proc: table(chain)},
 		{name: "the test binary is not a launcher", ppid: 80, proc: table(chain)},
 		{name: "name with a parenthesis", ppid: 100, proc: table(chain)},

@@ -48,7 +48,7 @@ func Source() string {
 }
 
 // Lib returns the path of a libenvsieve.so built from the source tree,
-// with envsieve-start beside it. It
+// with envsieve-start and envsieve-init beside it. It
 // fails the test when no C compiler is found: the shim is part of what
 // the tests prove.
 func Lib(t testing.TB) string {
@@ -71,6 +71,14 @@ func Lib(t testing.TB) string {
 		// envsieve-start goes next to the shim, where the launcher looks.
 		start := filepath.Join(filepath.Dir(Source()), "start.c")
 		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
+		cmd = exec.Command(cc(), args...)
+		cmd.Env = os.Environ()
+		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
+			return
+		}
+		// So does envsieve-init, an isolated launch's init.
+		init := filepath.Join(filepath.Dir(Source()), "init.c")
+		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
 		cmd = exec.Command(cc(), args...)
 		cmd.Env = os.Environ()
 		libOut, libErr = cmd.CombinedOutput()
