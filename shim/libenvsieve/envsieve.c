@@ -16,7 +16,10 @@
  *                             a program a rule may match runs
  *   ENVSIEVE_SHIM_START=PATH  envsieve-start in its place, which has the
  *                             launcher start the program outside the tree
- *                             (start.c); the tree never holds a grant.
+ *                             (start.c); the tree never holds a grant. A
+ *                             child fork() made (one thread, a small image)
+ *                             makes that request itself and stands in for
+ *                             the program (start.h), saving the exec.
  *   ENVSIEVE_SHIM_RULES=G...  the rules' command globs, one per line: only
  *                             a program whose name matches one goes to the
  *                             launcher (unset: every program does).
@@ -34,6 +37,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <dirent.h>
+#include <pthread.h>
 #include <link.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -57,6 +62,7 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "start.h"
 #include "wire.h"
 
 extern char **environ;
@@ -768,6 +774,153 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	return ed->envp;
 }
 
+/* ---- starting a granted program from a forked child ---- */
+
+/* g_fork_pid is the pid fork() returned 0 to in this image: set by the
+ * atfork handler, so it is never set in a vfork or posix_spawn child (they
+ * run no atfork handlers) and an exec wipes it. */
+static pid_t g_fork_pid;
+
+static void fork_child(void) { g_fork_pid = (pid_t)syscall(SYS_getpid); }
+
+#define START_HERE_MAX_RSS (32L << 20) /* bytes of the caller's image kept while the program runs */
+
+/* may_start_here reports whether this process can make the start request
+ * itself and stand in for the program, instead of exec'ing envsieve-start:
+ * it is a child fork() made (not a vfork or posix_spawn child, whose memory
+ * is its parent's), it has one thread, and its image is small (the copy of
+ * the caller's memory it keeps while the program runs). On 1, *fds is
+ * /proc/self/fd, open, for close_cloexec. */
+static int may_start_here(int *fds) {
+	if (g_fork_pid == 0 || g_fork_pid != (pid_t)syscall(SYS_getpid))
+		return 0;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* after the command's ")": field 3 on; num_threads is field 20, rss
+	 * (pages) field 24 */
+	char *p = strrchr(buf, ')');
+	long threads = -1, rss = -1;
+	for (int field = 2; p && *p; field++) {
+		while (*p && *p != ' ')
+			p++;
+		while (*p == ' ')
+			p++;
+		if (field + 1 == 20 || field + 1 == 24) {
+			long v = 0;
+			for (; *p >= '0' && *p <= '9'; p++)
+				v = v * 10 + (*p - '0');
+			if (field + 1 == 20)
+				threads = v;
+			else
+				rss = v;
+		}
+		if (field + 1 >= 24)
+			break;
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	if (threads != 1 || rss < 0 || page <= 0 || rss > START_HERE_MAX_RSS / page)
+		return 0;
+	*fds = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return *fds >= 0;
+}
+
+/* close_cloexec closes what an exec would: every descriptor marked
+ * close-on-exec, but keep and the directory listing them. */
+static void close_cloexec(int dir, int keep) {
+	char buf[4096];
+	for (;;) {
+		long n = syscall(SYS_getdents64, dir, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		for (long at = 0; at < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + at);
+			at += d->d_reclen;
+			const char *c = d->d_name;
+			if (*c < '0' || *c > '9')
+				continue;
+			long fd = 0;
+			for (; *c >= '0' && *c <= '9'; c++)
+				fd = fd * 10 + (*c - '0');
+			if (fd == dir || fd == keep)
+				continue;
+			int flags = fcntl((int)fd, F_GETFD);
+			if (flags >= 0 && (flags & FD_CLOEXEC))
+				close((int)fd);
+		}
+	}
+	close(dir);
+}
+
+/* stand_in gives the signals the dispositions an exec would (handled ones
+ * to their default, ignored ones stay ignored) except that those passed on
+ * are caught, as envsieve-start has them; then it restores the caller's
+ * mask, so a signal held meanwhile is passed on. */
+static void stand_in(const sigset_t *old) {
+	struct sigaction fwd, dfl, ign, cur;
+	st_catcher(&fwd);
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	memset(&ign, 0, sizeof ign);
+	ign.sa_handler = SIG_IGN;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &cur) != 0 || cur.sa_handler == SIG_IGN)
+			continue;
+		if (st_is_forwarded(sig))
+			sigaction(sig, &fwd, NULL);
+		else if (sig == SIGPIPE)
+			sigaction(sig, &ign, NULL);
+		else if (cur.sa_handler != SIG_DFL)
+			sigaction(sig, &dfl, NULL);
+	}
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* start_here is envsieve-start's work done in this forked child, which
+ * saves an exec (may_start_here says when it may; fds is /proc/self/fd).
+ * It sends the start request for path with argv and env (what
+ * envsieve-start would have been given), with every signal held. Begun:
+ * it closes what an exec would have closed, stands in for the program
+ * and never returns. Otherwise it returns with the caller's signal
+ * dispositions and mask untouched: 0 declined (run the program here, with
+ * env), -1 no answer (run it here minus what the rules deny). */
+static int start_here(int fds, const char *path, char *const argv[], char *const env[]) {
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	st_conn = dial();
+	int got = -1;
+	char buf[512];
+	if (st_conn >= 0 && st_request(path, argv, env) == 0) {
+		ssize_t n = st_answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
+		if (n >= 3 && buf[0] == WIRE_VERSION && buf[n - 1] == 0)
+			got = buf[1];
+	}
+	if (got == 'B') {
+		st_joined = buf[2] == 'g';
+		close_cloexec(fds, st_conn);
+		stand_in(&old);
+		st_wait(path);
+	}
+	if (got > 0 && got != 'D') {
+		st_say(path, "a malformed answer from the launcher");
+		_exit(125);
+	}
+	/* No answer: closing the connection stops anything begun. */
+	if (st_conn >= 0)
+		close(st_conn);
+	st_conn = -1;
+	close(fds);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return got == 'D' ? 0 : -1;
+}
+
 /* exec_checked runs the program may_carry checked, by its descriptor. */
 static int exec_checked(struct edit *ed, char *const argv[], char *const env[]) {
 	syscall(SYS_execveat, ed->fd, "", argv, env, AT_EMPTY_PATH);
@@ -790,6 +943,14 @@ static int exec_as(const char *path, int fd, const char *file, char *const argv[
 	char *const *env = rewrite(path, fd, argv, envp, &ed, 1, 1);
 	if (env == NULL)
 		return -1;
+	int fds;
+	if (ed.start && may_start_here(&fds)) {
+		/* Declined: the program runs here as envsieve-start would run it. */
+		if (start_here(fds, path, argv, env) == 0)
+			ed.start = 0;
+		else if ((env = rewrite(path, fd, argv, envp, &ed, 1, 0)) == NULL)
+			return -1;
+	}
 	if (ed.start) {
 		real_execve(g_start, ed.argv, env);
 		notice(path, "start-helper-failed");
@@ -991,6 +1152,7 @@ static void init(void) {
 	real_fexecve = dlsym(RTLD_NEXT, "fexecve");
 	real_posix_spawn = dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp");
+	pthread_atfork(NULL, NULL, fork_child);
 	g_secure = getauxval(AT_SECURE) != 0;
 	dl_iterate_phdr(readonly_segments, NULL);
 

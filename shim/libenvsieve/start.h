@@ -1,0 +1,241 @@
+/*
+ * start.h: the start request (wire types S and C) and the stand-in that
+ * follows it, shared by envsieve-start (start.c) and libenvsieve.so, which
+ * makes the request itself in a forked child (envsieve.c, start_here).
+ *
+ * The process that makes the request stands in for the program the
+ * launcher starts: it passes on the signals sent to it and exits as the
+ * program exited. Everything here is async-signal-safe and runs between
+ * fork and exec: raw system calls, the request's body in a private
+ * mapping, no malloc, no stdio, no locks.
+ */
+#ifndef ENVSIEVE_START_H
+#define ENVSIEVE_START_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+#define ANSWER_TIMEOUT_MS 10000 /* the launcher's decision and its fork */
+
+static int st_conn = -1;  /* the start request's own connection */
+static int st_joined;     /* the program is in this process's group */
+
+/* st_send sends one packet, retrying an interrupted call. */
+static int st_send(int fd, const char *buf, size_t n, int flags) {
+	for (;;) {
+		if (send(fd, buf, n, flags | MSG_NOSIGNAL) == (ssize_t)n)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+/* st_forward passes a signal on to the program. One the terminal sent to
+ * the whole process group (si_code SI_KERNEL) already reached a program
+ * that joined the group. */
+static void st_forward(int sig, siginfo_t *si, void *uc) {
+	(void)uc;
+	if (st_joined && si && si->si_code == SI_KERNEL)
+		return;
+	int saved = errno;
+	char buf[32] = {WIRE_VERSION, 'K'};
+	size_t at = put_num(buf, 2, sizeof buf, (unsigned long)sig);
+	if (at != (size_t)-1)
+		(void)send(st_conn, buf, at, MSG_DONTWAIT | MSG_NOSIGNAL);
+	errno = saved;
+}
+
+/* the signals passed on to the program */
+static const int st_forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM, SIGCONT};
+#define ST_NFORWARDED (sizeof st_forwarded / sizeof st_forwarded[0])
+
+static inline int st_is_forwarded(int sig) {
+	for (size_t i = 0; i < ST_NFORWARDED; i++)
+		if (st_forwarded[i] == sig)
+			return 1;
+	return 0;
+}
+
+/* st_catcher is the disposition that passes a signal on. */
+static void st_catcher(struct sigaction *sa) {
+	memset(sa, 0, sizeof *sa);
+	sa->sa_sigaction = st_forward;
+	sa->sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa->sa_mask);
+}
+
+static long st_now_ms(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* st_answer waits for one packet from the launcher, up to timeout_ms (-1:
+ * forever). Its length, 0 when the launcher closed, -1 on a timeout or an
+ * error. */
+static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
+	long deadline = st_now_ms() + timeout_ms;
+	for (;;) {
+		int left = timeout_ms < 0 ? -1 : (int)(deadline - st_now_ms());
+		if (timeout_ms >= 0 && left <= 0)
+			return -1;
+		struct pollfd pfd = {.fd = st_conn, .events = POLLIN};
+		int r = poll(&pfd, 1, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		ssize_t n = recv(st_conn, buf, cap, MSG_TRUNC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (size_t)n > cap)
+			return -1;
+		return n;
+	}
+}
+
+/* st_request sends the start request on st_conn: a header packet carrying
+ * descriptors 0-2 (those open) and the working directory, then the body
+ * (path, argc, argv..., envp...) in continuation packets. The body is laid
+ * out in a private anonymous mapping, unmapped before it returns. 0 when
+ * sent. */
+static int st_request(const char *path, char *const argv[], char *const envp[]) {
+	size_t argc = 0, len = strlen(path) + 1 + 24;
+	while (argv && argv[argc])
+		len += strlen(argv[argc++]) + 1;
+	for (char *const *e = envp; e && *e; e++)
+		len += strlen(*e) + 1;
+	if (len > MAX_START)
+		return -1;
+	char *body = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (body == MAP_FAILED)
+		return -1;
+	size_t at = put_str(body, 0, len, path);
+	at = put_num(body, at, len, argc);
+	for (size_t i = 0; i < argc; i++)
+		at = put_str(body, at, len, argv[i]);
+	for (char *const *e = envp; e && *e; e++)
+		at = put_str(body, at, len, *e);
+	int cwd = -1, ok = 0;
+	if (at == (size_t)-1)
+		goto out;
+
+	int fds[4], nfds = 0;
+	char which[4];
+	for (int i = 0; i < 3; i++)
+		if (fcntl(i, F_GETFD) >= 0) {
+			which[nfds] = (char)('0' + i);
+			fds[nfds++] = i;
+		}
+	which[nfds] = 0;
+	if ((cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto out;
+	fds[nfds++] = cwd;
+
+	char head[128] = {WIRE_VERSION, 'S'};
+	size_t h = put_num(head, 2, sizeof head, (unsigned long)getpid());
+	h = put_str(head, h, sizeof head, which);
+	h = put_num(head, h, sizeof head, at);
+	union {
+		struct cmsghdr c;
+		char space[CMSG_SPACE(sizeof fds)];
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = head, .iov_len = h};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space,
+	                   .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	ssize_t sent;
+	do
+		sent = sendmsg(st_conn, &m, MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	ok = sent == (ssize_t)h;
+	char pkt[MAX_MSG];
+	pkt[0] = WIRE_VERSION;
+	pkt[1] = 'C';
+	for (size_t off = 0; ok && off < at; off += MAX_MSG - 2) {
+		size_t n = at - off < MAX_MSG - 2 ? at - off : MAX_MSG - 2;
+		memcpy(pkt + 2, body + off, n);
+		ok = st_send(st_conn, pkt, n + 2, 0) == 0;
+	}
+out:
+	if (cwd >= 0)
+		close(cwd);
+	munmap(body, len);
+	return ok ? 0 : -1;
+}
+
+/* st_finish exits as the program did: its exit code, or its signal. */
+__attribute__((noreturn)) static void st_finish(const char *status) {
+	const char *p = status + 1;
+	long v = 0;
+	int digits = 0;
+	while (*p >= '0' && *p <= '9' && digits < 4) {
+		v = v * 10 + (*p++ - '0');
+		digits++;
+	}
+	if (digits == 0 || *p != 0)
+		_exit(125);
+	if (status[0] == 'x' && v >= 0 && v <= 255)
+		_exit((int)v);
+	if (status[0] == 's' && v > 0 && v < NSIG) {
+		struct rlimit no = {0, 0};
+		setrlimit(RLIMIT_CORE, &no); /* the program dumped its own core, if any */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction((int)v, &dfl, NULL);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, (int)v);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		kill(getpid(), (int)v);
+	}
+	_exit(status[0] == 's' && v > 0 && v < NSIG ? 128 + (int)v : 125);
+}
+
+/* st_say writes "envsieve-start: PATH: MSG" to stderr, without stdio. */
+static void st_say(const char *path, const char *msg) {
+	char buf[1024];
+	size_t at = 0;
+	const char *parts[] = {"envsieve-start: ", path, ": ", msg, "\n"};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		size_t n = strlen(parts[i]);
+		if (n > sizeof buf - at)
+			n = sizeof buf - at;
+		memcpy(buf + at, parts[i], n);
+		at += n;
+	}
+	(void)!write(2, buf, at);
+}
+
+/* st_wait waits, after "begun", for the program's exit and exits as it
+ * did. */
+__attribute__((noreturn)) static void st_wait(const char *path) {
+	char buf[512];
+	for (;;) {
+		ssize_t n = st_answer(buf, sizeof buf - 1, -1);
+		if (n >= 4 && buf[0] == WIRE_VERSION && buf[1] == 'E' && buf[n - 1] == 0)
+			st_finish(buf + 2);
+		if (n <= 0) {
+			st_say(path, "the launcher went away");
+			_exit(125);
+		}
+	}
+}
+
+#endif
