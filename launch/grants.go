@@ -1,15 +1,18 @@
 package launch
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/envsieve/envsieve/audit"
@@ -45,7 +48,22 @@ type ShimRun struct {
 	statics  map[string]bool // static programs already noted
 	refused  int
 	decision map[string]*sieve.Decision
+	// built caches grantEnv's results (see grantEnvCached).
+	built map[builtKey]builtEnv
 }
+
+// builtKey names one grantEnv build: the rule, and a SHA-256 of everything
+// else it depends on that changes from one start to the next.
+type builtKey struct {
+	rule *policy.Rule
+	sum  [sha256.Size]byte
+}
+
+type builtEnv struct{ env, keys []string }
+
+// maxBuilt bounds the cache of built environments; when it is full it is
+// emptied.
+const maxBuilt = 64
 
 // maxLogged bounds the access events of one launch.
 const maxLogged = 10000
@@ -397,7 +415,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	if rule.SHA256 == "" {
 		prog = nil // closed by the defer; the file itself starts
 	}
-	env, keys, err := s.grantEnv(r, req, rule)
+	env, keys, err := s.grantEnvCached(r, req, rule)
 	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "rule " + rule.Name + ": the environment cannot be built"
@@ -428,6 +446,59 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	s.mu.Unlock()
 	s.alog.Grant(r.PID, r.Path, argv0, rule.Name, keys, nil)
 	return p, ""
+}
+
+// grantEnvCached is grantEnv, remembered: a shell runs the same program
+// with the same environment many times, and the engine is pure (the
+// launch's parent, policy, secrets, decisions and shim variables do not
+// change during the launch). The key covers the rule and, by SHA-256, the
+// request's varying fields and the caller's whole environment, each
+// length-prefixed, so two different starts never share an entry. A host
+// Builder is not assumed pure: its builds are not cached.
+func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+	if s.l.opt.Builder != nil {
+		return s.grantEnv(r, req, rule)
+	}
+	h := sha256.New()
+	var n [8]byte
+	field := func(v string) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(v)))
+		h.Write(n[:])
+		h.Write([]byte(v))
+	}
+	field(req.Path)
+	field(req.Digest)
+	field(strconv.FormatBool(req.Untrusted))
+	field(strconv.Itoa(len(req.Commands)))
+	for _, c := range req.Commands {
+		field(strconv.Itoa(len(c)))
+		for _, a := range c {
+			field(a)
+		}
+	}
+	field(strconv.Itoa(len(r.Env)))
+	for _, kv := range r.Env {
+		field(kv)
+	}
+	k := builtKey{rule: rule}
+	h.Sum(k.sum[:0])
+	s.mu.Lock()
+	b, ok := s.built[k]
+	s.mu.Unlock()
+	if ok {
+		return b.env, b.keys, nil
+	}
+	if env, keys, err = s.grantEnv(r, req, rule); err != nil {
+		return nil, nil, err
+	}
+	env, keys = slices.Clip(env), slices.Clip(keys)
+	s.mu.Lock()
+	if s.built == nil || len(s.built) >= maxBuilt {
+		s.built = map[builtKey]builtEnv{}
+	}
+	s.built[k] = builtEnv{env, keys}
+	s.mu.Unlock()
+	return env, keys, nil
 }
 
 // grantEnv builds the environment of a program rule grants to, as a launch
@@ -588,14 +659,11 @@ func checkInterpreter(path, pathEnv string, uid int) error {
 // shebang reads the #! line of the file at path: the interpreter and its
 // one argument, as the kernel splits them.
 func shebang(path string) (interp, arg string, ok bool) {
-	f, err := os.Open(path)
+	buf, err := head(path, 256)
 	if err != nil {
 		return "", "", false
 	}
-	defer f.Close()
-	buf := make([]byte, 256)
-	n, _ := io.ReadFull(f, buf)
-	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	line, _, _ := strings.Cut(string(buf), "\n")
 	rest, ok := strings.CutPrefix(line, "#!")
 	if !ok {
 		return "", "", false
@@ -606,6 +674,33 @@ func shebang(path string) (interp, arg string, ok bool) {
 		interp, arg = rest[:i], strings.TrimSpace(rest[i+1:])
 	}
 	return interp, arg, interp != ""
+}
+
+// head reads up to n bytes from the start of the file at path. It reads
+// with plain system calls: os.Open would also try to register the file
+// with the poller, four more calls on every granted start.
+func head(path string, n int) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	buf := make([]byte, n)
+	got := 0
+	for got < n {
+		m, err := syscall.Read(fd, buf[got:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		got += m
+	}
+	return buf[:got], nil
 }
 
 // shellOwned are variables shells maintain themselves: a shell reading them

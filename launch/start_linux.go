@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/shim"
@@ -16,7 +18,12 @@ import (
 
 // granted is a program the launcher started for a start request.
 type granted struct {
-	p      *os.Process
+	p *os.Process
+	// pidfd is the program's pidfd, registered with Go's poller: the
+	// program is waited for without a thread blocked in waitid, which
+	// keeps the runtime's scheduler quiet while it runs. nil: wait through
+	// p.
+	pidfd  *os.File
 	joined bool
 	once   sync.Once
 	code   int
@@ -31,6 +38,10 @@ func (g *granted) Kill() { g.p.Kill() }
 
 func (g *granted) Wait() (code, sig int) {
 	g.once.Do(func() {
+		if g.pidfd != nil {
+			g.code, g.sig = g.waitPidfd()
+			return
+		}
 		st, err := g.p.Wait()
 		if err != nil {
 			g.code = 125
@@ -45,6 +56,55 @@ func (g *granted) Wait() (code, sig int) {
 		}
 	})
 	return g.code, g.sig
+}
+
+// si_code of a child's end (linux/signal.h)
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// sigchld is the part of siginfo_t that waitid fills for a child.
+type sigchld struct {
+	Signo, Errno, Code, _ int32
+	Pid                   int32
+	UID                   uint32
+	Status                int32
+	_                     [100]byte
+}
+
+// waitPidfd waits for the program through its pidfd: the poller wakes this
+// goroutine when the program has ended, and waitid reaps it.
+func (g *granted) waitPidfd() (code, sig int) {
+	defer g.p.Release()
+	defer g.pidfd.Close()
+	rc, err := g.pidfd.SyscallConn()
+	if err != nil {
+		return 125, 0
+	}
+	var info sigchld
+	var werr error
+	err = rc.Read(func(fd uintptr) bool {
+		info = sigchld{}
+		werr = unix.Waitid(unix.P_PIDFD, int(fd), (*unix.Siginfo)(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, nil)
+		if errors.Is(werr, syscall.EINTR) {
+			return false
+		}
+		// Not ended yet (WNOHANG filled nothing): wait for the pidfd to
+		// become readable.
+		return werr != nil || info.Pid != 0
+	})
+	if err != nil || werr != nil {
+		return 125, 0
+	}
+	switch info.Code {
+	case cldExited:
+		return int(info.Status), 0
+	case cldKilled, cldDumped:
+		return 0, int(info.Status)
+	}
+	return 125, 0
 }
 
 // startGranted starts the program at path for a start request: with the
@@ -81,43 +141,50 @@ func startGranted(path string, argv, env []string, r *shim.StartRequest, prog *p
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
+	pidfd := -1
+	attr.Sys.PidFD = &pidfd
 	pgid := pgrpOf(r.Peer)
 	if pgid > 0 {
 		attr.Sys.Pgid = pgid
 		if p, err := os.StartProcess(path, argv, attr); err == nil {
-			return &granted{p: p, joined: true}, nil
+			return newGranted(p, pidfd, true), nil
 		} else if !errors.Is(err, syscall.EPERM) {
 			return nil, err
 		}
 		attr.Sys.Pgid = 0
+		pidfd = -1
 	}
 	p, err := os.StartProcess(path, argv, attr)
 	if err != nil {
 		return nil, err
 	}
-	return &granted{p: p}, nil
+	return newGranted(p, pidfd, false), nil
 }
 
-// pgrpOf returns the process group of pid (field 5 of /proc/PID/stat), as
-// the launcher's pid namespace numbers it; 0 when unknown.
+// newGranted wraps a program just started; pidfd is its pidfd (the
+// launcher's own copy), -1 when the kernel gave none.
+func newGranted(p *os.Process, pidfd int, joined bool) *granted {
+	g := &granted{p: p, joined: joined}
+	if pidfd >= 0 {
+		if err := syscall.SetNonblock(pidfd, true); err == nil {
+			g.pidfd = os.NewFile(uintptr(pidfd), "pidfd")
+		} else {
+			syscall.Close(pidfd)
+		}
+	}
+	return g
+}
+
+// pgrpOf returns the process group of pid, as the launcher's pid
+// namespace numbers it; 0 when unknown.
 func pgrpOf(pid int) int {
 	if pid <= 0 {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	pg, err := unix.Getpgid(pid)
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 3 {
-		return 0
-	}
-	pg, _ := strconv.Atoi(f[2])
 	return pg
 }
 

@@ -51,6 +51,9 @@ func TestStartGranted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if g, ok := p.(*granted); !ok || g.pidfd == nil {
+				t.Error("the program is not waited for through its pidfd")
+			}
 			if p.Joined() != tc.joined {
 				t.Errorf("joined the caller's group: %v, want %v", p.Joined(), tc.joined)
 			}
