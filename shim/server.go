@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -193,7 +194,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		}
 		if h, ok := msg.(*StartHead); ok {
 			// A start request has the connection to itself.
-			s.start1(c, h, files)
+			s.start1(c, h, files, buf)
 			return
 		}
 		closeAll(files)
@@ -210,8 +211,9 @@ func (s *Server) serve(c *net.UnixConn) {
 
 // start1 serves one start request: it reads the body, asks the handler,
 // answers, then passes the caller's signals on until the program ends, and
-// kills it when the caller goes away first.
-func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
+// kills it when the caller goes away first. buf is the connection's read
+// buffer, MaxMsg+1 bytes.
+func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []byte) {
 	defer func() { closeAll(files) }()
 	if len(files) != len(h.Stdio)+1 {
 		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not %d", ErrMessage, len(files), len(h.Stdio)+1))
@@ -236,7 +238,6 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
 	defer s.startDone()
 	c.SetReadDeadline(time.Now().Add(startRead))
 	body := make([]byte, 0, h.Len)
-	buf := make([]byte, MaxMsg+1)
 	for len(body) < h.Len {
 		n, err := c.Read(buf)
 		if err != nil || n < 2 || n > MaxMsg || buf[0] != Version || buf[1] != 'C' || len(body)+n-2 > h.Len {
@@ -273,13 +274,15 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
 		p.Kill()
 	}
 	c.SetWriteDeadline(time.Time{})
-	gone := make(chan struct{})
+	// The caller's packets (signals to pass on, or its going away) are read
+	// by a goroutine of their own; this one waits for the program, so that
+	// its end is answered without a hand-off between goroutines.
+	var ended atomic.Bool
 	go func() {
-		defer close(gone)
 		for {
 			n, err := c.Read(buf)
 			if err != nil || n == 0 {
-				return
+				break
 			}
 			if m, err := Parse(buf[:n]); err == nil {
 				if k, ok := m.(*Kill); ok {
@@ -287,22 +290,18 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File) {
 				}
 			}
 		}
+		// The caller is gone (killed, or the tree torn down): nothing
+		// waits for the program any more, and nothing may outlive it
+		// unseen. Once the program has ended, the read ends because the
+		// connection is closed, and there is nothing to kill.
+		if !ended.Load() {
+			p.Kill()
+		}
 	}()
-	done := make(chan [2]int, 1)
-	go func() {
-		code, sig := p.Wait()
-		done <- [2]int{code, sig}
-	}()
-	select {
-	case st := <-done:
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		c.Write(Ended(st[0], st[1]))
-	case <-gone:
-		// The caller is gone (killed, or the tree torn down): nothing waits
-		// for the program any more, and nothing may outlive it unseen.
-		p.Kill()
-		<-done
-	}
+	code, sig := p.Wait()
+	ended.Store(true)
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	c.Write(Ended(code, sig))
 }
 
 // received returns the descriptors a packet carried, as files.
