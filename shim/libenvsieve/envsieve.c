@@ -894,10 +894,9 @@ static int start_here(int fds, const char *path, char *const argv[], char *const
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	st_conn = dial();
 	int got = -1;
 	char buf[512];
-	if (st_conn >= 0 && st_request(path, argv, env) == 0) {
+	if (st_start(&g_addr, g_addrlen, path, argv, env) == 0) {
 		ssize_t n = st_answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
 		if (n >= 3 && buf[0] == WIRE_VERSION && buf[n - 1] == 0)
 			got = buf[1];

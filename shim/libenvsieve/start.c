@@ -79,8 +79,7 @@ int main(int argc, char **argv, char **envp) {
 	char **pargv = argv + 2;
 	struct sockaddr_un addr;
 	socklen_t alen = wire_addr(value_in(envp, "ENVSIEVE_SHIM_SOCK", 18), &addr);
-	st_conn = wire_dial(&addr, alen);
-	if (st_conn < 0)
+	if (alen == 0)
 		return run_alone(path, pargv, envp, 1);
 
 	/* Signals are caught, and held, from before the request: one sent
@@ -104,8 +103,7 @@ int main(int argc, char **argv, char **envp) {
 	memset(&ign, 0, sizeof ign);
 	ign.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &ign, &g_savedpipe);
-	if (st_request(path, pargv, envp) != 0) {
-		close(st_conn);
+	if (st_start(&addr, alen, path, pargv, envp) != 0) {
 		alone(&old);
 		return run_alone(path, pargv, envp, 1);
 	}

@@ -104,12 +104,16 @@ static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 	}
 }
 
-/* st_request sends the start request on st_conn: a header packet carrying
- * descriptors 0-2 (those open) and the working directory, then the body
- * (path, argc, argv..., envp...) in continuation packets. The body is laid
- * out in a private anonymous mapping, unmapped before it returns. 0 when
- * sent. */
-static int st_request(const char *path, char *const argv[], char *const envp[]) {
+/* st_start connects to the launcher (st_conn) and sends the start request:
+ * a header packet carrying descriptors 0-2 (those open) and the working
+ * directory, then the body (path, argc, argv..., envp...) in continuation
+ * packets. Everything is laid out before it connects, so the request
+ * follows the connection at once and the launcher reads it in one go. A
+ * body that fits one packet is built in that packet, on the stack; a
+ * larger one in a private anonymous mapping, unmapped before it returns.
+ * 0 when sent; -1 (st_conn closed and -1) when not. */
+static int st_start(const struct sockaddr_un *addr, socklen_t alen, const char *path, char *const argv[],
+                    char *const envp[]) {
 	size_t argc = 0, len = strlen(path) + 1 + 24;
 	while (argv && argv[argc])
 		len += strlen(argv[argc++]) + 1;
@@ -117,7 +121,11 @@ static int st_request(const char *path, char *const argv[], char *const envp[]) 
 		len += strlen(*e) + 1;
 	if (len > MAX_START)
 		return -1;
-	char *body = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char pkt[MAX_MSG];
+	pkt[0] = WIRE_VERSION;
+	pkt[1] = 'C';
+	int small = len <= MAX_MSG - 2;
+	char *body = small ? pkt + 2 : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (body == MAP_FAILED)
 		return -1;
 	size_t at = put_str(body, 0, len, path);
@@ -159,23 +167,31 @@ static int st_request(const char *path, char *const argv[], char *const envp[]) 
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
 	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	if ((st_conn = wire_dial(addr, alen)) < 0)
+		goto out;
 	ssize_t sent;
 	do
 		sent = sendmsg(st_conn, &m, MSG_NOSIGNAL);
 	while (sent < 0 && errno == EINTR);
 	ok = sent == (ssize_t)h;
-	char pkt[MAX_MSG];
-	pkt[0] = WIRE_VERSION;
-	pkt[1] = 'C';
-	for (size_t off = 0; ok && off < at; off += MAX_MSG - 2) {
-		size_t n = at - off < MAX_MSG - 2 ? at - off : MAX_MSG - 2;
-		memcpy(pkt + 2, body + off, n);
-		ok = st_send(st_conn, pkt, n + 2, 0) == 0;
+	if (small) {
+		ok = ok && st_send(st_conn, pkt, at + 2, 0) == 0;
+	} else {
+		for (size_t off = 0; ok && off < at; off += MAX_MSG - 2) {
+			size_t n = at - off < MAX_MSG - 2 ? at - off : MAX_MSG - 2;
+			memcpy(pkt + 2, body + off, n);
+			ok = st_send(st_conn, pkt, n + 2, 0) == 0;
+		}
 	}
 out:
 	if (cwd >= 0)
 		close(cwd);
-	munmap(body, len);
+	if (!small)
+		munmap(body, len);
+	if (!ok && st_conn >= 0) {
+		close(st_conn);
+		st_conn = -1;
+	}
 	return ok ? 0 : -1;
 }
 
