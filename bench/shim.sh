@@ -65,7 +65,7 @@ echo "added per exec: $((added / 1000)) µs"
 echo
 echo "## 4. Exec-time grants that start a program: bash running gh 1,000 times"
 echo "# gh is a copy of /bin/true; the rule grants GITHUB_TOKEN to it, so the"
-echo "# launcher starts each one (envsieve-start stands in for it)."
+echo "# launcher starts each one (bash's forked child stands in for it)."
 mkdir -p "$tmp/bin"
 cp /bin/true "$tmp/bin/gh"
 cp /bin/true "$tmp/bin/gx"
