@@ -238,7 +238,6 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 		// The body is read, and dropped, before the answer: a socket closed
 		// with unread packets resets its peer, which would lose the answer.
 		c.SetReadDeadline(time.Now().Add(startRead))
-		buf := make([]byte, MaxMsg+1)
 		for got := 0; got < h.Len; {
 			n, err := c.Read(buf)
 			if err != nil || n < 2 {
