@@ -213,3 +213,62 @@ func TestStartInPlaceSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestStartRequestSizes: a start request whose body fits one packet (built
+// in that packet) and one that does not (built in a mapping and sent in
+// several) both arrive whole, from a fork child standing in and from
+// envsieve-start alike, including bodies of exactly one packet and one
+// byte more.
+func TestStartRequestSizes(t *testing.T) {
+	lib := shimtest.Lib(t)
+	prog := shimtest.Program(t, "forks", forksC)
+	var (
+		mu     sync.Mutex
+		bodies []int
+	)
+	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+		n := len(r.Path) + 1 + len(strconv.Itoa(len(r.Argv))) + 1
+		for _, a := range r.Argv {
+			n += len(a) + 1
+		}
+		for _, e := range r.Env {
+			n += len(e) + 1
+		}
+		mu.Lock()
+		bodies = append(bodies, n)
+		mu.Unlock()
+		return startWith(r, r.Env)
+	}}
+	srv, err := shim.Listen(t.TempDir(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
+		shim.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
+	body := func(mode string, size int) int {
+		t.Helper()
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		got := run(t, append(env, "BIG="+strings.Repeat("x", size)), nil, prog, mode) + "\n"
+		if want := "len:" + strconv.Itoa(size) + "\n"; !strings.Contains(got, want) {
+			t.Fatalf("%s, BIG of %d bytes: want %q, got %q", mode, size, want, got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != 1 {
+			t.Fatalf("%s: %d start requests, want 1", mode, len(bodies))
+		}
+		return bodies[0]
+	}
+	for _, mode := range []string{"fork", "vfork"} {
+		base := body(mode, 1) - 1
+		one := shim.MaxMsg - 2 - base // the body fills one packet exactly
+		for _, size := range []int{one, one + 1, 3*shim.MaxMsg + 5} {
+			if got := body(mode, size); got != base+size {
+				t.Errorf("%s: a body of %d bytes, want %d", mode, got, base+size)
+			}
+		}
+	}
+}
