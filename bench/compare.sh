@@ -37,8 +37,17 @@ bin/timeit -n "$runs" \
 # filter that refuses user namespaces as a container's does (the launcher
 # tries them, is refused, and seals with Landlock; where the kernel's own
 # switches refuse them it goes to Landlock without trying).
+# The namespaces' init is envsieve-init (C) beside the shim; the Go init,
+# envsieve re-executed, is reached through a shim with no envsieve-init
+# beside it (through env, so compare it with the env row).
+goinit=$(mktemp -d); trap 'rm -rf "$goinit"' EXIT
+cp bin/libenvsieve.so "$goinit/"
 bin/timeit -n "$runs" \
   "bin/envsieve run --no-shim -- /bin/true" \
   "bin/envsieve run --no-shim --seal -- /bin/true" \
+  "/usr/bin/env bin/envsieve run --no-shim -- /bin/true" \
+  "/usr/bin/env ENVSIEVE_SHIM=$goinit/libenvsieve.so bin/envsieve run --no-shim --seal -- /bin/true" \
+  "bin/envsieve run -- /bin/true" \
+  "bin/envsieve run --seal -- /bin/true" \
   "bin/nouserns bin/envsieve run --no-shim -- /bin/true" \
   "bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true"
