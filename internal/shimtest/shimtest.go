@@ -71,7 +71,7 @@ func Lib(t testing.TB) string {
 		// envsieve-start goes next to the shim, where the launcher looks.
 		start := filepath.Join(filepath.Dir(Source()), "start.c")
 		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
-		cmd = exec.Command(cc(), args...)
+		cmd = exec.Command(staticCC(), args...)
 		cmd.Env = os.Environ()
 		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
 			return
@@ -79,7 +79,7 @@ func Lib(t testing.TB) string {
 		// So does envsieve-init, an isolated launch's init.
 		init := filepath.Join(filepath.Dir(Source()), "init.c")
 		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
-		cmd = exec.Command(cc(), args...)
+		cmd = exec.Command(staticCC(), args...)
 		cmd.Env = os.Environ()
 		libOut, libErr = cmd.CombinedOutput()
 	})
@@ -111,6 +111,17 @@ func Program(t testing.TB, name, src string, extra ...string) string {
 		t.Fatalf("cc %s: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// staticCC is the compiler of the static helpers, as the Makefile picks
+// it: musl-gcc where it is installed (a static musl program starts in
+// about 0.25 ms where a static glibc one takes 0.6, probing the CPU), else
+// cc.
+func staticCC() string {
+	if p, err := exec.LookPath("musl-gcc"); err == nil {
+		return p
+	}
+	return cc()
 }
 
 func cc() string {

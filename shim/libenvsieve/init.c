@@ -26,8 +26,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,14 +100,25 @@ static int seal(char *spec) {
 	return 0;
 }
 
+/* capget and capset, version 3, declared here: musl's headers do not
+ * carry the kernel's <linux/capability.h>. */
+#define CAPABILITY_VERSION_3 0x20080522
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+struct cap_data {
+	uint32_t effective, permitted, inheritable;
+};
+
 static int drop_capabilities(void) {
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0)
 		return fail("clear ambient capabilities", NULL);
 	for (int c = 0; c <= 63; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
 			return fail("drop a capability from the bounding set", NULL);
-	struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-	struct __user_cap_data_struct data[2];
+	struct cap_header hdr = {CAPABILITY_VERSION_3, 0};
+	struct cap_data data[2];
 	if (syscall(SYS_capget, &hdr, data) != 0)
 		return fail("capget", NULL);
 	data[0].inheritable = data[1].inheritable = 0;
