@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
@@ -561,9 +562,11 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			continue
 		}
 		env = append(env, kv)
-		// Granted: a value the caller does not have.
+		// Granted: a value the caller does not have (not the tree's
+		// marker, which a caller may have removed: the program's children
+		// keep it).
 		if cv, has := caller[k]; !has || cv != v {
-			if k != "PATH" {
+			if k != "PATH" && k != nest.Var {
 				keys = append(keys, k)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/shim"
 	"github.com/envsieve/envsieve/sieve"
@@ -61,5 +62,31 @@ func TestGrantEnvCached(t *testing.T) {
 				t.Errorf("%d cached builds, want %d", len(s.built), tc.cache)
 			}
 		})
+	}
+}
+
+// TestGrantEnvMarker: a granted program's environment carries the marker
+// of an envsieve tree, and the marker is never counted as a granted key,
+// even when the caller removed it: the program's children keep it.
+func TestGrantEnvMarker(t *testing.T) {
+	src := "version: 1\nbase: none\nallow: [PATH]\nrules:\n  - {name: gh, match: {command: gh}, allow: [GITHUB_TOKEN]}\n"
+	pol, err := policy.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &ShimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
+		base: map[string]string{"PATH": "/usr/bin"}, hidden: map[string]bool{}, decision: map[string]*sieve.Decision{"GITHUB_TOKEN": {Key: "GITHUB_TOKEN"}}}
+	for _, callerEnv := range [][]string{{nest.Var + "=1"}, nil} {
+		r := &shim.StartRequest{Start: &shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: callerEnv}}
+		env, keys, err := s.grantEnv(r, sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}, pol.Rules[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(env, nest.Var+"=1") {
+			t.Errorf("caller %q: the granted program's environment has no marker: %q", callerEnv, env)
+		}
+		if slices.Contains(keys, nest.Var) || !slices.Contains(keys, "GITHUB_TOKEN") {
+			t.Errorf("caller %q: granted keys %q, want GITHUB_TOKEN and not the marker", callerEnv, keys)
+		}
 	}
 }
