@@ -110,9 +110,7 @@ func TestServerStartLimit(t *testing.T) {
 // its slot for two seconds at most; then it is refused, its connection
 // closed, and nothing starts.
 func TestServerStartBodyTimeout(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the two-second deadline")
-	}
+	t.Parallel() // it waits out the two-second deadline
 	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) { return newHeld(), "" }}
 	srv, err := shim.Listen(t.TempDir(), rec)
 	if err != nil {

@@ -104,7 +104,7 @@ func TestParseStat(t *testing.T) {
 // TestReadProc reads this process's own entry, the real /proc format.
 func TestReadProc(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("no /proc")
+		t.Skip("readProc reads /proc, which only Linux has")
 	}
 	comm, ppid, ok := readProc(os.Getpid())
 	if !ok || ppid != os.Getppid() || comm == "" || !strings.HasPrefix("nest.test", comm) {
