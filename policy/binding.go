@@ -12,33 +12,6 @@ import (
 	"github.com/envsieve/envsieve/profiles"
 )
 
-// Binding says where a brokered secret's real value may go (package
-// broker): secrets.NAME.broker in a policy, or an entry of the built-in
-// catalog (profiles/brokers.yaml). The child gets a fake; the broker swaps
-// it for the real value only on requests to Hosts (proxy mode) or through
-// BaseURL's endpoint (base-URL mode), in the places In names.
-type Binding struct {
-	// Name is the secret's variable name.
-	Name string
-	Pos  Pos
-	// Hosts are "host", "host:port" or "*.suffix"; nil means base-URL
-	// mode only.
-	Hosts []string
-	// In are "header:NAME" or "query:NAME"; nil means the broker's
-	// default, the authorization headers.
-	In []string
-	// Methods and Paths, when set, are the only request methods and path
-	// prefixes the real value is given to.
-	Methods, Paths []string
-	// BaseURL is the endpoint variable of base-URL mode; "" means none.
-	BaseURL string
-	// Upstream is where base-URL mode forwards when the user's environment
-	// does not set BaseURL.
-	Upstream string
-	// Builtin is true for a binding of the catalog.
-	Builtin bool
-}
-
 // BrokerSettings are the policy's top-level broker: settings.
 type BrokerSettings struct {
 	// BoundOnly refuses connections to hosts no binding names (egress:

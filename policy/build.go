@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/pattern"
 	"github.com/envsieve/envsieve/profiles"
 )
@@ -227,6 +228,7 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 			}
 		}
 	}
+	p.engine = compiled.Policy{LocalLvl: p.LocalLvl, Rules: p.Rules, Tools: p.Tools, Secrets: p.Secrets}
 	return p, nil
 }
 
@@ -330,7 +332,7 @@ func (p *Policy) lazyBuiltins() (map[string]*Profile, []string) {
 		for i := range builtins {
 			name := builtinPrefix + builtins[i].Name.V
 			pr := bd.profile(name, &builtins[i])
-			pr.Plan = newPlan(name, []*Level{p.Global, pr.Level}, p.LocalLvl, p.catalog)
+			pr.Plan = compiled.NewPlan(name, []*Level{p.Global, pr.Level}, p.LocalLvl, p.catalog)
 			p.lazy[name] = pr
 			p.lazyOrder = append(p.lazyOrder, name)
 		}
@@ -340,7 +342,14 @@ func (p *Policy) lazyBuiltins() (map[string]*Profile, []string) {
 
 // level compiles the fields every level shares.
 func (b *builder) level(name string, r *rawLevel) *Level {
-	l := &Level{Name: name, Pos: r.Pos, raw: r, limitSources: map[string]*Source{}}
+	var modePos, clientEnvPos Pos
+	if r.Mode != nil {
+		modePos = r.Mode.Pos
+	}
+	if r.ClientEnv != nil {
+		clientEnvPos = r.ClientEnv.Pos
+	}
+	l := compiled.NewLevel(name, r.Pos, r, modePos, clientEnvPos)
 	if r.Description != nil {
 		l.Description = r.Description.V
 	}
@@ -399,7 +408,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 		}
 		v := n.V
 		*dst = &v
-		l.limitSources[key] = &Source{Level: name, List: "limits", Entry: fmt.Sprintf("%s: %d", key, v), Pos: n.Pos}
+		compiled.SetLimitSource(l, key, &Source{Level: name, List: "limits", Entry: fmt.Sprintf("%s: %d", key, v), Pos: n.Pos})
 	}
 	if r.BlockIter != nil {
 		v := r.BlockIter.V
@@ -443,6 +452,12 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	limit("max_bytes", r.Limits.MaxBytes, &l.MaxBytes, 1<<30)
 	limit("max_value_bytes", r.Limits.MaxValueBytes, &l.MaxValueBytes, kernelMaxString-2)
 	return l
+}
+
+// rawOf returns the decoded level l was compiled from.
+func rawOf(l *Level) *rawLevel {
+	r, _ := compiled.Raw(l).(*rawLevel)
+	return r
 }
 
 // validMaskPath reports whether p may be a seal mask: "~/" and a clean
@@ -552,12 +567,12 @@ func (b *builder) resolve(p *Policy) {
 		}
 		refs := pr.Extends
 		var refPos []Pos
-		for _, e := range pr.Level.raw.Extends {
+		for _, e := range rawOf(pr.Level).Extends {
 			refPos = append(refPos, e.Pos)
 		}
 		if pr.Parent != "" {
 			refs = []string{pr.Parent}
-			refPos = []Pos{pr.Level.raw.Parent.Pos}
+			refPos = []Pos{rawOf(pr.Level).Parent.Pos}
 		}
 		for i, ref := range refs {
 			target, ok := b.lookup(p, ref, name)
@@ -575,9 +590,9 @@ func (b *builder) resolve(p *Policy) {
 	global := []*Level{p.Global}
 	for _, name := range p.order {
 		chain := visit(name, name, p.profiles[name].Level.Pos)
-		p.profiles[name].Plan = newPlan(name, append(global, chain...), local, b.c)
+		p.profiles[name].Plan = compiled.NewPlan(name, append(global, chain...), local, b.c)
 	}
-	p.noneProf = newPlan("", global, local, b.c)
+	p.noneProf = compiled.NewPlan("", global, local, b.c)
 	for _, name := range p.order {
 		pr := p.profiles[name]
 		if pr.Parent == "" {
@@ -608,75 +623,9 @@ func (b *builder) lookup(p *Policy, ref, from string) (string, bool) {
 // narrows reports, as escalation errors, everything in a sub-agent profile
 // that its parent does not already grant.
 func (b *builder) narrows(child *Profile, parent *Plan) {
-	narrowsLevel(child.Level, parent, func(pos Pos, format string, args ...any) {
+	compiled.Escalations(child.Level, parent, func(pos Pos, format string, args ...any) {
 		b.d.errorAt(pos, "profile %s: escalation: %s (a profile with a parent may only narrow it)", child.Name, fmt.Sprintf(format, args...))
 	})
-}
-
-// narrowsLevel calls esc for everything in level l that parent does not
-// already grant.
-func narrowsLevel(l *Level, parent *Plan, esc func(pos Pos, format string, args ...any)) {
-	if l.Base != nil && baseRank[*l.Base] > baseRank[parent.Base] {
-		esc(l.BaseSource.Pos, "base %s is wider than the parent's base %s", *l.Base, parent.Base)
-	}
-	if l.Mode != nil && *l.Mode == Audit && parent.Mode != Audit {
-		esc(l.modeSource().Pos, "mode audit widens the parent's enforce")
-	}
-	if l.BlockIteration != nil && !*l.BlockIteration && parent.BlockIteration {
-		esc(l.BlockSource.Pos, "block_iteration false widens the parent's true")
-	}
-	if l.Seal != nil && sealRank[*l.Seal] < sealRank[parent.Seal] {
-		esc(l.SealSource.Pos, "seal %s widens the parent's %s", *l.Seal, parent.Seal)
-	}
-	if l.ClientEnv != nil && *l.ClientEnv == ClientFull && parent.ClientEnv != ClientFull {
-		pos := Pos{}
-		if l.raw != nil && l.raw.ClientEnv != nil {
-			pos = l.raw.ClientEnv.Pos
-		}
-		esc(pos, "client_env full widens the parent's %s", parent.ClientEnv)
-	}
-	for _, s := range l.Passthrough {
-		if !slices.Contains(parent.ShellEnvPassthrough, s.Entry) {
-			esc(s.Pos, "shell_env_passthrough %s is not passed through by the parent", s.Entry)
-		}
-	}
-	for _, g := range l.Groups {
-		if !parent.groups[g.Entry] {
-			esc(g.Pos, "group %s is not granted by the parent", g.Entry)
-		}
-	}
-	for _, e := range l.Allow {
-		lit, isLit := e.Glob.Literal()
-		ok := false
-		if isLit {
-			a, found := parent.admit[lit]
-			ok = found && a.Exact
-		} else {
-			for _, pe := range parent.allowGlobs {
-				ok = ok || pe.Glob.String() == e.Glob.String()
-			}
-		}
-		if !ok {
-			esc(e.Source.Pos, "allow %q is not granted by the parent", e.Source.Entry)
-		}
-	}
-	parentSets := map[string]bool{}
-	for _, s := range parent.Set {
-		parentSets[s.Key] = true
-	}
-	for _, s := range l.Set {
-		if !parentSets[s.Key] {
-			esc(s.Source.Pos, "set %s adds a variable the parent does not set", s.Key)
-		}
-	}
-	check := func(key string, v *int, max int) {
-		if v != nil && *v > max {
-			esc(l.limitSources[key].Pos, "limits: %s %d is above the parent's %d", key, *v, max)
-		}
-	}
-	check("max_keys", l.MaxKeys, parent.Limits.MaxKeys)
-	check("max_bytes", l.MaxBytes, parent.Limits.MaxBytes)
-	check("max_value_bytes", l.MaxValueBytes, parent.Limits.MaxValueBytes)
 }
 
 // CheckNarrows returns nil when profile child only narrows profile parent:
@@ -732,7 +681,7 @@ func (p *Policy) CheckNarrows(child, parent string) error {
 	// must be taken away by the child too.
 	for _, l := range cp.Levels {
 		if !slices.Contains(pp.Levels, l) {
-			narrowsLevel(l, pp, esc)
+			compiled.Escalations(l, pp, esc)
 		}
 	}
 	for _, l := range pp.Levels {
@@ -787,9 +736,7 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 	}
 	rule := &Rule{Name: strings.TrimPrefix(name, "rule "), Pos: r.Pos}
 	rule.Level = b.level(name, &r.rawLevel)
-	rule.Tables = newTables()
-	rule.Tables.addLevel(rule.Level, b.c)
-	rule.Tables.freeze()
+	rule.Tables = compiled.NewRuleTables(rule.Level, b.c)
 	if r.Command != nil {
 		g, err := pattern.Compile(r.Command.V)
 		if err != nil {
@@ -827,24 +774,6 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 	}
 	rule.ArgsExact = r.ArgsExact != nil && r.ArgsExact.V
 	return rule
-}
-
-// ValidName reports whether s is a valid environment variable name:
-// [A-Za-z_][A-Za-z0-9_]*.
-func ValidName(s string) bool {
-	if s == "" || (s[0] >= '0' && s[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isNameByte(c byte) bool {
-	return c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
 func validProfileName(s string) bool {

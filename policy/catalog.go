@@ -2,70 +2,12 @@ package policy
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/envsieve/envsieve/profiles"
 )
-
-// Catalog is the built-in, curated data: the base sets and the groups. Their
-// names pass the sensitive-name test (SSH_AUTH_SOCK is a capability, not a
-// secret); their values still face the value test.
-type Catalog struct {
-	Bases  map[Base]*Group
-	Groups map[string]*Group
-}
-
-// Group is a named, curated list of exact variable names.
-type Group struct {
-	Name        string
-	Description string
-	Keys        []string // exact names, as written
-	Groups      []string // bases only: the groups a base includes
-}
-
-// AllKeys returns the group's keys and those of the groups it includes,
-// without duplicates, in order.
-func (c *Catalog) AllKeys(g *Group) []string {
-	n := len(g.Keys)
-	for _, name := range g.Groups {
-		n += len(c.Groups[name].Keys)
-	}
-	if n == 0 {
-		return nil
-	}
-	seen := make(map[string]bool, n)
-	out := make([]string, 0, n)
-	add := func(keys []string) {
-		for _, k := range keys {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	add(g.Keys)
-	for _, name := range g.Groups {
-		add(c.Groups[name].Keys)
-	}
-	return out
-}
-
-// GroupNames returns the group names in sorted order.
-func (c *Catalog) GroupNames() []string {
-	names := make([]string, 0, len(c.Groups))
-	for n := range c.Groups {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// baseRank orders bases from the narrowest up; every base holds the keys of
-// those below it.
-var baseRank = map[Base]int{"none": 0, "minimal": 1, "safe": 2}
 
 // catalog returns the built-in catalog. It is generated from groups.yaml
 // into embedded_gen.go, so that a launch does not parse YAML for it; should

@@ -123,7 +123,9 @@ func goLiteral(b *bytes.Buffer, v reflect.Value) { goLiteralIn(b, v, false) }
 // goLiteralIn is goLiteral; elide leaves out the type of a struct or of a
 // pointer to one, as in the elements of a slice or a map (gofmt -s).
 func goLiteralIn(b *bytes.Buffer, v reflect.Value, elide bool) {
-	typ := func(t reflect.Type) string { return strings.ReplaceAll(t.String(), "policy.", "") }
+	typ := func(t reflect.Type) string {
+		return strings.NewReplacer("policy.", "", "compiled.", "").Replace(t.String())
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		switch {

@@ -5,25 +5,6 @@ import (
 	"strings"
 )
 
-// Pos is a place in a policy source: a file name and a 1-based line and column.
-// The zero Pos means "no position" (a value that came from a flag, not a file).
-type Pos struct {
-	File string
-	Line int
-	Col  int
-}
-
-// IsValid reports whether p names a place in a file.
-func (p Pos) IsValid() bool { return p.Line > 0 }
-
-// String returns "file:line:col", or the file name alone when p has no line.
-func (p Pos) String() string {
-	if !p.IsValid() {
-		return p.File
-	}
-	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-}
-
 // Error is one problem in a policy source. Excerpt is the offending source line
 // followed by a caret line under the column; it is empty when there is no source.
 type Error struct {

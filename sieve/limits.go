@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/internal/compiled"
 )
 
 // LimitError reports an environment that exceeds a limit. It names the limit,
@@ -43,7 +43,7 @@ func (e *LimitError) Error() string {
 // limits, counting as the engine does (key, '=', value and a NUL each),
 // and names the largest variables, never a value. The engine calls it on
 // every result; the daemon on its merged layers.
-func CheckLimits(env []string, lim policy.Limits) error {
+func CheckLimits(env []string, lim compiled.Limits) error {
 	total, longest := 0, 0
 	for _, kv := range env {
 		total += len(kv) + 1 // key + '=' + value + NUL

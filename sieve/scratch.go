@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"sync"
 
-	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/internal/compiled"
 )
 
 // scratch is a build's working memory that does not outlive it: the table
@@ -157,7 +157,7 @@ func compareKept(a, b keptEntry, text func(keptEntry) string) int {
 }
 
 // scanKey finds the '=' of a "KEY=value" entry, checks that the key is a
-// valid variable name and hashes it (policy.HashName), reading the key
+// valid variable name and hashes it (compiled.HashName), reading the key
 // once. eq is -1 when kv has no '='; ok is false when eq <= 0 or the key
 // is not a valid name.
-func scanKey(kv string) (h uint32, eq int, ok bool) { return policy.HashEntry(kv) }
+func scanKey(kv string) (h uint32, eq int, ok bool) { return compiled.HashEntry(kv) }

@@ -33,7 +33,10 @@
 // The engine reads no environment, no clock and no file. The parent
 // environment, the policy and the secrets come in as values, so a build is
 // deterministic and safe for concurrent use. A linter test keeps os, os/exec,
-// net and syscall out of this package.
+// net and syscall out of this package, and the YAML parser out of its
+// dependencies: the engine reads a compiled policy (package policy compiles
+// it, into the types of internal/compiled that package policy names), never
+// a policy file.
 package sieve
 
 import (
@@ -43,8 +46,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/detect"
-	"github.com/envsieve/envsieve/policy"
 )
 
 // Reason says why a key was kept or dropped. Its String form is stable: it
@@ -91,7 +94,7 @@ type Decision struct {
 	// Source is the policy entry behind the decision: the allow or deny
 	// entry, the base or group, the set entry or the secret request. It is nil
 	// for reasons that no entry causes (invalid-name, duplicate, not-allowed).
-	Source *policy.Source
+	Source *compiled.Source
 	Reason Reason
 	Kept   bool
 	// WouldDrop is set in audit mode on a key that was kept but that enforce
@@ -152,7 +155,18 @@ type Request struct {
 	Secrets []string
 	// Mode overrides the policy's mode; "" keeps it. A project-local policy
 	// that says enforce still wins.
-	Mode policy.Mode
+	Mode compiled.Mode
+}
+
+// Policy is a compiled policy as the engine reads it. *policy.Policy is
+// the implementation: the engine names this interface, not that type, so
+// that it does not link the YAML parser that package policy imports.
+type Policy interface {
+	// Plan returns the merged plan for a profile; "" means no profile.
+	Plan(profile string) (*compiled.Plan, error)
+	// Compiled returns the rules, tools, secrets and local level; nil for
+	// a nil policy.
+	Compiled() *compiled.Policy
 }
 
 // Input is everything a build depends on.
@@ -160,7 +174,9 @@ type Input struct {
 	// Parent is the parent environment, as os.Environ returns it. A nil
 	// Parent is an error: the engine never guesses an environment.
 	Parent []string
-	Policy *policy.Policy
+	// Policy is the compiled policy, a *policy.Policy. A nil Policy is an
+	// error ([ErrNilPolicy]).
+	Policy Policy
 	Request
 	// SecretValues holds the value of every name [SecretNames] returned, from
 	// the caller's secret sources.
@@ -176,15 +192,15 @@ type Result struct {
 	Env       []string
 	Decisions []Decision
 	Profile   string
-	Rule      *policy.Rule // nil when no rule applies
-	Mode      policy.Mode
-	Limits    policy.Limits
+	Rule      *compiled.Rule // nil when no rule applies
+	Mode      compiled.Mode
+	Limits    compiled.Limits
 	Injected  []string // names of the injected secrets
 	// BlockIteration is true when the shim is to hide Hide from environ.
 	BlockIteration bool
 	// Seal is the seal the launch asks for: the profile's (or the
 	// global level's), raised by the rule's or the local policy's.
-	Seal policy.SealMode
+	Seal compiled.SealMode
 	// SealMask are the policy's own paths the seal masks besides the
 	// built-in list: the plan's and the rule's ("~/" not yet expanded).
 	SealMask []string
@@ -211,8 +227,8 @@ var (
 // given. It never holds the secret's value.
 type SecretError struct {
 	Name   string
-	Reason string         // "denied", "not found", "not a variable name"
-	Source *policy.Source // the deny entry, for "denied"
+	Reason string           // "denied", "not found", "not a variable name"
+	Source *compiled.Source // the deny entry, for "denied"
 }
 
 func (e *SecretError) Error() string {
@@ -225,7 +241,19 @@ func (e *SecretError) Error() string {
 // SecretNames returns the secrets a request needs, in order and without
 // duplicates: the tool's injects_env, then the requested names. The caller
 // fetches their values and passes them as Input.SecretValues.
-func SecretNames(p *policy.Policy, req Request) ([]string, error) {
+func SecretNames(p Policy, req Request) ([]string, error) {
+	return secretNames(compiledOf(p), req)
+}
+
+// compiledOf returns p.Compiled(), nil for a nil p.
+func compiledOf(p Policy) *compiled.Policy {
+	if p == nil {
+		return nil
+	}
+	return p.Compiled()
+}
+
+func secretNames(p *compiled.Policy, req Request) ([]string, error) {
 	var names []string
 	add := func(n string) {
 		if !slices.Contains(names, n) {
@@ -242,7 +270,7 @@ func SecretNames(p *policy.Policy, req Request) ([]string, error) {
 		}
 	}
 	for _, n := range req.Secrets {
-		if !policy.ValidName(n) {
+		if !compiled.ValidName(n) {
 			return nil, &SecretError{Name: n, Reason: "not a variable name"}
 		}
 		add(n)
@@ -252,8 +280,12 @@ func SecretNames(p *policy.Policy, req Request) ([]string, error) {
 
 // ChooseRule returns the rule that applies to a request: the first rule
 // matching each command, when it is the same rule for every command.
-func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
-	var rule *policy.Rule
+func ChooseRule(p Policy, req Request) *compiled.Rule {
+	return chooseRule(compiledOf(p), req)
+}
+
+func chooseRule(p *compiled.Policy, req Request) *compiled.Rule {
+	var rule *compiled.Rule
 	for i, argv := range req.Commands {
 		if len(argv) == 0 {
 			return nil
@@ -263,7 +295,7 @@ func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 			prog = req.Path
 		}
 		base := path.Base(prog) // what Rule.MatchProgram matches a name pattern against
-		var r *policy.Rule
+		var r *compiled.Rule
 		for _, cand := range p.Rules {
 			match := false
 			switch {
@@ -294,9 +326,9 @@ func ChooseRule(p *policy.Policy, req Request) *policy.Rule {
 // rather than from the parent.
 type override struct {
 	key, env string
-	hash     uint32 // policy.HashName(key)
+	hash     uint32 // compiled.HashName(key)
 	reason   Reason
-	source   *policy.Source
+	source   *compiled.Source
 	used     bool
 }
 
@@ -306,17 +338,17 @@ func Build(in Input) (*Result, error) {
 	if in.Parent == nil {
 		return nil, ErrNilParent
 	}
-	p := in.Policy
+	p := compiledOf(in.Policy)
 	if p == nil {
 		return nil, ErrNilPolicy
 	}
-	plan, err := p.Plan(in.Profile)
+	plan, err := in.Policy.Plan(in.Profile)
 	if err != nil {
 		return nil, err
 	}
-	rule := ChooseRule(p, in.Request)
+	rule := chooseRule(p, in.Request)
 	res := &Result{Profile: in.Profile, Rule: rule, Mode: plan.Mode, Limits: plan.Limits}
-	var rt *policy.Tables
+	var rt *compiled.Tables
 	if rule != nil {
 		rt = rule.Tables
 		lv := rule.Level
@@ -337,8 +369,8 @@ func Build(in Input) (*Result, error) {
 		res.Mode = in.Mode
 	}
 	if l := p.LocalLvl; l != nil {
-		if l.Mode != nil && *l.Mode == policy.Enforce {
-			res.Mode = policy.Enforce
+		if l.Mode != nil && *l.Mode == compiled.Enforce {
+			res.Mode = compiled.Enforce
 		}
 		narrow := func(v *int, dst *int) {
 			if v != nil && *v < *dst {
@@ -350,7 +382,7 @@ func Build(in Input) (*Result, error) {
 		narrow(l.MaxValueBytes, &res.Limits.MaxValueBytes)
 	}
 
-	denied := func(key string) (*policy.Source, bool) {
+	denied := func(key string) (*compiled.Source, bool) {
 		if s, ok := plan.Deny(key); ok {
 			return s, true
 		}
@@ -363,14 +395,14 @@ func Build(in Input) (*Result, error) {
 	// The keys whose values come from the policy or a secret source.
 	var ovBuf [8]override // on the stack, unless there are more
 	ovs := ovBuf[:0]
-	setKey := func(s policy.Setting) {
+	setKey := func(s compiled.Setting) {
 		for i := range ovs {
 			if ovs[i].key == s.Key {
-				ovs[i] = override{key: s.Key, env: s.Env, hash: policy.HashName(s.Key), reason: Set, source: s.Source}
+				ovs[i] = override{key: s.Key, env: s.Env, hash: compiled.HashName(s.Key), reason: Set, source: s.Source}
 				return
 			}
 		}
-		ovs = append(ovs, override{key: s.Key, env: s.Env, hash: policy.HashName(s.Key), reason: Set, source: s.Source})
+		ovs = append(ovs, override{key: s.Key, env: s.Env, hash: compiled.HashName(s.Key), reason: Set, source: s.Source})
 	}
 	for _, s := range plan.Set {
 		setKey(s)
@@ -380,7 +412,7 @@ func Build(in Input) (*Result, error) {
 			setKey(s)
 		}
 	}
-	names, err := SecretNames(p, in.Request)
+	names, err := secretNames(p, in.Request)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +427,7 @@ func Build(in Input) (*Result, error) {
 			if dsrc, ok := denied(key); ok {
 				return nil, &SecretError{Name: name, Reason: "denied (as " + key + ")", Source: dsrc}
 			}
-			o = override{key: key, env: key + "=" + path, hash: policy.HashName(key), reason: Secret, source: src}
+			o = override{key: key, env: key + "=" + path, hash: compiled.HashName(key), reason: Secret, source: src}
 		} else {
 			v, ok := in.SecretValues[name]
 			if !ok {
@@ -404,7 +436,7 @@ func Build(in Input) (*Result, error) {
 			if strings.IndexByte(v, 0) >= 0 {
 				return nil, &SecretError{Name: name, Reason: "its value holds a NUL byte"}
 			}
-			o = override{key: name, env: name + "=" + v, hash: policy.HashName(name), reason: Secret, source: src}
+			o = override{key: name, env: name + "=" + v, hash: compiled.HashName(name), reason: Secret, source: src}
 		}
 		replaced := false
 		for i := range ovs {
@@ -421,7 +453,7 @@ func Build(in Input) (*Result, error) {
 	decs := make([]Decision, len(in.Parent)+len(ovs))
 	sc := getScratch(len(in.Parent))
 	defer scratches.Put(sc)
-	audit := res.Mode == policy.Audit
+	audit := res.Mode == compiled.Audit
 	pt := &plan.Tables
 	total, longest := 0, 0 // for the limits: the size of the environment and its longest value
 	keep := func(ref, kvLen, eq int, kv string) {
@@ -571,13 +603,13 @@ func Build(in Input) (*Result, error) {
 }
 
 // brokered lists the keys of Env that are brokered.
-func brokered(res *Result, p *policy.Policy, plan *policy.Plan, rule *policy.Rule) []string {
+func brokered(res *Result, p *compiled.Policy, plan *compiled.Plan, rule *compiled.Rule) []string {
 	var out []string
 	for _, kv := range res.Env {
 		key, _, _ := strings.Cut(kv, "=")
 		is := slices.Contains(plan.Brokered, key)
 		if !is && rule != nil {
-			is = slices.ContainsFunc(rule.Level.Brokered, func(s *policy.Source) bool { return s.Entry == key })
+			is = slices.ContainsFunc(rule.Level.Brokered, func(s *compiled.Source) bool { return s.Entry == key })
 		}
 		if !is {
 			if s, ok := p.Secrets[key]; ok && s.Broker != nil {
@@ -593,7 +625,7 @@ func brokered(res *Result, p *policy.Policy, plan *policy.Plan, rule *policy.Rul
 
 // hidden lists the kept keys the shim hides: secrets, sensitive keys that an
 // exact allow entry admitted, and the hide entries of the plan and the rule.
-func hidden(res *Result, plan *policy.Plan, rule *policy.Rule) []string {
+func hidden(res *Result, plan *compiled.Plan, rule *compiled.Rule) []string {
 	extra := plan.Hide
 	if rule != nil {
 		for _, s := range rule.Level.Hide {
@@ -632,7 +664,7 @@ func (r *Result) decision(key string) *Decision {
 }
 
 // findOverride returns the index of key's override, or -1. h is
-// policy.HashName(key).
+// compiled.HashName(key).
 func findOverride(ovs []override, h uint32, key string) int {
 	for i := range ovs {
 		if ovs[i].hash == h && ovs[i].key == key {
@@ -642,7 +674,7 @@ func findOverride(ovs []override, h uint32, key string) int {
 	return -1
 }
 
-func secretSource(p *policy.Policy, tool, name string) *policy.Source {
+func secretSource(p *compiled.Policy, tool, name string) *compiled.Source {
 	if t, ok := p.Tools[tool]; ok {
 		for _, s := range t.InjectsEnv {
 			if s.Entry == name {
@@ -650,18 +682,18 @@ func secretSource(p *policy.Policy, tool, name string) *policy.Source {
 			}
 		}
 	}
-	return &policy.Source{Level: "request", List: "secret", Entry: name}
+	return &compiled.Source{Level: "request", List: "secret", Entry: name}
 }
 
 // decide runs admit, guard and deny for one parent key under enforce and
-// fills in d, whose Key is set and the rest zero. h is policy.HashName(key);
+// fills in d, whose Key is set and the rest zero. h is compiled.HashName(key);
 // inPlan and inRule are plan.MayMatch and rt.MayMatch of it (false for a
 // nil rt).
-func decide(d *Decision, plan, rt *policy.Tables, inPlan, inRule bool, h uint32, key, val string) {
+func decide(d *Decision, plan, rt *compiled.Tables, inPlan, inRule bool, h uint32, key, val string) {
 	var (
-		a    policy.Admit
+		a    compiled.Admit
 		ok   bool
-		deny *policy.Source
+		deny *compiled.Source
 	)
 	if inPlan {
 		a, ok, deny = plan.Lookup(h, key)
@@ -702,7 +734,7 @@ func decide(d *Decision, plan, rt *policy.Tables, inPlan, inRule bool, h uint32,
 	d.Kept, d.Reason, d.Source = true, reasonOf(a), a.Source
 }
 
-func reasonOf(a policy.Admit) Reason {
+func reasonOf(a compiled.Admit) Reason {
 	if !a.Curated {
 		return Allow // an allow entry, exact or a glob
 	}

@@ -1,4 +1,4 @@
-package policy
+package compiled
 
 import (
 	"math/bits"
@@ -53,7 +53,14 @@ func (f *firstBytes) addGlob(g string) {
 
 func (f *firstBytes) has(c byte) bool { return f[c] }
 
-func newTables() *Tables { return newTablesSized(0, 0) }
+// NewRuleTables compiles a rule's level into its tables, the groups read
+// from c. For the policy package's builder.
+func NewRuleTables(l *Level, c *Catalog) *Tables {
+	t := newTablesSized(0, 0)
+	t.addLevel(l, c)
+	t.freeze()
+	return t
+}
 
 // newTablesSized returns tables whose maps have room for about admits and
 // denies exact names, so that filling them does not grow them.
@@ -405,7 +412,10 @@ func addPaths(list, add []string) []string {
 	return list
 }
 
-func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
+// NewPlan merges the global level, a profile's levels (levels, the global
+// level first) and the project-local level (nil for none) into a plan, the
+// bases and groups read from c. For the policy package's builder.
+func NewPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 	// How many exact names the tables will hold, about: the widest base's
 	// keys, and the levels' groups and entries.
 	admits, denies := 0, 0
@@ -459,13 +469,13 @@ func newPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 		if local.BlockIteration != nil && *local.BlockIteration {
 			p.BlockIteration, p.BlockSource = true, local.BlockSource
 		}
-		if local.Seal != nil && sealRank[*local.Seal] > sealRank[p.Seal] {
+		if local.Seal != nil && SealRank[*local.Seal] > SealRank[p.Seal] {
 			p.Seal, p.SealSource = *local.Seal, local.SealSource
 		}
 		p.SealMask = addPaths(p.SealMask, local.SealMask)
 		p.Hide = addNames(p.Hide, local.Hide)
 		p.Brokered = addNames(p.Brokered, local.Brokered)
-		if local.Base != nil && baseRank[*local.Base] < baseRank[p.Base] {
+		if local.Base != nil && BaseRank[*local.Base] < BaseRank[p.Base] {
 			p.Base, p.BaseSource = *local.Base, local.BaseSource
 		}
 		p.applyLimits(local, true)
@@ -528,8 +538,67 @@ func (p *Plan) applyLimits(l *Level, narrow bool) {
 }
 
 func (l *Level) modeSource() *Source {
-	if l.raw == nil || l.raw.Mode == nil {
-		return &Source{Level: l.Name, List: "mode", Entry: string(*l.Mode)}
+	return &Source{Level: l.Name, List: "mode", Entry: string(*l.Mode), Pos: l.modePos}
+}
+
+// Escalations calls esc for everything in level l that parent does not
+// already grant: what makes l more than a narrowing of parent.
+func Escalations(l *Level, parent *Plan, esc func(pos Pos, format string, args ...any)) {
+	if l.Base != nil && BaseRank[*l.Base] > BaseRank[parent.Base] {
+		esc(l.BaseSource.Pos, "base %s is wider than the parent's base %s", *l.Base, parent.Base)
 	}
-	return &Source{Level: l.Name, List: "mode", Entry: string(*l.Mode), Pos: l.raw.Mode.Pos}
+	if l.Mode != nil && *l.Mode == Audit && parent.Mode != Audit {
+		esc(l.modeSource().Pos, "mode audit widens the parent's enforce")
+	}
+	if l.BlockIteration != nil && !*l.BlockIteration && parent.BlockIteration {
+		esc(l.BlockSource.Pos, "block_iteration false widens the parent's true")
+	}
+	if l.Seal != nil && SealRank[*l.Seal] < SealRank[parent.Seal] {
+		esc(l.SealSource.Pos, "seal %s widens the parent's %s", *l.Seal, parent.Seal)
+	}
+	if l.ClientEnv != nil && *l.ClientEnv == ClientFull && parent.ClientEnv != ClientFull {
+		esc(l.clientEnvPos, "client_env full widens the parent's %s", parent.ClientEnv)
+	}
+	for _, s := range l.Passthrough {
+		if !slices.Contains(parent.ShellEnvPassthrough, s.Entry) {
+			esc(s.Pos, "shell_env_passthrough %s is not passed through by the parent", s.Entry)
+		}
+	}
+	for _, g := range l.Groups {
+		if !parent.groups[g.Entry] {
+			esc(g.Pos, "group %s is not granted by the parent", g.Entry)
+		}
+	}
+	for _, e := range l.Allow {
+		lit, isLit := e.Glob.Literal()
+		ok := false
+		if isLit {
+			a, found := parent.admit[lit]
+			ok = found && a.Exact
+		} else {
+			for _, pe := range parent.allowGlobs {
+				ok = ok || pe.Glob.String() == e.Glob.String()
+			}
+		}
+		if !ok {
+			esc(e.Source.Pos, "allow %q is not granted by the parent", e.Source.Entry)
+		}
+	}
+	parentSets := map[string]bool{}
+	for _, s := range parent.Set {
+		parentSets[s.Key] = true
+	}
+	for _, s := range l.Set {
+		if !parentSets[s.Key] {
+			esc(s.Source.Pos, "set %s adds a variable the parent does not set", s.Key)
+		}
+	}
+	check := func(key string, v *int, max int) {
+		if v != nil && *v > max {
+			esc(l.limitSources[key].Pos, "limits: %s %d is above the parent's %d", key, *v, max)
+		}
+	}
+	check("max_keys", l.MaxKeys, parent.Limits.MaxKeys)
+	check("max_bytes", l.MaxBytes, parent.Limits.MaxBytes)
+	check("max_value_bytes", l.MaxValueBytes, parent.Limits.MaxValueBytes)
 }
