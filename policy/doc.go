@@ -30,6 +30,14 @@
 // moving. Callers must not modify its fields; a caller that needs another
 // policy loads or narrows one ([Policy.Narrow] returns a new Policy).
 //
+// # The compiled types
+//
+// The types a compiled policy is made of ([Level], [Rule], [Plan],
+// [Tables], [Source], [Pos], [Secret] and the rest) are declared in the
+// module's internal/compiled package and named here by alias: policy.Rule
+// is that package's Rule. The engine reads them there, and
+// [Policy.Compiled], so that it does not link this package's YAML parser.
+//
 // # Narrowing
 //
 // A project-local policy (.envsieve.yaml, [LocalName]) may only narrow the

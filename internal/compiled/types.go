@@ -274,7 +274,7 @@ type Secret struct {
 	// Broker is the secret's own binding (secrets.NAME.broker): wherever
 	// it reaches a child, the child gets a fake and the broker keeps the
 	// real value. nil when the policy gives none (the catalog may; see
-	// Policy.Binding).
+	// policy.Policy.Binding).
 	Broker *Binding
 }
 
