@@ -95,14 +95,6 @@ const (
 // DefaultSecretTimeout bounds a secret helper command.
 const DefaultSecretTimeout = compiled.DefaultSecretTimeout
 
-// HashName is the hash the tables are keyed by (see [Tables.Lookup]).
-func HashName(name string) uint32 { return compiled.HashName(name) }
-
-// HashEntry reads a "KEY=value" entry up to its first '=' and returns
-// HashName of the key, the index of the '=' (-1 when there is none) and
-// whether the key is a valid variable name, in one pass.
-func HashEntry(kv string) (h uint32, eq int, valid bool) { return compiled.HashEntry(kv) }
-
 // ValidName reports whether s is a valid environment variable name:
 // [A-Za-z_][A-Za-z0-9_]*.
 func ValidName(s string) bool { return compiled.ValidName(s) }

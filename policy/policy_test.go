@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/policy"
 )
 
@@ -515,7 +516,7 @@ func TestTablesOneView(t *testing.T) {
 	for _, key := range []string{"MYAPP_A", "MYAPP_XY", "EDITOR", "HOME", "PATH", "NOPE", ""} {
 		a1, ok1 := plan.Admit(key)
 		d1, den1 := plan.Deny(key)
-		a2, ok2, d2 := plan.Lookup(policy.HashName(key), key)
+		a2, ok2, d2 := plan.Lookup(compiled.HashName(key), key)
 		if ok1 != ok2 || a1 != a2 || d1 != d2 || den1 != (d2 != nil) {
 			t.Errorf("%q: Admit/Deny and Lookup disagree", key)
 		}

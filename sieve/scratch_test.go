@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/policy"
 )
 
@@ -71,8 +72,8 @@ func TestScanKey(t *testing.T) {
 		if ok != wantOK {
 			t.Fatalf("scanKey(%q): ok %v, want %v", kv, ok, wantOK)
 		}
-		if ok && h != policy.HashName(kv[:eq]) {
-			t.Fatalf("scanKey(%q): hash %#x, want HashName %#x", kv, h, policy.HashName(kv[:eq]))
+		if ok && h != compiled.HashName(kv[:eq]) {
+			t.Fatalf("scanKey(%q): hash %#x, want HashName %#x", kv, h, compiled.HashName(kv[:eq]))
 		}
 	}
 }
