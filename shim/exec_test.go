@@ -4,8 +4,10 @@ package shim_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -370,9 +372,10 @@ func startPath(lib string) string { return filepath.Join(filepath.Dir(lib), shim
 // launcher's socket path could do (it would also read the caller's
 // environment).
 const fakeLauncher = `
-import socket, sys, threading
+import os, socket, sys, threading
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o777)  # anyone may connect: only the shim's own check refuses
 s.listen(64)
 print("ready", flush=True)
 def serve(c):
@@ -392,19 +395,51 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 `
 
+// subordinateUIDs says why this user cannot map a range of other uids into
+// a user namespace, or nil when it can (newuidmap, a range in /etc/subuid,
+// an unshare with --map-auto).
+func subordinateUIDs() error {
+	if _, err := exec.LookPath("newuidmap"); err != nil {
+		return err
+	}
+	u, err := user.Current()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, _, _ := strings.Cut(line, ":"); name == u.Username || name == u.Uid {
+			return exec.Command("unshare", "--map-auto", "--setuid", "1000", "--", "true").Run()
+		}
+	}
+	return fmt.Errorf("no range for %s in /etc/subuid", u.Username)
+}
+
 // TestExecForeignLauncher: neither the shim nor envsieve-start talks to a
 // listener of another user, so that nobody can read the caller's
 // environment or stand in for a program through a dead launcher's path.
 // The same listener run by the program's own user is obeyed, which shows
 // the test can fail.
+//
+// As root the other user is nobody. Without root it is a uid of the user's
+// own subordinate range (/etc/subuid, newuidmap): `unshare --map-auto`
+// maps it into a user namespace, where the listener switches to it, and
+// the shim reads that uid (100000 and up), not its own.
 func TestExecForeignLauncher(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to run the listener as another user")
-	}
 	// The system's python3: one under root's home is out of nobody's reach.
 	python := "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		t.Fatal("python3 is needed for the stand-in launcher: ", err)
+	}
+	foreign, attr := []string{python}, asNobody()
+	if os.Getuid() != 0 {
+		if err := subordinateUIDs(); err != nil {
+			t.Skipf("another user's listener needs root, or a subordinate uid range: %v", err)
+		}
+		foreign, attr = []string{"unshare", "--map-auto", "--setuid", "1000", "--setgid", "1000", "--", python}, nil
 	}
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
@@ -412,9 +447,10 @@ func TestExecForeignLauncher(t *testing.T) {
 		name   string
 		attr   *syscall.SysProcAttr
 		status string
+		argv   []string
 	}{
-		{"another user", asNobody(), "=7"},
-		{"same user", nil, "=42"},
+		{"another user", attr, "=7", foreign},
+		{"same user", nil, "=42", []string{python}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, err := os.MkdirTemp("", "foreign-launcher-")
@@ -426,7 +462,7 @@ func TestExecForeignLauncher(t *testing.T) {
 				t.Fatal(err)
 			}
 			sock := filepath.Join(dir, "s")
-			srv := exec.Command(python, "-c", fakeLauncher, sock)
+			srv := exec.Command(tc.argv[0], append(tc.argv[1:], "-c", fakeLauncher, sock)...)
 			srv.Env = []string{"PATH=/usr/bin:/bin"}
 			srv.SysProcAttr = tc.attr
 			out, err := srv.StdoutPipe()
