@@ -412,7 +412,9 @@ func subordinateUIDs() error {
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if name, _, _ := strings.Cut(line, ":"); name == u.Username || name == u.Uid {
-			return exec.Command("unshare", "--map-auto", "--setuid", "1000", "--", "true").Run()
+			cmd := exec.Command("unshare", "--map-auto", "--setuid", "1000", "--", "true")
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			return cmd.Run()
 		}
 	}
 	return fmt.Errorf("no range for %s in /etc/subuid", u.Username)
