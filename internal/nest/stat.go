@@ -11,11 +11,18 @@ func parseStat(s string) (string, int, bool) {
 	if lp < 0 || rp < lp {
 		return "", 0, false
 	}
-	fields := strings.Fields(s[rp+1:])
-	if len(fields) < 2 {
+	// After ")": " state ppid ...".
+	rest := strings.TrimLeft(s[rp+1:], " ")
+	_, rest, ok := strings.Cut(rest, " ")
+	if !ok {
 		return "", 0, false
 	}
-	ppid, err := strconv.Atoi(fields[1])
+	rest = strings.TrimLeft(rest, " ")
+	end := strings.IndexByte(rest, ' ')
+	if end < 0 {
+		end = len(rest)
+	}
+	ppid, err := strconv.Atoi(strings.TrimRight(rest[:end], "\n"))
 	if err != nil || ppid < 0 {
 		return "", 0, false
 	}
