@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 before=${BEFORE:-f6521af} # the parent of 07a5481, the launch package's first commit
+refactored=${REFACTORED:-c8ea97a} # the last commit of issue 11's refactor, before the broker
 count=${COUNT:-10}
 work=$(mktemp -d)
 trap 'git worktree remove --force "$work/before" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
@@ -23,6 +24,10 @@ done
 benchstat "$work/sieve-before.txt" "$work/sieve-after.txt"
 benchstat "$work/daemon-before.txt" "$work/daemon-after.txt"
 go build -o bin/timeit ./bench/timeit
+git worktree add -q --detach "$work/refactored" "$refactored"
+(cd "$work/refactored" && CGO_ENABLED=0 go build -o "$work/envsieve-refactored" ./cmd/envsieve)
+git worktree remove --force "$work/refactored"
 bin/timeit -n "${RUNS:-1000}" \
   "$work/envsieve-before run --no-shim -- /bin/true" \
+  "$work/envsieve-refactored run --no-shim -- /bin/true" \
   "$work/envsieve-after run --no-shim -- /bin/true"
