@@ -111,7 +111,7 @@ var rules = []rule{
 	{
 		why:    "only the policy package reads YAML (the engine gets compiled values)",
 		from:   []string{module + "/..."},
-		to:     []string{"github.com/goccy/go-yaml"},
+		to:     []string{"github.com/goccy/go-yaml/..."},
 		direct: true,
 		allow:  allowedYAML,
 	},
