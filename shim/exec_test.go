@@ -321,18 +321,26 @@ func TestStartSignals(t *testing.T) {
 			mu.Lock()
 			p := procs[0]
 			mu.Unlock()
-			done := make(chan int, 1)
-			go func() { _, sig := p.Wait(); done <- sig }()
-			select {
-			case sig := <-done:
-				if sig == 0 {
-					t.Error("the program ended on its own, not by a signal")
-				}
-			case <-time.After(10 * time.Second):
-				p.Kill()
-				t.Error("the program outlived its caller")
-			}
+			endedBySignal(t, p, "caller")
 		})
+	}
+}
+
+// endedBySignal checks that p, a program the launcher started, was ended by
+// a signal within ten seconds, as when the process waiting for it (who)
+// was killed.
+func endedBySignal(t *testing.T, p shim.Process, who string) {
+	t.Helper()
+	done := make(chan int, 1)
+	go func() { _, sig := p.Wait(); done <- sig }()
+	select {
+	case sig := <-done:
+		if sig == 0 {
+			t.Error("the program ended on its own, not by a signal")
+		}
+	case <-time.After(10 * time.Second):
+		p.Kill()
+		t.Errorf("the program outlived its %s", who)
 	}
 }
 

@@ -94,20 +94,18 @@ const InitName = "envsieve-init"
 
 // LocateInit returns the path of envsieve-init next to the shim lib, or an
 // error wrapping ErrNotFound.
-func LocateInit(lib string) (string, error) {
-	p := filepath.Join(filepath.Dir(lib), InitName)
-	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%s next to %s: %w", InitName, lib, ErrNotFound)
-	}
-	return p, nil
-}
+func LocateInit(lib string) (string, error) { return beside(lib, InitName) }
 
 // LocateStart returns the path of envsieve-start next to the shim lib, or
 // an error wrapping ErrNotFound.
-func LocateStart(lib string) (string, error) {
-	p := filepath.Join(filepath.Dir(lib), StartName)
+func LocateStart(lib string) (string, error) { return beside(lib, StartName) }
+
+// beside returns the path of the executable name in lib's directory, or an
+// error wrapping ErrNotFound.
+func beside(lib, name string) (string, error) {
+	p := filepath.Join(filepath.Dir(lib), name)
 	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%s next to %s: %w", StartName, lib, ErrNotFound)
+		return "", fmt.Errorf("%s next to %s: %w", name, lib, ErrNotFound)
 	}
 	return p, nil
 }

@@ -199,17 +199,7 @@ func TestStartInPlaceSignals(t *testing.T) {
 			si.mu.Lock()
 			p := si.procs[0]
 			si.mu.Unlock()
-			done := make(chan int, 1)
-			go func() { _, sig := p.Wait(); done <- sig }()
-			select {
-			case sig := <-done:
-				if sig == 0 {
-					t.Error("the program ended on its own, not by a signal")
-				}
-			case <-time.After(10 * time.Second):
-				p.Kill()
-				t.Error("the program outlived its stand-in")
-			}
+			endedBySignal(t, p, "stand-in")
 		})
 	}
 }
