@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,7 +103,7 @@ would read it).`,
 // under envsieve run in it, and reports every leak; exit 1 when anything
 // leaked.
 func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
-	src, name, err := verifyPolicy(o.policy)
+	src, name, err := verifyPolicy(u, o.policy)
 	if err != nil {
 		return err
 	}
@@ -197,20 +195,11 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 }
 
 // verifyPolicy returns the text of the policy envsieve run would load
-// (--policy, ENVSIEVE_POLICY, the user's policy file, the embedded
-// default), and its name.
-func verifyPolicy(flagPath string) ([]byte, string, error) {
-	path := flagPath
-	if path == "" {
-		path = envknob.Policy()
-	}
-	if path == "" && envknob.ConfigDir() != "" {
-		cand := filepath.Join(envknob.ConfigDir(), "policy.yaml")
-		if _, err := os.Stat(cand); err == nil {
-			path = cand
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("load policy %s: %w", cand, err)
-		}
+// (cli.PolicyPath), and its name.
+func verifyPolicy(u *cli.UI, flagPath string) ([]byte, string, error) {
+	path, _, err := cli.PolicyPath(u, flagPath)
+	if err != nil {
+		return nil, "", err
 	}
 	if path == "" {
 		return profiles.Default, "embedded:default.yaml", nil

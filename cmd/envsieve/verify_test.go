@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
@@ -143,7 +145,7 @@ func TestVerifyMatrix(t *testing.T) {
 func TestProbeDetects(t *testing.T) {
 	exe := binary(t, "envsieve")
 	t.Setenv("HOME", t.TempDir())
-	src, name, err := verifyPolicy("")
+	src, name, err := verifyPolicy(cli.NewUI(io.Discard, io.Discard, false), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,29 +21,11 @@ import (
 // exists. Inside an envsieve tree ([Nested]) the user's policy file is
 // skipped: the tree could have written it.
 func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
-	path, from := flagPath, "--policy"
-	if path == "" {
-		path, from = envknob.Policy(), "ENVSIEVE_POLICY"
-	}
-	if path == "" && Nested() != "" {
-		// The tree could have written the user's policy file, and a
-		// later launch in the tree (envsieve sh as an agent's SHELL, whose
-		// environment may hold what the tree's commands lack) would obey
-		// it. Only a policy named outright is loaded there.
-		u.Debugf("policy: the user's policy file is not loaded: nested (%s)", Nested())
-		skippedUserPolicy = true
-	} else if path == "" {
-		if dir := envknob.ConfigDir(); dir != "" {
-			cand := filepath.Join(dir, "policy.yaml")
-			if _, err := os.Stat(cand); err == nil {
-				path, from = cand, "the user's config directory"
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("load policy %s: %w", cand, err)
-			}
-		}
+	path, from, err := PolicyPath(u, flagPath)
+	if err != nil {
+		return nil, err
 	}
 	var p *policy.Policy
-	var err error
 	if path == "" {
 		p, err = policy.Default()
 		u.Debugf("policy: embedded default (no --policy, ENVSIEVE_POLICY or user policy file)")
@@ -63,6 +45,36 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	}
 	u.Debugf("project-local policy: %s", policy.LocalName)
 	return p.Narrow(policy.LocalName, src)
+}
+
+// PolicyPath finds the policy file [LoadPolicy] loads, and says where the
+// name came from; "" means the embedded default.
+func PolicyPath(u *UI, flagPath string) (path, from string, err error) {
+	path, from = flagPath, "--policy"
+	if path == "" {
+		path, from = envknob.Policy(), "ENVSIEVE_POLICY"
+	}
+	if path != "" {
+		return path, from, nil
+	}
+	if Nested() != "" {
+		// The tree could have written the user's policy file, and a
+		// later launch in the tree (envsieve sh as an agent's SHELL, whose
+		// environment may hold what the tree's commands lack) would obey
+		// it. Only a policy named outright is loaded there.
+		u.Debugf("policy: the user's policy file is not loaded: nested (%s)", Nested())
+		skippedUserPolicy = true
+		return "", "", nil
+	}
+	if dir := envknob.ConfigDir(); dir != "" {
+		cand := filepath.Join(dir, "policy.yaml")
+		if _, err := os.Stat(cand); err == nil {
+			return cand, "the user's config directory", nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", fmt.Errorf("load policy %s: %w", cand, err)
+		}
+	}
+	return "", "", nil
 }
 
 // ErrInTree is returned (wrapped) for what envsieve refuses to do inside
