@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -131,11 +130,9 @@ func (l *Plan) StartBroker() error {
 	req := BrokerRequest{Secrets: l.brokerCandidates(), Key: key, BoundOnly: p.Broker.BoundOnly,
 		UID: os.Getuid(), Dir: dir, Env: map[string]string{}}
 	for _, ca := range p.Broker.UpstreamCA {
-		if rest, ok := strings.CutPrefix(ca, "~/"); ok {
-			if h.Home == "" {
-				return fmt.Errorf("broker: upstream_ca %s: HOME is not set", ca)
-			}
-			ca = filepath.Join(h.Home, rest)
+		ca, err := h.expandHome(ca)
+		if err != nil {
+			return fmt.Errorf("broker: upstream_ca %w", err)
 		}
 		req.UpstreamCA = append(req.UpstreamCA, ca)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -87,6 +88,19 @@ type Host struct {
 	// ([ErrNested]). A nested host should also leave Key nil (a key for
 	// the launch only), as the install key is envsieve's secret material.
 	Nested string
+}
+
+// expandHome returns p with a leading "~/" as the host's HOME; an error
+// naming p when HOME is unknown.
+func (h *Host) expandHome(p string) (string, error) {
+	rest, ok := strings.CutPrefix(p, "~/")
+	if !ok {
+		return p, nil
+	}
+	if h.Home == "" {
+		return "", fmt.Errorf("%s: HOME is not set to an absolute path", p)
+	}
+	return filepath.Join(h.Home, rest), nil
 }
 
 func (h *Host) debugf(format string, args ...any) {

@@ -104,27 +104,17 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 			return seal.Spec{}, fmt.Errorf("seal: make the config dir: %w", err)
 		}
 	}
-	extra, err := sealMask(l.Result.SealMask, l.host.Home)
-	if err != nil {
-		return seal.Spec{}, err
+	// The policy's own masks: one that cannot be placed (a "~/" path with
+	// no HOME) fails the launch, never drops.
+	extra := make([]string, 0, len(l.Result.SealMask))
+	for _, m := range l.Result.SealMask {
+		p, err := l.host.expandHome(m)
+		if err != nil {
+			return seal.Spec{}, fmt.Errorf("seal: mask %w", err)
+		}
+		extra = append(extra, p)
 	}
 	return seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra), nil
-}
-
-// sealMask expands the policy's own seal masks: "~/" is HOME, which must be
-// known (a mask that cannot be placed fails the launch, never drops).
-func sealMask(masks []string, home string) ([]string, error) {
-	out := make([]string, 0, len(masks))
-	for _, m := range masks {
-		if rest, ok := strings.CutPrefix(m, "~/"); ok {
-			if home == "" {
-				return nil, fmt.Errorf("seal: mask %s: HOME is not set to an absolute path", m)
-			}
-			m = filepath.Join(home, rest)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // execInPlace replaces the launcher with the program, when nothing needs
