@@ -433,8 +433,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	l.Brokered = b.names(name, "brokered", r.Brokered)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)
 	for _, s := range r.StateDirs {
-		rest, ok := strings.CutPrefix(s.V, "~/")
-		if !ok || rest == "" || filepath.Clean(rest) != rest || rest == ".." || strings.HasPrefix(rest, "../") || strings.ContainsAny(rest, "\x00\n") {
+		if !belowHome(s.V) {
 			b.d.errorAt(s.Pos, "%s: state_dirs: %q is not ~/ and a clean path below HOME", name, s.V)
 			continue
 		}
@@ -460,16 +459,21 @@ func rawOf(l *Level) *rawLevel {
 	return r
 }
 
+// belowHome reports whether p is "~/" and a clean path below HOME, on one
+// line.
+func belowHome(p string) bool {
+	rest, ok := strings.CutPrefix(p, "~/")
+	return ok && rest != "" && filepath.Clean(rest) == rest && rest != ".." && !strings.HasPrefix(rest, "../") &&
+		!strings.ContainsAny(rest, "\x00\n")
+}
+
 // validMaskPath reports whether p may be a seal mask: "~/" and a clean
-// path below HOME, or a clean absolute path other than "/".
+// path below HOME, or a clean absolute path other than "/", on one line.
 func validMaskPath(p string) bool {
-	if strings.ContainsAny(p, "\x00\n") {
-		return false
+	if strings.HasPrefix(p, "~/") {
+		return belowHome(p)
 	}
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		return rest != "" && filepath.Clean(rest) == rest && rest != ".." && !strings.HasPrefix(rest, "../")
-	}
-	return filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/"
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && p != "/" && !strings.ContainsAny(p, "\x00\n")
 }
 
 // names checks a list of exact variable names (no globs).
