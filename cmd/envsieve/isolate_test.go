@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,6 +124,10 @@ func TestIsolateInit(t *testing.T) {
 	} {
 		t.Run(init.name, func(t *testing.T) {
 			env := append([]string{"PATH=" + os.Getenv("PATH")}, init.env(t)...)
+			noInterp := filepath.Join(t.TempDir(), "script")
+			if err := os.WriteFile(noInterp, []byte("#!/nonexistent/interp\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			status := func(err error) int {
 				var ee *exec.ExitError
 				if errors.As(err, &ee) {
@@ -141,7 +146,9 @@ func TestIsolateInit(t *testing.T) {
 			}{
 				{"an exit status", []string{"/bin/sh", "-c", "exit 9"}, 9, ""},
 				{"a signal", []string{"/bin/sh", "-c", "kill -KILL $$"}, 137, ""},
-				{"not found", []string{"/nonexistent/prog"}, 127, "not found"},
+				// Found by the launcher, not by the init's exec: its #!
+				// interpreter is missing.
+				{"not found", []string{noInterp}, 127, "not found"},
 				{"not executable", []string{"/etc/hostname"}, 126, "not executable"},
 			} {
 				cmd := exec.Command("envsieve", append([]string{"run", "--isolate", "--no-shim", "--"}, tc.argv...)...)
@@ -150,6 +157,9 @@ func TestIsolateInit(t *testing.T) {
 				cmd.Stderr = &stderr
 				if got := status(cmd.Run()); got != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
 					t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, got, stderr.String(), tc.status, tc.stderr)
+				}
+				if ran := strings.Contains(stderr.String(), "isolate: the init is "); ran != (init.name == "envsieve-init") {
+					t.Errorf("%s: envsieve-init was the init: %v", tc.name, ran)
 				}
 			}
 			cmd := exec.Command("envsieve", "run", "--isolate", "--no-shim", "--", "/bin/sh", "-c",
