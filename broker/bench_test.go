@@ -97,3 +97,53 @@ func BenchmarkBroker(b *testing.B) {
 		benchGet(b, c, "https://"+host+"/x", "Bearer "+fake)
 	}
 }
+
+// streamServer is a loopback HTTPS server (HTTP/1.1) streaming mib MiB of
+// server-sent events in 42 KB writes: a chunked response, as a model's.
+func streamServer(b *testing.B, mib int) (*httptest.Server, *x509.CertPool) {
+	chunk := []byte(strings.Repeat("data: {\"delta\":\"hello world, streamed\"}\n\n", 1000))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for sent := 0; sent < mib<<20; sent += len(chunk) {
+			w.Write(chunk[:min(len(chunk), mib<<20-sent)])
+		}
+	}))
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return srv, pool
+}
+
+// BenchmarkStreamDirect is the floor of a large streamed response: 64 MiB
+// straight from the loopback HTTPS server.
+func BenchmarkStreamDirect(b *testing.B) {
+	srv, _ := streamServer(b, 64)
+	c := srv.Client()
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		benchGet(b, c, srv.URL+"/big", "")
+	}
+}
+
+// BenchmarkStreamBroker is the same response through the broker
+// (intercepted, scrubbed).
+func BenchmarkStreamBroker(b *testing.B) {
+	srv, roots := streamServer(b, 64)
+	host := srv.Listener.Addr().String()
+	br, err := Start(Config{Bindings: []Binding{{Name: "GITHUB_TOKEN", Hosts: []string{host}}},
+		Secrets: map[string]string{"GITHUB_TOKEN": realToken}, Key: testKey, UpstreamRoots: roots, UID: -1, Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(br.CAPEM())
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		benchGet(b, c, "https://"+host+"/big", "")
+	}
+}

@@ -191,6 +191,7 @@ func Start(cfg Config) (*Broker, error) {
 	roots := cfg.UpstreamRoots
 	b.up = &http.Transport{
 		Proxy:               http.ProxyURL(cfg.UpstreamProxy),
+		DialContext:         dialReadAhead,
 		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 16,
@@ -206,7 +207,8 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ln = &peerListener{Listener: ln, b: b}
 	b.addr = ln.Addr().String()
-	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, ErrorLog: discardLog}
+	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, ErrorLog: discardLog,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -381,6 +383,9 @@ func (b *Broker) track(c net.Conn, on bool) {
 // ServeHTTP serves the listener: CONNECT and absolute-form requests are
 // proxy mode, the rest base-URL mode.
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if bc, ok := r.Context().Value(connKey{}).(*batchConn); ok && r.Method != http.MethodConnect && r.ProtoMajor == 1 {
+		w = batchedWriter{ResponseWriter: w, c: bc}
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		if !b.proxyAuth(w, r) {
@@ -537,7 +542,8 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := hostOnly(target)
-	tc := tls.Server(client, &tls.Config{
+	bc := newBatchConn(client)
+	tc := tls.Server(bc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
@@ -551,6 +557,11 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 	ln := newOneConnListener(tc)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor == 1 {
+				// HTTP/2 gathers its own frames; its connection's writes
+				// come from its serving goroutine, not this one.
+				w = batchedWriter{ResponseWriter: w, c: bc}
+			}
 			b.forward(w, r, "https", target, nil)
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
@@ -679,6 +690,31 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	}
 	rp.ServeHTTP(w, out)
 }
+
+// batchedWriter is an HTTP/1 response writer whose every write is flushed
+// to the child at once (as ReverseProxy's FlushInterval -1 asks, so that no
+// event is held) and reaches the connection as one write: what the
+// response writer and TLS split into several records goes out with one
+// system call (see batchConn).
+type batchedWriter struct {
+	http.ResponseWriter
+	c *batchConn
+}
+
+func (w batchedWriter) Write(p []byte) (int, error) {
+	w.c.hold()
+	n, err := w.ResponseWriter.Write(p)
+	if err == nil {
+		err = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+	if rerr := w.c.release(); err == nil {
+		err = rerr
+	}
+	return n, err
+}
+
+// Unwrap lets ReverseProxy reach the writer's Hijack and Flush.
+func (w batchedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // upgraded is an upgraded connection whose reads are scrubbed: what the
 // child sends goes to the host as it is, what the host sends comes back

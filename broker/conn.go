@@ -2,10 +2,12 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"log"
 	"net"
 	"sync"
+	"time"
 )
 
 // discardLog keeps net/http's own messages (a client that hung up, a
@@ -89,4 +91,106 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		l.b.audit(Event{Kind: "denied", Host: c.RemoteAddr().String(), Place: reason})
 		c.Close()
 	}
+}
+
+// batchConn is a connection whose writes can be held and sent as one: a
+// TLS connection over it writes each record of up to 16 KiB with its own
+// write, and an HTTP/1 response writer splits each flushed write into
+// three (its 4 KiB buffer, the rest, the chunk's end), so a streamed
+// response cost three system calls and three wake-ups of the reader per
+// record it carried. Between hold and release, writes are gathered, and
+// release sends them with one. Writes while nothing holds go straight
+// through, after whatever was gathered, in order.
+type batchConn struct {
+	net.Conn
+	mu    sync.Mutex
+	holds int
+	buf   []byte
+	err   error // the first failed write: every later one fails with it
+}
+
+// maxBatchKeep is the largest gathering buffer kept between batches.
+const maxBatchKeep = 512 << 10
+
+func newBatchConn(c net.Conn) *batchConn { return &batchConn{Conn: c} }
+
+func (c *batchConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.holds > 0 {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// hold gathers writes until the matching release.
+func (c *batchConn) hold() {
+	c.mu.Lock()
+	c.holds++
+	c.mu.Unlock()
+}
+
+// release ends a hold; the last one sends what was gathered, and reports
+// the error of that write (or of one before it).
+func (c *batchConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holds--
+	if c.holds > 0 || len(c.buf) == 0 {
+		return c.err
+	}
+	if c.err == nil {
+		if _, err := c.Conn.Write(c.buf); err != nil {
+			c.err = err
+		}
+	}
+	c.buf = c.buf[:0]
+	if cap(c.buf) > maxBatchKeep {
+		c.buf = nil
+	}
+	return c.err
+}
+
+// CloseWrite half-closes when the connection can (net/http does before
+// it closes a connection, so that the client reads all it was sent).
+func (c *batchConn) CloseWrite() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// connKey is the context key of the connection a request came on.
+type connKey struct{}
+
+// readAheadConn reads its connection through a 64 KiB buffer: TLS reads a
+// record's header, then its body, each with a system call of its own, and
+// a host streaming a response has several records queued by the time the
+// broker reads; one read takes them all.
+type readAheadConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c readAheadConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// dialReadAhead dials an upstream (a host or the upstream proxy) as
+// net.Dialer does, and reads it through a readAheadConn.
+func dialReadAhead(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return readAheadConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
 }

@@ -1,0 +1,185 @@
+package broker
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// countConn counts the writes that reach a connection (nil: none) and
+// keeps their bytes.
+type countConn struct {
+	net.Conn
+	mu     sync.Mutex
+	writes int
+	failAt int // the write that fails (1-based); 0: none
+	got    []byte
+}
+
+func (c *countConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	if c.writes == c.failAt {
+		return 0, errors.New("write failed")
+	}
+	c.got = append(c.got, p...)
+	if c.Conn == nil {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *countConn) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes
+}
+
+func TestBatchConn(t *testing.T) {
+	cc := &countConn{}
+	bc := newBatchConn(cc)
+	write := func(s string) {
+		t.Helper()
+		if n, err := bc.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	write("a") // nothing holds: straight through
+	if cc.count() != 1 {
+		t.Fatalf("an unheld write made %d writes, want 1", cc.count())
+	}
+	bc.hold()
+	write("b")
+	bc.hold() // holds nest
+	write("c")
+	if err := bc.release(); err != nil {
+		t.Fatal(err)
+	}
+	write("d")
+	if cc.count() != 1 {
+		t.Fatalf("held writes reached the connection: %d writes", cc.count())
+	}
+	if err := bc.release(); err != nil {
+		t.Fatal(err)
+	}
+	if cc.count() != 2 || string(cc.got) != "abcd" {
+		t.Fatalf("after the last release: %d writes of %q, want 2 of %q", cc.count(), cc.got, "abcd")
+	}
+	bc.hold()
+	if err := bc.release(); err != nil || cc.count() != 2 {
+		t.Fatalf("an empty hold wrote: %d writes, %v", cc.count(), err)
+	}
+
+	// A failed batch fails every write after it.
+	cc = &countConn{failAt: 1}
+	bc = newBatchConn(cc)
+	bc.hold()
+	write("x")
+	if err := bc.release(); err == nil {
+		t.Fatal("the batch's failed write was not reported")
+	}
+	if _, err := bc.Write([]byte("y")); err == nil {
+		t.Fatal("a write after a failed one succeeded")
+	}
+	if cc.count() != 1 {
+		t.Fatalf("a write reached the connection after it failed: %d writes", cc.count())
+	}
+}
+
+// TestBatchedWriterOneWrite checks what batching is for: each flushed write
+// of a chunked HTTP/1 response, over TLS and in the clear, reaches the
+// connection with one write (without it, three), and the child reads the
+// events as they were sent.
+func TestBatchedWriterOneWrite(t *testing.T) {
+	ca, err := newAuthority([]string{"x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.leaf("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := []string{"data: one\n\n", strings.Repeat("data: long\n\n", 2000), "data: three\n\n"}
+	for _, secure := range []bool{false, true} {
+		name := "clear"
+		if secure {
+			name = "tls"
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, batched := range []bool{false, true} {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cliEnd, err := net.Dial("tcp", ln.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				srvEnd, err := ln.Accept()
+				ln.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cc := &countConn{Conn: srvEnd}
+				bc := newBatchConn(cc)
+				var conn net.Conn = bc
+				if secure {
+					conn = tls.Server(bc, &tls.Config{Certificates: []tls.Certificate{*leaf}})
+				}
+				var perEvent []int
+				next := make(chan bool)
+				srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if batched {
+						w = batchedWriter{ResponseWriter: w, c: bc}
+					}
+					w.Header().Set("Content-Type", "text/event-stream")
+					http.NewResponseController(w).Flush()
+					for _, e := range events {
+						before := cc.count()
+						io.WriteString(w, e)
+						if !batched {
+							http.NewResponseController(w).Flush()
+						}
+						perEvent = append(perEvent, cc.count()-before)
+						next <- true // the child has read it before the next
+					}
+				})}
+				go srv.Serve(newOneConnListener(conn))
+				var client net.Conn = cliEnd
+				if secure {
+					client = tls.Client(cliEnd, &tls.Config{InsecureSkipVerify: true})
+				}
+				io.WriteString(client, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				br := bufio.NewReader(client)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range events {
+					<-next
+					buf := make([]byte, len(e))
+					if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != e {
+						t.Fatalf("read %.20q..., %v; want the event as sent", buf, err)
+					}
+				}
+				srv.Close()
+				client.Close()
+				for i, n := range perEvent {
+					if batched && n != 1 {
+						t.Errorf("batched: event %d reached the connection in %d writes, want 1", i, n)
+					}
+					if !batched && i == 1 && n < 3 {
+						t.Errorf("unbatched: event %d took %d writes: the control no longer shows what batching saves", i, n)
+					}
+				}
+			}
+		})
+	}
+}
