@@ -95,6 +95,74 @@ func (l *Plan) isolateInit() string {
 	return init
 }
 
+// unshareInit returns the path of envsieve-init when an isolated launch may
+// exec it in the launcher's place to make the namespaces itself
+// (execUnshared), else "" (the launcher clones it and stays resident).
+// That needs the init installed; no seccomp filter on the launcher (one,
+// a container's, may refuse user namespaces, which the resident launcher
+// sees and answers with Landlock where the seal allows it); and, where the
+// namespaces were the seal's own choice, Landlock here, for the init to
+// fall back to when they are refused all the same (a limit, a security
+// module): the resident launcher would then run a `seal: on` launch
+// unsealed, with a warning, which the init cannot do.
+func (l *Plan) unshareInit() string {
+	if !l.opt.Isolate || !noSeccomp() {
+		return ""
+	}
+	if l.opt.Seal && l.sealIsolates && seal.LandlockAvailable() != nil {
+		return ""
+	}
+	return l.isolateInit()
+}
+
+// execUnshared replaces the launcher with envsieve-init at init, which
+// makes the namespaces and forks their pid 1 itself (shim/libenvsieve/
+// init.c), passes signals on and exits with the program's status: what the
+// resident launcher and its init do, in one C process with the launcher's
+// pid. Where the namespaces are refused, a seal that chose them falls back
+// to Landlock (the init execs envsieve's ScopeInit with the same
+// environment, whose seal it makes or fails); an isolation asked for fails.
+// It returns only on failure.
+func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) error {
+	env := initEnv(l.Env)
+	fallback := "-"
+	if l.opt.Seal {
+		spec, err := l.sealSpec()
+		if err != nil {
+			return err
+		}
+		text, err := spec.Encode()
+		if err != nil {
+			return err
+		}
+		env = append(env, initSeal+text)
+		if l.sealIsolates {
+			if fallback, err = os.Executable(); err != nil {
+				return fmt.Errorf("seal: find envsieve's own executable: %w", err)
+			}
+			// For the Landlock seal the init falls back to (see
+			// makeStateDirs); namespaces mask over what is missing.
+			l.makeStateDirs(spec)
+		}
+		l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+	}
+	if l.pinned != nil {
+		// As execInPlace: the init and its program inherit it.
+		if err := l.pinned.KeepOpen(); err != nil {
+			return err
+		}
+		path = l.pinned.Path()
+	}
+	l.host.debugf("exec %s in place: it makes the namespaces and starts %s", init, path)
+	alog.Exec(path)
+	err := Exec(init, append([]string{"envsieve-init", "--unshare", fallback, path}, argv...), env)
+	if err != nil {
+		err = fmt.Errorf("isolate: %w", err)
+	}
+	alog.Exit(125, err)
+	return err
+}
+
 // sealSpec is the launch's seal. The config dir is made first when it is
 // missing: a seal cannot protect what does not exist, and a tree that
 // could create it could write the policy of every later launch.
@@ -228,8 +296,16 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	// Registering the forwarded signals overlaps the shim's set-up when the
 	// launcher is likely to stay resident. It is never undone: the launcher
 	// exits when the child has, and a late signal cannot cut its clean-up.
+	//
+	// An isolated launch that needs the launcher for nothing else execs
+	// envsieve-init in its place (unshareInit), which makes the namespaces
+	// itself: no Go launcher stays resident, and nothing is registered.
+	unshare := ""
+	if set == nil && l.files == nil && l.opt.NoShim && l.broker == nil {
+		unshare = l.unshareInit()
+	}
 	var sigs *Signals
-	if set != nil || l.files != nil || l.opt.Isolate || !l.opt.NoShim || l.broker != nil {
+	if set != nil || l.files != nil || (l.opt.Isolate && unshare == "") || !l.opt.NoShim || l.broker != nil {
 		sigs = NotifySignals()
 	}
 	prog := path
@@ -244,6 +320,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
 	if inPlace && !l.opt.Isolate {
 		return 0, l.execInPlace(path, argv, alog)
+	}
+	if inPlace && unshare != "" {
+		return 0, l.execUnshared(unshare, path, argv, alog)
 	}
 	c, err := l.command(path, argv)
 	if err != nil {
