@@ -21,7 +21,12 @@
  *      program's status (128+N for a signal; 127 not found, 126 not
  *      executable, 125 its own errors).
  *
- * Usage (by the launcher only): envsieve-init PATH ARGV0 [ARG...]
+ * Usage (by the launcher only): envsieve-init PATH ARGV0 [ARG...], as the
+ * launcher's child, in the namespaces it made; or, exec'd in the launcher's
+ * place when nothing else needs a resident launcher,
+ * envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...], which makes the
+ * namespaces itself and runs the steps above as its child, pid 1
+ * (unshare_main).
  */
 #define _GNU_SOURCE
 #include <errno.h>
