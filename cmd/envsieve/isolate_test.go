@@ -208,18 +208,15 @@ func TestIsolateInit(t *testing.T) {
 // makes the namespaces itself. Seen from outside, run as an unprivileged
 // user: the launcher's pid is envsieve-init, whose one child (pid 1 of the
 // namespaces, envsieve-init too) is the program's parent. A launcher that
-// stayed resident would be envsieve.
+// stayed resident would be envsieve. A SIGTERM to the launcher's pid
+// reaches the program, whose status comes back.
 func TestIsolateInPlace(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	for _, flag := range []string{"--isolate", "--seal"} {
-		cmd := exec.Command(exe, "run", "--no-shim", flag, "--", "/bin/sh", "-c", `echo "ready $$"; read x; exit 3`)
+		cmd := exec.Command(exe, "run", "--no-shim", flag, "--", "/bin/sh", "-c", `trap 'exit 7' TERM; echo "ready $$"; while :; do sleep 0.05; done`)
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, cInitEnv(t)...)
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -245,14 +242,14 @@ func TestIsolateInPlace(t *testing.T) {
 		for _, p := range append(init, prog...) {
 			got = append(got, comm(p))
 		}
-		in.Close()
+		cmd.Process.Signal(syscall.SIGTERM)
 		err = cmd.Wait()
 		if want := "envsieve-init envsieve-init sh"; strings.Join(got, " ") != want {
 			t.Errorf("%s: the launcher, its children and theirs are %q; want %q (envsieve-init in the launcher's place)", flag, got, want)
 		}
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-			t.Errorf("%s: exit %v; want status 3\n%s", flag, err, stderr.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+			t.Errorf("%s: SIGTERM to the launcher: exit %v; want status 7 (the program's trap)\n%s", flag, err, stderr.String())
 		}
 		if !strings.Contains(stderr.String(), "in place: it makes the namespaces") {
 			t.Errorf("%s: the launcher did not say it execs the init in place:\n%s", flag, stderr.String())
