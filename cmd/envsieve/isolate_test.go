@@ -286,8 +286,8 @@ func comm(pid int) string {
 // launcher itself would have seen; a limit or a security module it does
 // not see). Given envsieve as its fallback it seals with Landlock (the
 // masked file cannot be read, the init's variables are gone, LD_PRELOAD
-// is back, the status passes through); given none it fails, and the
-// program does not start.
+// is back, the status passes through); given none, or no seal to make, it
+// fails, and the program does not start.
 func TestUnshareRefused(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	noNS := filepath.Join(filepath.Dir(exe), "nouserns")
@@ -304,15 +304,22 @@ func TestUnshareRefused(t *testing.T) {
 	probe := `cat "$SECRET" 2>/dev/null; echo "ran preload=$LD_PRELOAD"; env | grep ENVSIEVE_INIT; exit 4`
 	for _, tc := range []struct {
 		fallback string
+		seal     bool
 		status   int
 		want     string
 	}{
-		{exe, 4, "ran preload=/nonexistent.so"},
-		{"-", 125, "the kernel refused to create user, pid and mount namespaces"},
+		{exe, true, 4, "ran preload=/nonexistent.so"},
+		{"-", true, 125, "the kernel refused to create user, pid and mount namespaces"},
+		// A fallback with no seal to make: Landlock's init would seal
+		// nothing.
+		{exe, false, 125, "the kernel refused to create user, pid and mount namespaces"},
 	} {
 		cmd := exec.Command(noNS, init, "--unshare", tc.fallback, "/bin/sh", "sh", "-c", probe)
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SECRET=" + secret,
-			"ENVSIEVE_INIT_LD_PRELOAD=/nonexistent.so", "ENVSIEVE_INIT_SEAL=m " + secret}
+			"ENVSIEVE_INIT_LD_PRELOAD=/nonexistent.so"}
+		if tc.seal {
+			cmd.Env = append(cmd.Env, "ENVSIEVE_INIT_SEAL=m "+secret)
+		}
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
 		out, err := cmd.CombinedOutput()
@@ -333,8 +340,8 @@ func TestUnshareRefused(t *testing.T) {
 		if strings.Contains(got, "ENVSIEVE_INIT") {
 			t.Errorf("fallback %s: the init's variables reached the program:\n%s", tc.fallback, got)
 		}
-		if tc.fallback == "-" && strings.Contains(got, "ran") {
-			t.Errorf("no fallback: the program ran unsealed:\n%s", got)
+		if tc.status == 125 && strings.Contains(got, "ran") {
+			t.Errorf("fallback %s, seal %v: the program ran:\n%s", tc.fallback, tc.seal, got)
 		}
 	}
 }

@@ -307,7 +307,9 @@ static int unshare_main(int argc, char **argv) {
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) {
 		int e = errno;
 		int refused = e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS;
-		if (refused && strcmp(fallback, "-") != 0) {
+		/* Only a seal falls back: without one, envsieve's Landlock init
+		 * would run the program in a domain that seals nothing. */
+		if (refused && strcmp(fallback, "-") != 0 && getenv("ENVSIEVE_INIT_SEAL") != NULL) {
 			argv[1] = "envsieve";
 			argv[2] = "__envsieve-scope-init";
 			execve(fallback, argv + 1, environ);
