@@ -234,10 +234,11 @@ func mountProc() error {
 	return nil
 }
 
-// noSeccomp reports whether no seccomp filter is on this process (nor
-// asked about by one): what could refuse user namespaces that the kernel's
-// switches allow (seal.Available) is then only a limit or a security
-// module, rare enough to fall back from after the exec.
+// noSeccomp reports whether this process runs under no seccomp filter (a
+// filter that refuses to say counts as one). A filter, a container's, may
+// refuse user namespaces that the kernel's switches allow (seal.Available);
+// without one only a limit or a security module can, rare enough to be
+// met after the exec.
 func noSeccomp() bool {
 	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	return err == nil && mode == 0

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/term"
 
@@ -96,15 +97,13 @@ func (l *Plan) isolateInit() string {
 }
 
 // unshareInit returns the path of envsieve-init when an isolated launch may
-// exec it in the launcher's place to make the namespaces itself
-// (execUnshared), else "" (the launcher clones it and stays resident).
-// That needs the init installed; no seccomp filter on the launcher (one,
-// a container's, may refuse user namespaces, which the resident launcher
-// sees and answers with Landlock where the seal allows it); and, where the
-// namespaces were the seal's own choice, Landlock here, for the init to
-// fall back to when they are refused all the same (a limit, a security
-// module): the resident launcher would then run a `seal: on` launch
-// unsealed, with a warning, which the init cannot do.
+// exec it in the launcher's place, to make the namespaces itself
+// (execUnshared); else "", and the launcher starts it and stays resident.
+// That takes three things: the init installed; no seccomp filter on the
+// launcher (a container's may refuse user namespaces, and the resident
+// launcher answers that with Landlock, or with a warning for `seal: on`);
+// and, when the namespaces were the seal's own choice, Landlock here, for
+// the init to fall back to if they are refused all the same.
 func (l *Plan) unshareInit() string {
 	if !l.opt.Isolate || !noSeccomp() {
 		return ""
@@ -121,7 +120,7 @@ func (l *Plan) unshareInit() string {
 // resident launcher and its init do, in one C process with the launcher's
 // pid. Where the namespaces are refused, a seal that chose them falls back
 // to Landlock (the init execs envsieve's ScopeInit with the same
-// environment, whose seal it makes or fails); an isolation asked for fails.
+// environment, which makes the seal or fails); --isolate itself fails.
 // It returns only on failure.
 func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) error {
 	env := initEnv(l.Env)
@@ -155,10 +154,13 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 	}
 	l.host.debugf("exec %s in place: it makes the namespaces and starts %s", init, path)
 	alog.Exec(path)
-	err := Exec(init, append([]string{"envsieve-init", "--unshare", fallback, path}, argv...), env)
-	if err != nil {
-		err = fmt.Errorf("isolate: %w", err)
+	args := append([]string{"envsieve-init", "--unshare", fallback, path}, argv...)
+	if err := checkNUL(args, env); err != nil {
+		return err
 	}
+	// The init's own failure is envsieve's (125), not the program's 126
+	// or 127: its error is not mapped as the program's would be.
+	err := fmt.Errorf("isolate: exec %s: %v", init, syscall.Exec(init, args, env))
 	alog.Exit(125, err)
 	return err
 }
