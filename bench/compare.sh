@@ -37,7 +37,9 @@ bin/timeit -n "$runs" \
 # filter that refuses user namespaces as a container's does (the launcher
 # tries them, is refused, and seals with Landlock; where the kernel's own
 # switches refuse them it goes to Landlock without trying).
-# The namespaces' init is envsieve-init (C) beside the shim; the Go init,
+# The namespaces' init is envsieve-init (C) beside the shim, exec'd in the
+# launcher's place without the shim (it makes the namespaces itself), started
+# by the resident launcher with it; the Go init,
 # envsieve re-executed, is reached through a shim with no envsieve-init
 # beside it (through env, so compare it with the env row).
 goinit=$(mktemp -d); trap 'rm -rf "$goinit"' EXIT

@@ -1,6 +1,9 @@
 package launch
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // IsolateInitArg is the argument with which the launcher re-executes itself
 // as the init of an isolated child's namespaces. main hands such a process to
@@ -11,3 +14,24 @@ const IsolateInitArg = "__envsieve-isolate-init"
 // namespaces --isolate needs, and where there are none (not Linux). Use
 // errors.Is.
 var ErrNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
+
+// initEnv is the environment of an init: the program's, with its
+// LD_PRELOAD set aside (initPreload).
+func initEnv(programEnv []string) []string {
+	env := make([]string, len(programEnv))
+	for i, kv := range programEnv {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			kv = initPreload + v
+		}
+		env[i] = kv
+	}
+	return env
+}
+
+// initPreload carries the program's LD_PRELOAD past the isolated init.
+const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
+
+// initSeal carries a seal's spec to the isolated init, which applies it and
+// removes it before the program starts (the tree does not exist yet, and
+// never sees it).
+const initSeal = "ENVSIEVE_INIT_SEAL="

@@ -61,19 +61,6 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
 }
 
-// initEnv is the environment of an init: the program's, with its
-// LD_PRELOAD set aside (initPreload).
-func initEnv(programEnv []string) []string {
-	env := make([]string, len(programEnv))
-	for i, kv := range programEnv {
-		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
-			kv = initPreload + v
-		}
-		env[i] = kv
-	}
-	return env
-}
-
 // programEnv is the environment of the program an init started by
 // [reexec] runs: its own, with the program's LD_PRELOAD put back and the
 // init's own variables removed.
@@ -90,14 +77,6 @@ func programEnv() []string {
 	}
 	return env
 }
-
-// initPreload carries the program's LD_PRELOAD past the isolated init.
-const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
-
-// initSeal carries a seal's spec to the isolated init, which applies it and
-// removes it before the program starts (the tree does not exist yet, and
-// never sees it).
-const initSeal = "ENVSIEVE_INIT_SEAL="
 
 // applySeal makes the seal an init was given (initSeal) with apply: the
 // namespaces' masks, or Landlock's domain. sealed is false when the init
@@ -253,4 +232,14 @@ func mountProc() error {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	return nil
+}
+
+// noSeccomp reports whether this process runs under no seccomp filter (a
+// filter that refuses to say counts as one). A filter, a container's, may
+// refuse user namespaces that the kernel's switches allow (seal.Available);
+// without one only a limit or a security module can, rare enough to be
+// met after the exec.
+func noSeccomp() bool {
+	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
+	return err == nil && mode == 0
 }

@@ -35,3 +35,6 @@ func IsolateInit(args []string) int {
 
 // isolateAttr is never used where Isolate fails.
 func isolateAttr() *syscall.SysProcAttr { return nil }
+
+// noSeccomp is false where Isolate fails: nothing is exec'd in place.
+func noSeccomp() bool { return false }

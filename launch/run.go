@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/term"
 
@@ -93,6 +94,75 @@ func (l *Plan) isolateInit() string {
 	}
 	l.host.debugf("isolate: the init is %s", init)
 	return init
+}
+
+// unshareInit returns the path of envsieve-init when an isolated launch may
+// exec it in the launcher's place, to make the namespaces itself
+// (execUnshared); else "", and the launcher starts it and stays resident.
+// That takes three things: the init installed; no seccomp filter on the
+// launcher (a container's may refuse user namespaces, and the resident
+// launcher answers that with Landlock, or with a warning for `seal: on`);
+// and, when the namespaces were the seal's own choice, Landlock here, for
+// the init to fall back to if they are refused all the same.
+func (l *Plan) unshareInit() string {
+	if !l.opt.Isolate || !noSeccomp() {
+		return ""
+	}
+	if l.opt.Seal && l.sealIsolates && seal.LandlockAvailable() != nil {
+		return ""
+	}
+	return l.isolateInit()
+}
+
+// execUnshared replaces the launcher with envsieve-init at init, which
+// makes the namespaces and forks their pid 1 itself (shim/libenvsieve/
+// init.c), passes signals on and exits with the program's status: what the
+// resident launcher and its init do, in one C process with the launcher's
+// pid. Where the namespaces are refused, a seal that chose them falls back
+// to Landlock (the init execs envsieve's ScopeInit with the same
+// environment, which makes the seal or fails); --isolate itself fails.
+// It returns only on failure.
+func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) error {
+	env := initEnv(l.Env)
+	fallback := "-"
+	if l.opt.Seal {
+		spec, err := l.sealSpec()
+		if err != nil {
+			return err
+		}
+		text, err := spec.Encode()
+		if err != nil {
+			return err
+		}
+		env = append(env, initSeal+text)
+		if l.sealIsolates {
+			if fallback, err = os.Executable(); err != nil {
+				return fmt.Errorf("seal: find envsieve's own executable: %w", err)
+			}
+			// For the Landlock seal the init falls back to (see
+			// makeStateDirs); namespaces mask over what is missing.
+			l.makeStateDirs(spec)
+		}
+		l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+	}
+	if l.pinned != nil {
+		// As execInPlace: the init and its program inherit it.
+		if err := l.pinned.KeepOpen(); err != nil {
+			return err
+		}
+		path = l.pinned.Path()
+	}
+	l.host.debugf("exec %s in place: it makes the namespaces and starts %s", init, path)
+	alog.Exec(path)
+	args := append([]string{"envsieve-init", "--unshare", fallback, path}, argv...)
+	if err := checkNUL(args, env); err != nil {
+		return err
+	}
+	// The init's own failure is envsieve's (125), not the program's 126
+	// or 127: its error is not mapped as the program's would be.
+	err := fmt.Errorf("isolate: exec %s: %v", init, syscall.Exec(init, args, env))
+	alog.Exit(125, err)
+	return err
 }
 
 // sealSpec is the launch's seal. The config dir is made first when it is
@@ -228,8 +298,16 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	// Registering the forwarded signals overlaps the shim's set-up when the
 	// launcher is likely to stay resident. It is never undone: the launcher
 	// exits when the child has, and a late signal cannot cut its clean-up.
+	//
+	// An isolated launch that needs the launcher for nothing else execs
+	// envsieve-init in its place (unshareInit), which makes the namespaces
+	// itself: no Go launcher stays resident, and nothing is registered.
+	unshare := ""
+	if set == nil && l.files == nil && l.opt.NoShim && l.broker == nil {
+		unshare = l.unshareInit()
+	}
 	var sigs *Signals
-	if set != nil || l.files != nil || l.opt.Isolate || !l.opt.NoShim || l.broker != nil {
+	if set != nil || l.files != nil || (l.opt.Isolate && unshare == "") || !l.opt.NoShim || l.broker != nil {
 		sigs = NotifySignals()
 	}
 	prog := path
@@ -244,6 +322,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
 	if inPlace && !l.opt.Isolate {
 		return 0, l.execInPlace(path, argv, alog)
+	}
+	if inPlace && unshare != "" {
+		return 0, l.execUnshared(unshare, path, argv, alog)
 	}
 	c, err := l.command(path, argv)
 	if err != nil {

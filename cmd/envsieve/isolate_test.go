@@ -5,9 +5,11 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,9 +120,14 @@ func TestIsolateInit(t *testing.T) {
 	for _, init := range []struct {
 		name string
 		env  func(t *testing.T) []string
+		// run is envsieve's verb and flags: without the shim, a launcher
+		// with envsieve-init execs it in place (TestIsolateInPlace); with
+		// it, the launcher stays resident and starts it.
+		run []string
 	}{
-		{"envsieve as the init", func(*testing.T) []string { return nil }},
-		{"envsieve-init", cInitEnv},
+		{"envsieve as the init", func(*testing.T) []string { return nil }, []string{"run", "--isolate", "--no-shim", "--"}},
+		{"envsieve-init", cInitEnv, []string{"run", "--isolate", "--no-shim", "--"}},
+		{"envsieve-init, resident", cInitEnv, []string{"run", "--isolate", "--"}},
 	} {
 		t.Run(init.name, func(t *testing.T) {
 			env := append([]string{"PATH=" + os.Getenv("PATH")}, init.env(t)...)
@@ -151,19 +158,22 @@ func TestIsolateInit(t *testing.T) {
 				{"not found", []string{noInterp}, 127, "not found"},
 				{"not executable", []string{"/etc/hostname"}, 126, "not executable"},
 			} {
-				cmd := exec.Command("envsieve", append([]string{"run", "--isolate", "--no-shim", "--"}, tc.argv...)...)
+				cmd := exec.Command("envsieve", append(append([]string{}, init.run...), tc.argv...)...)
 				cmd.Env = env
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
 				if got := status(cmd.Run()); got != tc.status || !strings.Contains(stderr.String(), tc.stderr) {
 					t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, got, stderr.String(), tc.status, tc.stderr)
 				}
-				if ran := strings.Contains(stderr.String(), "isolate: the init is "); ran != (init.name == "envsieve-init") {
+				if ran := strings.Contains(stderr.String(), "isolate: the init is "); ran != (init.name != "envsieve as the init") {
 					t.Errorf("%s: envsieve-init was the init: %v", tc.name, ran)
 				}
+				if inPlace := strings.Contains(stderr.String(), "in place: it makes the namespaces"); inPlace != (init.name == "envsieve-init") {
+					t.Errorf("%s: envsieve-init ran in the launcher's place: %v", tc.name, inPlace)
+				}
 			}
-			cmd := exec.Command("envsieve", "run", "--isolate", "--no-shim", "--", "/bin/sh", "-c",
-				`trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
+			cmd := exec.Command("envsieve", append(append([]string{}, init.run...), "/bin/sh", "-c",
+				`trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done`)...)
 			cmd.Env = env
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -190,5 +200,148 @@ func TestIsolateInit(t *testing.T) {
 				t.Errorf("SIGTERM to the launcher did not reach the program")
 			}
 		})
+	}
+}
+
+// TestIsolateInPlace: an isolated or sealed launch that needs no resident
+// launcher (no shim, here) execs envsieve-init in its own place, which
+// makes the namespaces itself. Seen from outside, run as an unprivileged
+// user: the launcher's pid is envsieve-init, whose one child (pid 1 of the
+// namespaces, envsieve-init too) is the program's parent. A launcher that
+// stayed resident would be envsieve. A SIGTERM to the launcher's pid
+// reaches the program, whose status comes back.
+func TestIsolateInPlace(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	for _, flag := range []string{"--isolate", "--seal"} {
+		cmd := exec.Command(exe, "run", "--no-shim", flag, "--", "/bin/sh", "-c", `trap 'exit 7' TERM; echo "ready $$"; while :; do sleep 0.05; done`)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, cInitEnv(t)...)
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		if !lines.Scan() || lines.Text() != "ready 2" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%s: the program did not start as pid 2 of its namespace: %q\n%s", flag, lines.Text(), stderr.String())
+		}
+		launcher := cmd.Process.Pid
+		init := children(t, launcher)
+		var prog []int
+		if len(init) == 1 {
+			prog = children(t, init[0])
+		}
+		got := []string{comm(launcher)}
+		for _, p := range append(init, prog...) {
+			got = append(got, comm(p))
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		err = cmd.Wait()
+		if want := "envsieve-init envsieve-init sh"; strings.Join(got, " ") != want {
+			t.Errorf("%s: the launcher, its children and theirs are %q; want %q (envsieve-init in the launcher's place)", flag, got, want)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+			t.Errorf("%s: SIGTERM to the launcher: exit %v; want status 7 (the program's trap)\n%s", flag, err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "in place: it makes the namespaces") {
+			t.Errorf("%s: the launcher did not say it execs the init in place:\n%s", flag, stderr.String())
+		}
+	}
+}
+
+// children returns the pids of pid's children (its main thread's).
+func children(t *testing.T, pid int) []int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, n)
+	}
+	return pids
+}
+
+// comm returns the command name of pid ("" when unknown).
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+// TestUnshareRefused: envsieve-init in the launcher's place, where user
+// namespaces are refused after all (here by a seccomp filter, which the
+// launcher itself would have seen; a limit or a security module it does
+// not see). Given envsieve as its fallback it seals with Landlock (the
+// masked file cannot be read, the init's variables are gone, LD_PRELOAD
+// is back, the status passes through); given none, or no seal to make, it
+// fails, and the program does not start.
+func TestUnshareRefused(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+	copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+	init := filepath.Join(filepath.Dir(shimtest.Lib(t)), "envsieve-init")
+	canary := "unshare-canary-" + strings.Repeat("5e", 6)
+	secret := filepath.Join(home, "credentials")
+	if err := os.WriteFile(secret, []byte(canary+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		os.Lchown(secret, 65534, 65534)
+	}
+	probe := `cat "$SECRET" 2>/dev/null; echo "ran preload=$LD_PRELOAD"; env | grep ENVSIEVE_INIT; exit 4`
+	for _, tc := range []struct {
+		fallback string
+		seal     bool
+		status   int
+		want     string
+	}{
+		{exe, true, 4, "ran preload=/nonexistent.so"},
+		{"-", true, 125, "the kernel refused to create user, pid and mount namespaces"},
+		// A fallback with no seal to make: Landlock's init would seal
+		// nothing.
+		{exe, false, 125, "the kernel refused to create user, pid and mount namespaces"},
+	} {
+		cmd := exec.Command(noNS, init, "--unshare", tc.fallback, "/bin/sh", "sh", "-c", probe)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SECRET=" + secret,
+			"ENVSIEVE_INIT_LD_PRELOAD=/nonexistent.so"}
+		if tc.seal {
+			cmd.Env = append(cmd.Env, "ENVSIEVE_INIT_SEAL=m "+secret)
+		}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		got := strings.ReplaceAll(string(out), canary, "<canary>")
+		status := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			status = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if status != tc.status || !strings.Contains(got, tc.want) {
+			t.Errorf("fallback %s: exit %d; want %d and %q:\n%s", tc.fallback, status, tc.status, tc.want, got)
+		}
+		if strings.Contains(string(out), canary) {
+			t.Errorf("fallback %s: the program read the masked file", tc.fallback)
+		}
+		if strings.Contains(got, "ENVSIEVE_INIT") {
+			t.Errorf("fallback %s: the init's variables reached the program:\n%s", tc.fallback, got)
+		}
+		if tc.status == 125 && strings.Contains(got, "ran") {
+			t.Errorf("fallback %s, seal %v: the program ran:\n%s", tc.fallback, tc.seal, got)
+		}
 	}
 }

@@ -21,11 +21,18 @@
  *      program's status (128+N for a signal; 127 not found, 126 not
  *      executable, 125 its own errors).
  *
- * Usage (by the launcher only): envsieve-init PATH ARGV0 [ARG...]
+ * Usage (by the launcher only): envsieve-init PATH ARGV0 [ARG...], as the
+ * launcher's child, in the namespaces it made; or, exec'd in the launcher's
+ * place when nothing else needs a resident launcher,
+ * envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...], which makes the
+ * namespaces itself and runs the steps above as its child, pid 1
+ * (unshare_main).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +141,10 @@ static void forward(int sig) {
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
-int main(int argc, char **argv) {
+/* init_main is the init, pid 1 of the namespaces: argv[1] is the
+ * program's path, argv[2] on its argv. mask is the signal mask the program
+ * starts with (the forwarded signals may be blocked on entry). */
+static int init_main(int argc, char **argv, const sigset_t *mask) {
 	if (argc < 3) {
 		fprintf(stderr, "envsieve: isolate init: no program\n");
 		return 125;
@@ -172,11 +182,11 @@ int main(int argc, char **argv) {
 
 	/* Signals the launcher passes on go on to the program; blocked until
 	 * its pid is known, so none is lost. */
-	sigset_t fw, old;
+	sigset_t fw, old = *mask;
 	sigemptyset(&fw);
 	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
 		sigaddset(&fw, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &fw, &old);
+	sigprocmask(SIG_BLOCK, &fw, NULL);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = forward;
@@ -239,4 +249,162 @@ int main(int argc, char **argv) {
 			return 128 + WTERMSIG(ws);
 		return WEXITSTATUS(ws);
 	}
+}
+
+/* write_file writes text to path, as the whole of one write. */
+static int write_file(const char *path, const char *text) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(text);
+	ssize_t w = write(fd, text, n);
+	int e = errno;
+	close(fd);
+	if (w != (ssize_t)n) {
+		errno = w < 0 ? e : EIO;
+		return -1;
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t pass_int_quit = 1;
+
+/* pass_on is the handler of the process in the launcher's place: as the
+ * launcher's Supervise does, SIGINT and SIGQUIT go on only when stdin is
+ * not a terminal (else the terminal sent them to the whole process group,
+ * the program included). */
+static void pass_on(int sig) {
+	if ((sig == SIGINT || sig == SIGQUIT) && !pass_int_quit)
+		return;
+	if (child > 0)
+		kill(child, sig);
+}
+
+/*
+ * unshare_main runs in the launcher's place (the launcher exec'd it, same
+ * pid), when nothing else needs a resident launcher: argv is
+ * "envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...]". It makes the user,
+ * mount and pid namespaces itself, maps the user's uid and gid to
+ * themselves (setgroups denied first, as an unprivileged process must),
+ * turns non-dumpable, and forks pid 1, which is init_main; then it passes
+ * the launcher's signals on to pid 1 and exits with its status. pid 1 dies
+ * with it (PR_SET_PDEATHSIG), and the namespace with pid 1.
+ *
+ * Where the namespaces are refused (EPERM, EINVAL, ENOSPC, EUSERS: a
+ * limit, a chroot, a security module), FALLBACK, when it is not "-", is
+ * envsieve, executed as its Landlock init (launch.ScopeInit) with this
+ * same environment: it seals with Landlock from ENVSIEVE_INIT_SEAL, or
+ * fails, and the program never starts unsealed. With "-" it fails (125).
+ */
+static int unshare_main(int argc, char **argv) {
+	if (argc < 5) {
+		fprintf(stderr, "envsieve: isolate init: no program\n");
+		return 125;
+	}
+	const char *fallback = argv[2];
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) {
+		int e = errno;
+		int refused = e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS;
+		/* Only a seal falls back: without one, envsieve's Landlock init
+		 * would run the program in a domain that seals nothing. */
+		if (refused && strcmp(fallback, "-") != 0 && getenv("ENVSIEVE_INIT_SEAL") != NULL) {
+			argv[1] = "envsieve";
+			argv[2] = "__envsieve-scope-init";
+			execve(fallback, argv + 1, environ);
+			fprintf(stderr, "envsieve: seal: user namespaces refused at the start (%s), and Landlock's seal could not start: exec %s: %s\n",
+				strerror(e), fallback, strerror(errno));
+			return 125;
+		}
+		errno = e;
+		if (refused)
+			fprintf(stderr, "envsieve: isolate: the kernel refused to create user, pid and mount namespaces: %s (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces)\n", strerror(e));
+		else
+			fail("unshare", NULL);
+		return 125;
+	}
+	char map[64];
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (write_file("/proc/self/uid_map", map) != 0)
+		return fail("write", "/proc/self/uid_map");
+	if (write_file("/proc/self/setgroups", "deny") != 0)
+		return fail("write", "/proc/self/setgroups");
+	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if (write_file("/proc/self/gid_map", map) != 0)
+		return fail("write", "/proc/self/gid_map");
+	/* The maps are written: nothing outside the tree of the same user may
+	 * read this process's memory or environ now, as of the resident
+	 * launcher. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return fail("turn non-dumpable", NULL);
+	pass_int_quit = !isatty(0);
+
+	sigset_t fw, old;
+	sigemptyset(&fw);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&fw, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &fw, &old);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = pass_on;
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaction(forwarded[i], &sa, NULL);
+
+	int alive[2]; /* its write end closes when this process ends */
+	if (pipe2(alive, O_CLOEXEC) != 0)
+		return fail("pipe", NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return fail("fork", NULL);
+	if (pid == 0) {
+		/* pid 1. The forwarded signals stay blocked until init_main has
+		 * its own handlers in place. */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+			sigaction(forwarded[i], &dfl, NULL);
+		close(alive[1]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+			_exit(fail("set the parent-death signal", NULL));
+		/* Ended before the line above: nothing would kill this tree. */
+		struct pollfd p = {alive[0], POLLIN, 0};
+		if (poll(&p, 1, 0) != 0)
+			_exit(125);
+		close(alive[0]);
+		_exit(init_main(argc - 2, argv + 2, &old));
+	}
+	close(alive[0]);
+	child = pid;
+	/* This process needs no capability to wait and to signal: it keeps
+	 * none. */
+	struct cap_header hdr = {CAPABILITY_VERSION_3, 0};
+	struct cap_data none[2];
+	memset(none, 0, sizeof none);
+	if (syscall(SYS_capset, &hdr, none) != 0) {
+		kill(pid, SIGKILL);
+		return fail("capset", NULL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	for (;;) {
+		int ws;
+		if (waitpid(pid, &ws, 0) < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail("wait", NULL);
+		}
+		if (WIFSIGNALED(ws))
+			return 128 + WTERMSIG(ws);
+		return WEXITSTATUS(ws);
+	}
+}
+
+int main(int argc, char **argv) {
+	if (argc > 1 && strcmp(argv[1], "--unshare") == 0)
+		return unshare_main(argc, argv);
+	sigset_t mask;
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	return init_main(argc, argv, &mask);
 }
