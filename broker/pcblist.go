@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 )
 
@@ -197,16 +196,6 @@ func pcbHasEnds(inp []byte, local, foreign netip.AddrPort) bool {
 		return false
 	}
 	return la == local.Addr() && fa == foreign.Addr()
-}
-
-// tcpEnds returns a TCP connection's local and remote ends.
-func tcpEnds(c net.Conn) (local, remote netip.AddrPort, err error) {
-	la, ok1 := c.LocalAddr().(*net.TCPAddr)
-	ra, ok2 := c.RemoteAddr().(*net.TCPAddr)
-	if !ok1 || !ok2 {
-		return local, remote, errors.New("not a TCP connection")
-	}
-	return la.AddrPort(), ra.AddrPort(), nil
 }
 
 func plainAddrPort(a netip.AddrPort) netip.AddrPort {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,4 +49,14 @@ func tcpPCBList() ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("sysctl net.inet.tcp.pcblist_n: %w", err)
+}
+
+// tcpEnds returns a TCP connection's local and remote ends.
+func tcpEnds(c net.Conn) (local, remote netip.AddrPort, err error) {
+	la, ok1 := c.LocalAddr().(*net.TCPAddr)
+	ra, ok2 := c.RemoteAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 {
+		return local, remote, errors.New("not a TCP connection")
+	}
+	return la.AddrPort(), ra.AddrPort(), nil
 }
