@@ -34,8 +34,9 @@
 //   - Responses are scrubbed: the real value in a header or a streamed body,
 //     however it is split, reaches the child as the fake.
 //   - Only the launch's user is served (the loopback peer's uid, from the
-//     kernel's socket table, on Linux), and only with the launch's
-//     credential (Proxy-Authorization, or the base-URL path prefix).
+//     kernel's socket table, on Linux and macOS; elsewhere no connection
+//     is), and only with the launch's credential (Proxy-Authorization, or
+//     the base-URL path prefix).
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)
