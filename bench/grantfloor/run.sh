@@ -54,9 +54,9 @@ for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
 dsrv=$!
 for _ in $(seq 100); do [ -s "$tmp/readyd" ] && break; sleep 0.05; done
 
-# All three run bash through env, so that the third can point the shim at
+# All four run bash through env, so that the last two can point the shim at
 # the C server (the shim reads ENVSIEVE_SHIM_SOCK when bash loads it) and
-# the three trees are the same shape.
+# the four trees are the same shape.
 run="bin/envsieve run --policy bench/shim/rules.yaml --"
 gx="$run env bash $tmp/gx.sh"
 gh="$run env bash $tmp/gh.sh"

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -316,7 +317,15 @@ int main(int argc, char **argv) {
 			}
 		}
 		if (stop) {
-			fprintf(stderr, "grantfloor-server: %lu programs started, %lu other packets dropped\n", started, reports);
+			struct rusage self, kids;
+			getrusage(RUSAGE_SELF, &self);
+			getrusage(RUSAGE_CHILDREN, &kids);
+#define US(tv) ((double)(tv).tv_sec * 1e6 + (double)(tv).tv_usec)
+			fprintf(stderr,
+			        "grantfloor-server: %lu programs started, %lu other packets dropped; "
+			        "CPU: the server %.0f ms, its programs %.0f ms\n",
+			        started, reports, (US(self.ru_utime) + US(self.ru_stime)) / 1e3,
+			        (US(kids.ru_utime) + US(kids.ru_stime)) / 1e3);
 			unlink(argv[1]);
 			return 0;
 		}
