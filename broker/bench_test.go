@@ -80,19 +80,7 @@ func BenchmarkDirect(b *testing.B) {
 func BenchmarkBroker(b *testing.B) {
 	srv, roots := benchServer(b)
 	host := srv.Listener.Addr().String()
-	br, err := Start(Config{Bindings: []Binding{{Name: "GITHUB_TOKEN", Hosts: []string{host}}},
-		Secrets: map[string]string{"GITHUB_TOKEN": realToken}, Key: testKey, UpstreamRoots: roots, UID: -1, Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(br.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	fake := br.Fakes()["GITHUB_TOKEN"]
+	c, fake := benchBroker(b, host, roots, true)
 	for b.Loop() {
 		benchGet(b, c, "https://"+host+"/x", "Bearer "+fake)
 	}
@@ -130,20 +118,27 @@ func BenchmarkStreamDirect(b *testing.B) {
 func BenchmarkStreamBroker(b *testing.B) {
 	srv, roots := streamServer(b, 64)
 	host := srv.Listener.Addr().String()
+	c, _ := benchBroker(b, host, roots, false)
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		benchGet(b, c, "https://"+host+"/big", "")
+	}
+}
+
+// benchBroker starts a broker binding GITHUB_TOKEN to host (whose
+// certificates roots verify) and returns a client through it (proxy mode,
+// HTTP/2 offered when h2) and the token's fake.
+func benchBroker(b *testing.B, host string, roots *x509.CertPool, h2 bool) (*http.Client, string) {
 	br, err := Start(Config{Bindings: []Binding{{Name: "GITHUB_TOKEN", Hosts: []string{host}}},
 		Secrets: map[string]string{"GITHUB_TOKEN": realToken}, Key: testKey, UpstreamRoots: roots, UID: -1, Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer br.Close()
+	b.Cleanup(func() { br.Close() })
 	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(br.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	b.SetBytes(64 << 20)
-	for b.Loop() {
-		benchGet(b, c, "https://"+host+"/big", "")
-	}
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: h2}
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}, br.Fakes()["GITHUB_TOKEN"]
 }

@@ -141,6 +141,27 @@ static void forward(int sig) {
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
+/* block_forwarded blocks the forwarded signals; old, when not NULL, gets
+ * the mask before. */
+static void block_forwarded(sigset_t *old) {
+	sigset_t fw;
+	sigemptyset(&fw);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&fw, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &fw, old);
+}
+
+/* handle_forwarded gives every forwarded signal handler (SA_RESTART), or
+ * its default with SIG_DFL. */
+static void handle_forwarded(void (*handler)(int)) {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = handler == SIG_DFL ? 0 : SA_RESTART;
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaction(forwarded[i], &sa, NULL);
+}
+
 /* init_main is the init, pid 1 of the namespaces: argv[1] is the
  * program's path, argv[2] on its argv. mask is the signal mask the program
  * starts with (the forwarded signals may be blocked on entry). */
@@ -182,17 +203,9 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 
 	/* Signals the launcher passes on go on to the program; blocked until
 	 * its pid is known, so none is lost. */
-	sigset_t fw, old = *mask;
-	sigemptyset(&fw);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&fw, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &fw, NULL);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = forward;
-	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
+	sigset_t old = *mask;
+	block_forwarded(NULL);
+	handle_forwarded(forward);
 
 	int report[2]; /* the exec's errno, when it fails */
 	if (pipe2(report, O_CLOEXEC) != 0)
@@ -201,11 +214,7 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	if (pid < 0)
 		return fail("fork", NULL);
 	if (pid == 0) {
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-			sigaction(forwarded[i], &dfl, NULL);
+		handle_forwarded(SIG_DFL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(report[0]);
 		execve(argv[1], argv + 2, env);
@@ -340,17 +349,9 @@ static int unshare_main(int argc, char **argv) {
 		return fail("turn non-dumpable", NULL);
 	pass_int_quit = !isatty(0);
 
-	sigset_t fw, old;
-	sigemptyset(&fw);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&fw, forwarded[i]);
-	sigprocmask(SIG_BLOCK, &fw, &old);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = pass_on;
-	sa.sa_flags = SA_RESTART;
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaction(forwarded[i], &sa, NULL);
+	sigset_t old;
+	block_forwarded(&old);
+	handle_forwarded(pass_on);
 
 	int alive[2]; /* its write end closes when this process ends */
 	if (pipe2(alive, O_CLOEXEC) != 0)
@@ -361,11 +362,7 @@ static int unshare_main(int argc, char **argv) {
 	if (pid == 0) {
 		/* pid 1. The forwarded signals stay blocked until init_main has
 		 * its own handlers in place. */
-		struct sigaction dfl;
-		memset(&dfl, 0, sizeof dfl);
-		dfl.sa_handler = SIG_DFL;
-		for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-			sigaction(forwarded[i], &dfl, NULL);
+		handle_forwarded(SIG_DFL);
 		close(alive[1]);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
 			_exit(fail("set the parent-death signal", NULL));
