@@ -60,11 +60,7 @@ func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
 // other datagram is refused and nothing is served from it.
 func TestServerDoor(t *testing.T) {
 	rec := &recorder{}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 
 	c := throughDoor(t, srv)
 	startMsg(t, c, "", "/bin/true", []string{"true"}, nil)

@@ -154,11 +154,7 @@ func TestStartGrants(t *testing.T) {
 		}
 		return nil, "no rule"
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib), "OLD=x")
 	got := run(t, env, nil, prog) + "\n"
 	for _, via := range vias {
@@ -196,11 +192,7 @@ func TestStartDeclined(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
 	rec := &recorder{}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
 		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE",
 		`THEN=echo mine=${MINE:-none}; sed -n "s/^SigIgn:[[:space:]]*/ignored=/p" /proc/$$/status; exit 7`)
@@ -276,11 +268,7 @@ func TestStartSignals(t *testing.T) {
 		}
 		return p, why
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
 		shim.EnvRules+"=sleep")
 	for _, tc := range []struct {

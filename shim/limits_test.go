@@ -41,11 +41,7 @@ func TestServerStartLimit(t *testing.T) {
 		mu.Unlock()
 		return h, ""
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	defer func() {
 		mu.Lock()
 		for _, h := range running {
@@ -112,11 +108,7 @@ func TestServerStartLimit(t *testing.T) {
 func TestServerStartBodyTimeout(t *testing.T) {
 	t.Parallel() // it waits out the two-second deadline
 	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) { return newHeld(), "" }}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	c := dialServer(t, srv)
 	defer c.Close()
 	dir, err := os.Open(".")

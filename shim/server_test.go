@@ -90,11 +90,7 @@ func TestServerGarbage(t *testing.T) {
 		}
 		return nil, "no rule"
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	c := dialServer(t, srv)
 	defer c.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -163,11 +159,7 @@ func TestServerStartMalformed(t *testing.T) {
 	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
 		return startWith(r, nil)
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	send := func(t *testing.T, f func(c *net.UnixConn)) {
 		c := dialServer(t, srv)
 		defer c.Close()
@@ -207,11 +199,7 @@ func TestServerStartMalformed(t *testing.T) {
 // queued forever, and the server still answers afterwards.
 func TestServerManyConnections(t *testing.T) {
 	rec := &recorder{}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	var conns []*net.UnixConn
 	for i := 0; i < 600; i++ {
 		conns = append(conns, dialServer(t, srv))
@@ -239,4 +227,16 @@ func TestServerManyConnections(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// listen starts a launcher's server for h in a temporary directory, closed
+// when the test ends.
+func listen(t *testing.T, h shim.Handler) *shim.Server {
+	t.Helper()
+	srv, err := shim.Listen(t.TempDir(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }

@@ -124,14 +124,7 @@ func TestStartInPlace(t *testing.T) {
 		{"big", shim.StartName},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			si := &standIns{}
-			srv, err := shim.Listen(t.TempDir(), &recorder{start: si.start})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-				shim.EnvRules+"=sh", "CMD=echo via:${GRANT:-none}; sleep 2; exit 7")
+			si, env := standInServer(t, lib, "echo via:${GRANT:-none}; sleep 2; exit 7")
 			got := run(t, env, nil, prog, tc.mode) + "\n"
 			if !strings.Contains(got, "via:yes\n") || !strings.Contains(got, "exit=7\n") {
 				t.Errorf("want the program granted and its exit status passed on, got %q", got)
@@ -163,14 +156,7 @@ func TestStartInPlaceSignals(t *testing.T) {
 		{"KILL takes the program along", syscall.SIGKILL, "exit=sig9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			si := &standIns{}
-			srv, err := shim.Listen(t.TempDir(), &recorder{start: si.start})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
-			env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-				shim.EnvRules+"=sh", "CMD=exec sleep 60")
+			si, env := standInServer(t, lib, "exec sleep 60")
 			cmd := exec.Command(prog, "fork")
 			cmd.Env = env
 			out, err := cmd.StdoutPipe()
@@ -229,11 +215,7 @@ func TestStartRequestSizes(t *testing.T) {
 		mu.Unlock()
 		return startWith(r, r.Env)
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := listen(t, rec)
 	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
 		shim.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
 	body := func(mode string, size int) int {
@@ -261,4 +243,15 @@ func TestStartRequestSizes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// standInServer starts a launcher's server whose starts si records, and
+// returns the environment of a caller under a rule for sh whose CMD is
+// script.
+func standInServer(t *testing.T, lib, script string) (*standIns, []string) {
+	t.Helper()
+	si := &standIns{}
+	srv := listen(t, &recorder{start: si.start})
+	return si, append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
+		shim.EnvRules+"=sh", "CMD="+script)
 }

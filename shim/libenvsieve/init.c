@@ -141,6 +141,10 @@ static void forward(int sig) {
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
+/* exit_status is the status a wait reported, as a shell gives it: the
+ * code, or 128+N for a signal. */
+static int exit_status(int ws) { return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws); }
+
 /* block_forwarded blocks the forwarded signals; old, when not NULL, gets
  * the mask before. */
 static void block_forwarded(sigset_t *old) {
@@ -254,9 +258,7 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 				fprintf(stderr, "envsieve: isolate: exec %s: %s\n", argv[1], strerror(e));
 			return e == ENOENT ? 127 : 126;
 		}
-		if (WIFSIGNALED(ws))
-			return 128 + WTERMSIG(ws);
-		return WEXITSTATUS(ws);
+		return exit_status(ws);
 	}
 }
 
@@ -392,9 +394,7 @@ static int unshare_main(int argc, char **argv) {
 				continue;
 			return fail("wait", NULL);
 		}
-		if (WIFSIGNALED(ws))
-			return 128 + WTERMSIG(ws);
-		return WEXITSTATUS(ws);
+		return exit_status(ws);
 	}
 }
 
