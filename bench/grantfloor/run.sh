@@ -14,45 +14,13 @@ if [ -z "${GRANTFLOOR_LOCKED:-}" ]; then
 fi
 cd "$(dirname "$0")/../.."
 runs=${1:-11}
-make -s build
+. bench/grantfloor/setup.sh
 go build -o bin/timeit ./bench/timeit
-tmp=$(mktemp -d)
-srv= dsrv=
-cleanup() {
-  if [ -n "$srv" ]; then kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; fi
-  if [ -n "$dsrv" ]; then kill "$dsrv" 2>/dev/null || true; wait "$dsrv" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$tmp/grantfloor-server" bench/grantfloor/server.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-function -I shim/libenvsieve -o "$tmp/grantfloor-loop" bench/grantfloor/loop.c
-
-mkdir -p "$tmp/bin" "$tmp/sock" "$tmp/sockd"
-chmod 700 "$tmp/sock" "$tmp/sockd"
-cp /bin/true "$tmp/bin/gh"
-cp /bin/true "$tmp/bin/gx"
-printf 'for i in $(seq 1000); do %s; done\n' gh > "$tmp/gh.sh"
-printf 'for i in $(seq 1000); do %s; done\n' gx > "$tmp/gx.sh"
-export PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789
-csock=$tmp/sock/s
-lib=$PWD/bin/libenvsieve.so
-
-# The fixed environment the C server gives every program: what the real
-# launcher gives gh here (the shim's variables, the grant, the few
-# variables the policy passes), with the C server's socket.
-"$tmp/grantfloor-server" "$csock" \
-  "ENVSIEVE_TREE=1" "GITHUB_TOKEN=$GITHUB_TOKEN" "HOME=${HOME:-/}" "LANG=C.UTF-8" "PATH=$PATH" \
-  "SHELL=/bin/bash" "TERM=xterm" "LD_PRELOAD=$lib" "ENVSIEVE_SHIM_SOCK=$csock" "ENVSIEVE_SHIM_EXEC=1" \
-  "ENVSIEVE_SHIM_START=$PWD/bin/envsieve-start" "ENVSIEVE_SHIM_RULES=gh" "ENVSIEVE_SHIM_GRANTED=GITHUB_TOKEN" \
-  > "$tmp/ready" 2> "$tmp/server.log" &
-srv=$!
-for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.05; done
-[ -s "$tmp/ready" ] || { echo "grantfloor-server did not start" >&2; cat "$tmp/server.log" >&2; exit 1; }
-# A second one that declines every request at once: the stand-in then execs
-# gh itself, as for gx. What that adds is the request's half of the trip.
-"$tmp/grantfloor-server" -decline "$tmp/sockd/s" > "$tmp/readyd" 2> "$tmp/serverd.log" &
-dsrv=$!
-for _ in $(seq 100); do [ -s "$tmp/readyd" ] && break; sleep 0.05; done
+# A second server that declines every request at once: the stand-in then
+# execs gh itself, as for gx. What that adds is the request's half of the
+# trip.
+start_server sockd -decline
 
 # All four run bash through env, so that the last two can point the shim at
 # the C server (the shim reads ENVSIEVE_SHIM_SOCK when bash loads it) and
@@ -76,10 +44,8 @@ echo "# 1: gx, no rule names it (real launcher); 2: gh, granted, real launcher (
 echo "# 3: gh, granted, the socket served by grantfloor-server (C: no decision, posix_spawn)"
 echo "# 4: gh, the socket served by grantfloor-server -decline (the stand-in execs gh itself)"
 bin/timeit -n "$runs" -warmup 2 "$gx" "$gh" "$ghc" "$ghd" | tee "$tmp/out"
-kill "$srv" "$dsrv"
-wait "$srv" "$dsrv" || true
-srv= dsrv=
-cat "$tmp/server.log" "$tmp/serverd.log"
+stop_servers
+cat "$tmp/sock.log" "$tmp/sockd.log"
 
 us() { awk -v r="$1" 'NR==r {print $NF}' "$tmp/out" | tr -d 'µs'; }
 med() { awk -v r="$1" 'NR==r {print $(NF-4)}' "$tmp/out" | tr -d 'µs'; }
@@ -102,15 +68,8 @@ awk -v g="$go_added" -v c="$c_added" 'BEGIN {
 echo
 echo "## The bare round trip: 1,000 of each, interleaved, no bash, no shim loaded"
 for cpus in "0-$(( $(nproc) - 1 ))" 0; do
-  mkdir -p "$tmp/sock2"
-  chmod 700 "$tmp/sock2"
-  rm -f "$tmp/ready2"
-  taskset -c "$cpus" "$tmp/grantfloor-server" "$tmp/sock2/s" "PATH=/usr/bin:/bin" > "$tmp/ready2" 2> "$tmp/server2.log" &
-  srv=$!
-  for _ in $(seq 100); do [ -s "$tmp/ready2" ] && break; sleep 0.05; done
+  start_server "sock2-$cpus" taskset "$cpus" "PATH=/usr/bin:/bin"
   echo "# taskset -c $cpus"
-  taskset -c "$cpus" "$tmp/grantfloor-loop" 1000 "$tmp/sock2/s" "$tmp/bin/gx"
-  kill "$srv"
-  wait "$srv" || true
-  srv=
+  taskset -c "$cpus" "$tmp/grantfloor-loop" 1000 "$tmp/sock2-$cpus/s" "$tmp/bin/gx"
+  stop_servers
 done
