@@ -542,7 +542,7 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := hostOnly(target)
-	bc := newBatchConn(client)
+	bc := batchOf(client)
 	tc := tls.Server(bc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		NextProtos: []string{"h2", "http/1.1"},

@@ -3,10 +3,13 @@ package broker
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -180,6 +183,101 @@ func TestBatchedWriterOneWrite(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestBrokerBatchesStreams: through the broker itself, in proxy mode
+// (intercepted TLS) and base-URL mode (plain HTTP), each event of a
+// streamed response after the first reaches the child's socket with one
+// write.
+func TestBrokerBatchesStreams(t *testing.T) {
+	var mu sync.Mutex
+	var socks []*countConn // the broker's ends of the child's connections
+	orig := batchOf
+	batchOf = func(c net.Conn) *batchConn {
+		if _, raw := c.(*net.TCPConn); raw {
+			cc := &countConn{Conn: c}
+			mu.Lock()
+			socks = append(socks, cc)
+			mu.Unlock()
+			c = cc
+		}
+		return orig(c)
+	}
+	t.Cleanup(func() { batchOf = orig })
+	writes := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, c := range socks {
+			n += c.count()
+		}
+		return n
+	}
+
+	events := []string{"data: one\n\n", strings.Repeat("data: long\n\n", 2000), "data: three\n\n", strings.Repeat("data: more\n\n", 3000)}
+	next := make(chan bool)
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			<-next
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+		<-next // the response's end, a write of its own, after the test has counted
+	}))
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(up.Certificate())
+	host := up.Listener.Addr().String()
+	b, _ := startBroker(t, host, roots, Binding{Name: "ANTHROPIC_API_KEY", BaseURL: "ANTHROPIC_BASE_URL", Upstream: up.URL})
+	env := b.ChildEnv()
+	pu, err := url.Parse(env["HTTPS_PROXY"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM())
+	for _, mode := range []struct{ name, url string }{
+		{"proxy", "https://" + host + "/stream"},
+		{"base URL", env["ANTHROPIC_BASE_URL"] + "/stream"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
+			defer tr.CloseIdleConnections()
+			if mode.name == "base URL" {
+				tr.Proxy = nil
+			}
+			done := make(chan *http.Response, 1)
+			go func() {
+				resp, err := (&http.Client{Transport: tr}).Get(mode.url)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- resp
+			}()
+			next <- true // the first event lets the headers out
+			resp := <-done
+			if resp == nil {
+				t.FailNow()
+			}
+			defer resp.Body.Close()
+			for i, e := range events {
+				if i > 0 {
+					next <- true
+				}
+				before := writes()
+				buf := make([]byte, len(e))
+				if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != e {
+					t.Fatalf("event %d: read %.20q..., %v", i, buf, err)
+				}
+				if n := writes() - before; i > 0 && n != 1 {
+					t.Errorf("event %d (%d bytes) reached the child's socket in %d writes, want 1", i, len(e), n)
+				}
+			}
+			next <- true
 		})
 	}
 }
