@@ -704,7 +704,9 @@ type batchedWriter struct {
 func (w batchedWriter) Write(p []byte) (int, error) {
 	w.c.hold()
 	n, err := w.ResponseWriter.Write(p)
-	if err == nil {
+	if f, ok := w.ResponseWriter.(interface{ FlushError() error }); ok && err == nil {
+		err = f.FlushError() // net/http's own writer: no controller to make per write
+	} else if err == nil {
 		err = http.NewResponseController(w.ResponseWriter).Flush()
 	}
 	if rerr := w.c.release(); err == nil {

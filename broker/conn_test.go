@@ -265,10 +265,10 @@ func TestBrokerBatchesStreams(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			for i, e := range events {
+				before := writes() // before the host may send it
 				if i > 0 {
 					next <- true
 				}
-				before := writes()
 				buf := make([]byte, len(e))
 				if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != e {
 					t.Fatalf("event %d: read %.20q..., %v", i, buf, err)
