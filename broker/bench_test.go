@@ -80,7 +80,7 @@ func BenchmarkDirect(b *testing.B) {
 func BenchmarkBroker(b *testing.B) {
 	srv, roots := benchServer(b)
 	host := srv.Listener.Addr().String()
-	c, fake := benchBroker(b, host, roots, true)
+	c, fake := benchBroker(b, host, roots, false)
 	for b.Loop() {
 		benchGet(b, c, "https://"+host+"/x", "Bearer "+fake)
 	}
@@ -114,7 +114,7 @@ func BenchmarkStreamDirect(b *testing.B) {
 }
 
 // BenchmarkStreamBroker is the same response through the broker
-// (intercepted, scrubbed).
+// (intercepted, scrubbed), HTTP/1.1 to the client.
 func BenchmarkStreamBroker(b *testing.B) {
 	srv, roots := streamServer(b, 64)
 	host := srv.Listener.Addr().String()
@@ -125,9 +125,21 @@ func BenchmarkStreamBroker(b *testing.B) {
 	}
 }
 
+// BenchmarkStreamBrokerH2 is the same with a client that offers only
+// HTTP/2 (a client offering both gets HTTP/1.1 from the broker).
+func BenchmarkStreamBrokerH2(b *testing.B) {
+	srv, roots := streamServer(b, 64)
+	host := srv.Listener.Addr().String()
+	c, _ := benchBroker(b, host, roots, true)
+	b.SetBytes(64 << 20)
+	for b.Loop() {
+		benchGet(b, c, "https://"+host+"/big", "")
+	}
+}
+
 // benchBroker starts a broker binding GITHUB_TOKEN to host (whose
 // certificates roots verify) and returns a client through it (proxy mode,
-// HTTP/2 offered when h2) and the token's fake.
+// offering only HTTP/2 when h2, else only HTTP/1.1) and the token's fake.
 func benchBroker(b *testing.B, host string, roots *x509.CertPool, h2 bool) (*http.Client, string) {
 	br, err := Start(Config{Bindings: []Binding{{Name: "GITHUB_TOKEN", Hosts: []string{host}}},
 		Secrets: map[string]string{"GITHUB_TOKEN": realToken}, Key: testKey, UpstreamRoots: roots, UID: -1, Dir: b.TempDir()})
@@ -138,7 +150,9 @@ func benchBroker(b *testing.B, host string, roots *x509.CertPool, h2 bool) (*htt
 	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(br.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: h2}
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP1(!h2)
+	tr.Protocols.SetHTTP2(h2)
 	b.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}, br.Fakes()["GITHUB_TOKEN"]
 }

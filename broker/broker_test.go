@@ -202,41 +202,56 @@ func basicUserPass(v string) string {
 }
 
 // TestGoClient: a Go net/http client through the proxy (the proxy named
-// explicitly: ProxyFromEnvironment never proxies loopback), HTTP/2 to the
-// broker's intercepted connection, and a streamed response scrubbed.
+// explicitly: ProxyFromEnvironment never proxies loopback), a streamed
+// response scrubbed. A client that offers HTTP/1.1 and HTTP/2 gets
+// HTTP/1.1 (the faster stream through the broker); one that offers only
+// HTTP/2 gets HTTP/2.
 func TestGoClient(t *testing.T) {
 	srv, roots, got := standIn(t)
 	host := srv.Listener.Addr().String()
 	b, _ := startBroker(t, host, roots)
 	fake := b.Fakes()["GITHUB_TOKEN"]
-	env := b.ChildEnv()
-	pu, err := url.Parse(env["HTTPS_PROXY"])
+	pu, err := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(b.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	req, _ := http.NewRequest("GET", "https://"+host+"/leak", nil)
-	req.Header.Set("Authorization", "Bearer "+fake)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	checkNoReal(t, "the response body", body)
-	checkNoReal(t, "the response header", []byte(resp.Header.Get("X-Echo")))
-	if resp.Header.Get("X-Echo") != fake || strings.Count(string(body), fake) != 3 {
-		t.Errorf("the real value did not come back as the fake: %d bytes", len(body))
-	}
-	if resp.ProtoMajor != 2 {
-		t.Errorf("the broker spoke %s to an HTTP/2 client", resp.Proto)
-	}
-	if e := got.last(); !strings.Contains(e.Auth, realToken) {
-		t.Error("the host did not get the real value")
+	for _, tc := range []struct {
+		name      string
+		h1, h2    bool
+		wantMajor int
+	}{
+		{"offers both", true, true, 1},
+		{"offers only h2", false, true, 2},
+		{"offers only http/1.1", true, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: new(http.Protocols)}
+			tr.Protocols.SetHTTP1(tc.h1)
+			tr.Protocols.SetHTTP2(tc.h2)
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr}
+			req, _ := http.NewRequest("GET", "https://"+host+"/leak", nil)
+			req.Header.Set("Authorization", "Bearer "+fake)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			checkNoReal(t, "the response body", body)
+			checkNoReal(t, "the response header", []byte(resp.Header.Get("X-Echo")))
+			if resp.Header.Get("X-Echo") != fake || strings.Count(string(body), fake) != 3 {
+				t.Errorf("the real value did not come back as the fake: %d bytes", len(body))
+			}
+			if resp.ProtoMajor != tc.wantMajor {
+				t.Errorf("the broker spoke %s, want HTTP/%d", resp.Proto, tc.wantMajor)
+			}
+			if e := got.last(); !strings.Contains(e.Auth, realToken) {
+				t.Error("the host did not get the real value")
+			}
+		})
 	}
 }
 
