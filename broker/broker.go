@@ -684,7 +684,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				}
 				return nil
 			}
-			resp.Body = newScrubber(resp.Body, b.scrub, nil)
+			resp.Body = newScrubber(newAheadReader(resp.Body), b.scrub, nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {

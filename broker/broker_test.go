@@ -61,6 +61,15 @@ func standIn(t *testing.T) (*httptest.Server, *x509.CertPool, *recorder) {
 		rec.mu.Lock()
 		rec.got = append(rec.got, e)
 		rec.mu.Unlock()
+		if r.URL.Path == "/leakbig" {
+			// Past aheadAfter, each value split across two flushed writes.
+			for i := 0; i < leakBigValues; i++ {
+				io.WriteString(w, strings.Repeat("x", 16000)+realToken[:20])
+				w.(http.Flusher).Flush()
+				io.WriteString(w, realToken[20:]+"\n")
+			}
+			return
+		}
 		if r.URL.Path == "/leak" {
 			w.Header().Set("X-Echo", realToken)
 			for i := 0; i < 3; i++ {
@@ -252,6 +261,41 @@ func TestGoClient(t *testing.T) {
 				t.Error("the host did not get the real value")
 			}
 		})
+	}
+}
+
+// leakBigValues is how many times /leakbig sends the real value.
+const leakBigValues = 64
+
+// TestLargeResponseScrubbed: a streamed response of a megabyte, read from
+// the host ahead of the child past its first aheadAfter bytes, comes to the
+// child whole with every real value in it, split across the host's writes,
+// replaced by the fake.
+func TestLargeResponseScrubbed(t *testing.T) {
+	srv, roots, _ := standIn(t)
+	host := srv.Listener.Addr().String()
+	b, _ := startBroker(t, host, roots)
+	fake := b.Fakes()["GITHUB_TOKEN"]
+	pu, _ := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM())
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("https://" + host + "/leakbig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoReal(t, "the response body", body)
+	if want := leakBigValues * (16000 + len(realToken) + 1); len(body) != want || len(body) < 2*aheadAfter {
+		t.Errorf("%d bytes, want %d (past %d)", len(body), want, aheadAfter)
+	}
+	if n := strings.Count(string(body), fake); n != leakBigValues {
+		t.Errorf("%d fakes, want %d", n, leakBigValues)
 	}
 }
 
