@@ -1,16 +1,20 @@
 // Command broker measures what the credential broker adds to an HTTPS
 // request, side by side in one run: the direct request (the floor), a
 // plain CONNECT tunnel (the broker with the host unbound), the broker
-// terminating TLS and swapping the fake for the real value, and, when
+// terminating TLS and swapping the fake for the real value, a bare TLS
+// relay (the floor of any proxy that terminates TLS: relay.go) and, when
 // mitmdump is installed, mitmproxy doing the same header rewrite. It
 // prints p50 and p99 per request with keep-alive and with a new connection
 // each time, the time to the first byte of a streamed response, and the
-// throughput of a large streamed response, with ratios to the floor.
+// throughput of a large streamed response, with ratios to the floor; the
+// throughput again with curl, in a process of its own, as the client.
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +39,7 @@ var token = "ghp" + "_" + strings.Repeat("B3nc", 9)
 func main() {
 	n := flag.Int("n", 2000, "requests per mode")
 	mb := flag.Int("mb", 1024, "MiB of the streamed response")
+	mitm := flag.Bool("mitm", true, "measure mitmproxy too, when mitmdump is installed")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (this process: server, client and broker) to `file`")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -91,24 +96,30 @@ func main() {
 	brokerRoots := x509.NewCertPool()
 	brokerRoots.AppendCertsFromPEM(bound.CAPEM())
 
+	relayAddr := startRelay(host, srv.TLS, roots)
+
 	type mode struct {
 		name  string
 		proxy string
 		roots *x509.CertPool
 		auth  string
+		dial  string // the address to dial instead of host's
 	}
 	modes := []mode{
-		{"direct", "", roots, token},
-		{"CONNECT tunnel", tunnel.ChildEnv()["HTTPS_PROXY"], roots, token},
-		{"envsieve broker", bound.ChildEnv()["HTTPS_PROXY"], brokerRoots, fake},
+		{"direct", "", roots, token, ""},
+		{"CONNECT tunnel", tunnel.ChildEnv()["HTTPS_PROXY"], roots, token, ""},
+		{"TLS relay, no HTTP (floor)", "", roots, token, relayAddr},
+		{"envsieve broker", bound.ChildEnv()["HTTPS_PROXY"], brokerRoots, fake, ""},
 	}
-	if m, stop := startMitm(host, fake); m != "" {
+	if !*mitm {
+		fmt.Println("# mitmproxy: not measured (-mitm=false)")
+	} else if m, stop := startMitm(host, fake); m != "" {
 		defer stop()
 		ca, err := os.ReadFile(filepath.Join(os.Getenv("HOME"), ".mitmproxy", "mitmproxy-ca-cert.pem"))
 		check(err)
 		mitmRoots := x509.NewCertPool()
 		mitmRoots.AppendCertsFromPEM(ca)
-		modes = append(modes, mode{"mitmproxy (header rewrite)", m, mitmRoots, fake})
+		modes = append(modes, mode{"mitmproxy (header rewrite)", m, mitmRoots, fake, ""})
 	} else {
 		fmt.Println("# mitmproxy: mitmdump not found (apt-get install mitmproxy), not measured")
 	}
@@ -116,9 +127,9 @@ func main() {
 	fmt.Printf("%-28s %12s %12s %12s %12s %14s\n", "mode", "ka p50", "ka p99", "new p50", "new p99", "first byte")
 	var floor [5]time.Duration
 	for i, m := range modes {
-		ka := measure(*n, m.proxy, m.roots, "https://"+host+"/api", "Bearer "+m.auth, true)
-		nc := measure(*n/4, m.proxy, m.roots, "https://"+host+"/api", "Bearer "+m.auth, false)
-		fb := firstByte(50, m.proxy, m.roots, "https://"+host+"/first")
+		ka := measure(*n, client(m.proxy, m.roots, m.dial, true), "https://"+host+"/api", "Bearer "+m.auth)
+		nc := measure(*n/4, client(m.proxy, m.roots, m.dial, false), "https://"+host+"/api", "Bearer "+m.auth)
+		fb := firstByte(50, client(m.proxy, m.roots, m.dial, true), "https://"+host+"/first")
 		row := [5]time.Duration{pct(ka, 50), pct(ka, 99), pct(nc, 50), pct(nc, 99), pct(fb, 50)}
 		if i == 0 {
 			floor = row
@@ -142,7 +153,7 @@ func main() {
 	}
 	fmt.Printf("\n# throughput of a %d MiB streamed response\n", *mb)
 	for _, m := range modes {
-		c := client(m.proxy, m.roots, true)
+		c := client(m.proxy, m.roots, m.dial, true)
 		size := *mb
 		if strings.HasPrefix(m.name, "mitmproxy") {
 			size = min(size, 64) // a few MB/s: the whole size would take many minutes
@@ -156,10 +167,74 @@ func main() {
 		el := time.Since(start)
 		fmt.Printf("%-28s %8.0f MB/s (%d bytes in %v)\n", m.name, float64(nb)/el.Seconds()/1e6, nb, el.Round(time.Millisecond))
 	}
+	curlThroughput(dir, host, srv.Certificate(), relayAddr, bound, *mb)
 }
 
-func client(proxy string, roots *x509.CertPool, keepAlive bool) *http.Client {
+// curlThroughput measures the streamed response again with curl as the
+// client, in a process of its own as an agent's tools are, offering
+// HTTP/2 and HTTP/1.1 as it does by default; through the broker it is given
+// the environment the broker gives a child (its proxy and CA bundle).
+func curlThroughput(dir, host string, cert *x509.Certificate, relayAddr string, b *broker.Broker, mb int) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		fmt.Println("# curl not found: not measured")
+		return
+	}
+	hostCA := filepath.Join(dir, "host-ca.pem")
+	check(os.WriteFile(hostCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600))
+	fmt.Printf("\n# the same with curl as the client (%s)\n", curlVersion(curl))
+	u := fmt.Sprintf("https://%s/big?mib=%d", host, mb)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	var childEnv []string
+	for k, v := range b.ChildEnv() {
+		childEnv = append(childEnv, k+"="+v)
+	}
+	_, port, _ := net.SplitHostPort(host)
+	for _, m := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"direct", env, []string{"--cacert", hostCA}},
+		{"TLS relay, no HTTP (floor)", env, []string{"--cacert", hostCA, "--connect-to", "127.0.0.1:" + port + ":" + relayAddr}},
+		// curl never proxies what NO_PROXY names, and the broker's child
+		// environment keeps loopback there: the proxy is named.
+		{"envsieve broker", append(env, childEnv...), []string{"--proxy", b.ChildEnv()["HTTPS_PROXY"]}},
+	} {
+		cmd := exec.Command(curl, append(m.args, "-sS", "-o", "/dev/null", "-w", "%{speed_download} %{size_download} %{http_version}", u)...)
+		cmd.Env = m.env
+		out, err := cmd.Output()
+		check(err)
+		var speed float64
+		var size int64
+		var version string
+		_, err = fmt.Sscan(string(out), &speed, &size, &version)
+		check(err)
+		if size != int64(mb)<<20 {
+			check(fmt.Errorf("curl %s: %d bytes, want %d", m.name, size, int64(mb)<<20))
+		}
+		fmt.Printf("%-28s %8.0f MB/s (HTTP/%s)\n", m.name, speed/1e6, version)
+	}
+}
+
+func curlVersion(curl string) string {
+	cmd := exec.Command(curl, "--version")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.Output()
+	check(err)
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.Join(strings.Fields(first)[:2], " ")
+}
+
+// client is an HTTP/1.1 client through proxy (when not empty) that dials
+// dial instead of a URL's host (when not empty).
+func client(proxy string, roots *x509.CertPool, dial string, keepAlive bool) *http.Client {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: !keepAlive, MaxIdleConnsPerHost: 4}
+	if dial != "" {
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, dial)
+		}
+	}
 	if proxy != "" {
 		u, err := url.Parse(proxy)
 		check(err)
@@ -168,8 +243,7 @@ func client(proxy string, roots *x509.CertPool, keepAlive bool) *http.Client {
 	return &http.Client{Transport: tr}
 }
 
-func measure(n int, proxy string, roots *x509.CertPool, u, auth string, keepAlive bool) []time.Duration {
-	c := client(proxy, roots, keepAlive)
+func measure(n int, c *http.Client, u, auth string) []time.Duration {
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n+20; i++ {
 		req, _ := http.NewRequest("GET", u, nil)
@@ -189,8 +263,7 @@ func measure(n int, proxy string, roots *x509.CertPool, u, auth string, keepAliv
 	return out
 }
 
-func firstByte(n int, proxy string, roots *x509.CertPool, u string) []time.Duration {
-	c := client(proxy, roots, true)
+func firstByte(n int, c *http.Client, u string) []time.Duration {
 	out := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
