@@ -1,12 +1,10 @@
 package broker
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 )
@@ -115,22 +113,16 @@ func BenchmarkStreamDirect(b *testing.B) {
 
 // BenchmarkStreamBroker is the same response through the broker
 // (intercepted, scrubbed), HTTP/1.1 to the client.
-func BenchmarkStreamBroker(b *testing.B) {
-	srv, roots := streamServer(b, 64)
-	host := srv.Listener.Addr().String()
-	c, _ := benchBroker(b, host, roots, false)
-	b.SetBytes(64 << 20)
-	for b.Loop() {
-		benchGet(b, c, "https://"+host+"/big", "")
-	}
-}
+func BenchmarkStreamBroker(b *testing.B) { benchStreamBroker(b, false) }
 
 // BenchmarkStreamBrokerH2 is the same with a client that offers only
 // HTTP/2 (a client offering both gets HTTP/1.1 from the broker).
-func BenchmarkStreamBrokerH2(b *testing.B) {
+func BenchmarkStreamBrokerH2(b *testing.B) { benchStreamBroker(b, true) }
+
+func benchStreamBroker(b *testing.B, h2 bool) {
 	srv, roots := streamServer(b, 64)
 	host := srv.Listener.Addr().String()
-	c, _ := benchBroker(b, host, roots, true)
+	c, _ := benchBroker(b, host, roots, h2)
 	b.SetBytes(64 << 20)
 	for b.Loop() {
 		benchGet(b, c, "https://"+host+"/big", "")
@@ -147,12 +139,9 @@ func benchBroker(b *testing.B, host string, roots *x509.CertPool, h2 bool) (*htt
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { br.Close() })
-	pu, _ := url.Parse(br.ChildEnv()["HTTPS_PROXY"])
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(br.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: new(http.Protocols)}
+	tr := proxyTransport(b, br)
+	tr.Protocols = new(http.Protocols)
 	tr.Protocols.SetHTTP1(!h2)
 	tr.Protocols.SetHTTP2(h2)
-	b.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}, br.Fakes()["GITHUB_TOKEN"]
 }

@@ -204,6 +204,21 @@ sys.stdout.write(urllib.request.urlopen(r).read().decode())`, url}},
 	}
 }
 
+// proxyTransport is a client's transport through b as its HTTPS proxy,
+// trusting b's CA; its connections are closed when tb ends.
+func proxyTransport(tb testing.TB, b *Broker) *http.Transport {
+	tb.Helper()
+	pu, err := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CAPEM())
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
 func basicUserPass(v string) string {
 	r := &http.Request{Header: http.Header{"Authorization": {v}}}
 	u, p, _ := r.BasicAuth()
@@ -220,12 +235,6 @@ func TestGoClient(t *testing.T) {
 	host := srv.Listener.Addr().String()
 	b, _ := startBroker(t, host, roots)
 	fake := b.Fakes()["GITHUB_TOKEN"]
-	pu, err := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CAPEM())
 	for _, tc := range []struct {
 		name      string
 		h1, h2    bool
@@ -236,10 +245,10 @@ func TestGoClient(t *testing.T) {
 		{"offers only http/1.1", true, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}, Protocols: new(http.Protocols)}
+			tr := proxyTransport(t, b)
+			tr.Protocols = new(http.Protocols)
 			tr.Protocols.SetHTTP1(tc.h1)
 			tr.Protocols.SetHTTP2(tc.h2)
-			defer tr.CloseIdleConnections()
 			c := &http.Client{Transport: tr}
 			req, _ := http.NewRequest("GET", "https://"+host+"/leak", nil)
 			req.Header.Set("Authorization", "Bearer "+fake)
@@ -276,12 +285,7 @@ func TestLargeResponseScrubbed(t *testing.T) {
 	host := srv.Listener.Addr().String()
 	b, _ := startBroker(t, host, roots)
 	fake := b.Fakes()["GITHUB_TOKEN"]
-	pu, _ := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get("https://" + host + "/leakbig")
+	resp, err := (&http.Client{Transport: proxyTransport(t, b)}).Get("https://" + host + "/leakbig")
 	if err != nil {
 		t.Fatal(err)
 	}

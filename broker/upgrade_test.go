@@ -2,12 +2,10 @@ package broker
 
 import (
 	"bufio"
-	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 )
@@ -47,14 +45,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 	b, _ := startBroker(t, host, roots)
 	fake := b.Fakes()["GITHUB_TOKEN"]
 
-	pu, err := url.Parse(b.ChildEnv()["HTTPS_PROXY"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CAPEM())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: pool}}
-	defer tr.CloseIdleConnections()
+	tr := proxyTransport(t, b)
 	req, _ := http.NewRequest("GET", "https://"+host+"/socket", nil)
 	req.Header.Set("Authorization", "Bearer "+fake)
 	req.Header.Set("Connection", "Upgrade")
