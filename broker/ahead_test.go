@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -129,5 +131,48 @@ func TestAheadReaderSendsWhatItHas(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the goroutine did not end on Close")
+	}
+}
+
+// endless is a host that always has more to send.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) { return len(p), nil }
+func (endless) Close() error               { return nil }
+
+// TestAheadReaderCloseWhileAhead: Close ends the goroutine when it is not
+// reading but waiting for the child to take what it read.
+func TestAheadReaderCloseWhileAhead(t *testing.T) {
+	a := newAheadReader(endless{})
+	p := make([]byte, aheadAfter)
+	if _, err := a.Read(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Read(p[:1]); err != nil { // starts the goroutine
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(a.read) < aheadPieces-1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the goroutine read %d pieces ahead, want %d", len(a.read), aheadPieces-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	a.Close()
+	waitNoAhead(t)
+}
+
+// waitNoAhead fails the test unless every aheadReader goroutine ends
+// within ten seconds.
+func waitNoAhead(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "(*aheadReader).run") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an aheadReader goroutine outlived its response")
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // realToken is the brokered secret of these tests, assembled at run time.
@@ -301,6 +302,45 @@ func TestLargeResponseScrubbed(t *testing.T) {
 	if n := strings.Count(string(body), fake); n != leakBigValues {
 		t.Errorf("%d fakes, want %d", n, leakBigValues)
 	}
+}
+
+// TestChildHangsUpMidStream: a child that stops reading a long response
+// and hangs up, after the broker began reading it ahead, ends the
+// broker's connection to the host (the host's writes fail) and the
+// goroutine reading ahead.
+func TestChildHangsUpMidStream(t *testing.T) {
+	hostDone := make(chan error, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("data: endless\n\n", 1000))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				hostDone <- err
+				return
+			}
+		}
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	host := srv.Listener.Addr().String()
+	b, _ := startBroker(t, host, roots)
+	tr := proxyTransport(t, b)
+	resp, err := (&http.Client{Transport: tr}).Get("https://" + host + "/endless")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.CopyN(io.Discard, resp.Body, 4*aheadAfter); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close() // unread: the transport closes the connection
+	tr.CloseIdleConnections()
+	select {
+	case <-hostDone:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the host is still being read 20 s after the child hung up")
+	}
+	waitNoAhead(t)
 }
 
 // TestFakeToUnboundHostRefused: the fake sent to a host it is not bound to
