@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"io"
 	"sync"
 )
@@ -16,10 +17,9 @@ const (
 )
 
 // aheadReader reads a host's response past its first aheadAfter bytes on a
-// goroutine of its own, so that
-// the next records are read and decrypted while the last ones are scrubbed,
-// encrypted and sent to the child: the two halves of a stream run on two
-// cores. Read returns what has been read by then, blocking only while
+// goroutine of its own, so that the next records are read and decrypted
+// while the last ones are scrubbed, encrypted and sent to the child: the two
+// halves of a stream run on two cores. Read returns what has been read by then, blocking only while
 // nothing has; the goroutine stays at most aheadPieces pieces ahead, and
 // stops when the response ends or is closed. Bytes come out in order and
 // unchanged, and the host's error comes after the last of them.
@@ -30,7 +30,7 @@ type aheadReader struct {
 	free chan []byte   // pieces given back to the goroutine
 	done chan struct{} // closed by Close
 	once sync.Once
-	err  error // the host's error, set before read is closed
+	err  error // the host's error (errAheadClosed after Close), set before read is closed
 
 	cur, buf []byte // the rest of the piece being read, and all of it
 }
@@ -39,8 +39,16 @@ func newAheadReader(r io.ReadCloser) *aheadReader {
 	return &aheadReader{r: r, done: make(chan struct{})}
 }
 
+// errAheadClosed is what a read after Close returns.
+var errAheadClosed = errors.New("broker: response closed")
+
 func (a *aheadReader) run() {
-	defer close(a.read)
+	defer func() {
+		if a.err == nil {
+			a.err = errAheadClosed
+		}
+		close(a.read)
+	}()
 	made := 0
 	for {
 		var b []byte

@@ -159,6 +159,15 @@ func TestAheadReaderCloseWhileAhead(t *testing.T) {
 	}
 	a.Close()
 	waitNoAhead(t)
+	for range aheadPieces { // what was read before Close, then the error
+		if _, err := a.Read(p); err != nil {
+			if err != errAheadClosed {
+				t.Errorf("a read after Close: %v, want %v", err, errAheadClosed)
+			}
+			return
+		}
+	}
+	t.Error("reads after Close go on")
 }
 
 // waitNoAhead fails the test unless every aheadReader goroutine ends
