@@ -205,6 +205,19 @@ sys.stdout.write(urllib.request.urlopen(r).read().decode())`, url}},
 	}
 }
 
+// brokerFor starts a loopback HTTPS server (HTTP/1.1) answering with h,
+// and a broker bound to it; it returns the server's address and the broker.
+func brokerFor(t *testing.T, h http.Handler) (string, *Broker) {
+	t.Helper()
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	host := srv.Listener.Addr().String()
+	b, _ := startBroker(t, host, roots)
+	return host, b
+}
+
 // proxyTransport is a client's transport through b as its HTTPS proxy,
 // trusting b's CA; its connections are closed when tb ends.
 func proxyTransport(tb testing.TB, b *Broker) *http.Transport {
@@ -310,7 +323,7 @@ func TestLargeResponseScrubbed(t *testing.T) {
 // goroutine reading ahead.
 func TestChildHangsUpMidStream(t *testing.T) {
 	hostDone := make(chan error, 1)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	host, b := brokerFor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := []byte(strings.Repeat("data: endless\n\n", 1000))
 		for {
 			if _, err := w.Write(chunk); err != nil {
@@ -319,12 +332,6 @@ func TestChildHangsUpMidStream(t *testing.T) {
 			}
 		}
 	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
-	host := srv.Listener.Addr().String()
-	b, _ := startBroker(t, host, roots)
 	tr := proxyTransport(t, b)
 	resp, err := (&http.Client{Transport: tr}).Get("https://" + host + "/endless")
 	if err != nil {

@@ -2,10 +2,8 @@ package broker
 
 import (
 	"bufio"
-	"crypto/x509"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -17,7 +15,7 @@ import (
 // the upgraded connection from the reverse proxy, which answered 502.
 func TestWebSocketUpgrade(t *testing.T) {
 	gotAuth := make(chan string, 1)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	host, b := brokerFor(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotAuth <- r.Header.Get("Authorization")
 		if r.Header.Get("Upgrade") != "websocket" {
 			http.Error(w, "not an upgrade", http.StatusBadRequest)
@@ -37,12 +35,6 @@ func TestWebSocketUpgrade(t *testing.T) {
 		rw.WriteString("echo " + line + "token " + realToken + "\n")
 		rw.Flush()
 	}))
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(srv.Certificate())
-	host := srv.Listener.Addr().String()
-	b, _ := startBroker(t, host, roots)
 	fake := b.Fakes()["GITHUB_TOKEN"]
 
 	tr := proxyTransport(t, b)
