@@ -7,12 +7,8 @@
 # the tree, for all its runs together. Needs perf. Not part of make test or CI.
 # Usage: bash bench/grantfloor/cpu.sh [RUNS]   (5)
 set -euo pipefail
-if [ -z "${GRANTFLOOR_LOCKED:-}" ]; then
-  exec env GRANTFLOOR_LOCKED=1 flock /tmp/envsieve-bench.lock bash "$0" "$@"
-fi
-cd "$(dirname "$0")/../.."
 n=${1:-5}
-. bench/grantfloor/setup.sh
+. "$(dirname "$0")/setup.sh"
 run="bin/envsieve run --policy bench/shim/rules.yaml --"
 echo "# loop, task-clock ms, context switches (perf stat of the tree)"
 for _ in $(seq "$n"); do

@@ -8,13 +8,8 @@
 # Not part of `make test` or CI. README.md says what it measures.
 # Usage: bash bench/grantfloor/run.sh [RUNS]   (timeit runs of each loop; 11)
 set -euo pipefail
-# The whole run (build and timings) holds the machine's bench lock.
-if [ -z "${GRANTFLOOR_LOCKED:-}" ]; then
-  exec env GRANTFLOOR_LOCKED=1 flock /tmp/envsieve-bench.lock bash "$0" "$@"
-fi
-cd "$(dirname "$0")/../.."
 runs=${1:-11}
-. bench/grantfloor/setup.sh
+. "$(dirname "$0")/setup.sh"
 go build -o bin/timeit ./bench/timeit
 cc -std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-function -I shim/libenvsieve -o "$tmp/grantfloor-loop" bench/grantfloor/loop.c
 # A second server that declines every request at once: the stand-in then

@@ -1,10 +1,16 @@
-# Sourced by run.sh and cpu.sh, at the repository's root: what both loops
-# need. After it: envsieve built; $tmp (removed at exit) with bin/gh and
+# Sourced by run.sh and cpu.sh (with their arguments unchanged): what both
+# loops need. The whole run (build and timings) holds the machine's bench
+# lock: the script is run again under it. After it: the repository's root
+# is the working directory; envsieve built; $tmp (removed at exit) with bin/gh and
 # bin/gx (copies of /bin/true, first on PATH) and gh.sh, gx.sh (1,000
 # execs each); GITHUB_TOKEN; $lib, the shim; $csock, served by
 # grantfloor-server with the fixed environment the real launcher gives gh
 # here. start_server starts another; stop_servers stops them all, and
 # their rusage lines are in $tmp/*.log.
+if [ -z "${GRANTFLOOR_LOCKED:-}" ]; then
+  exec env GRANTFLOOR_LOCKED=1 flock /tmp/envsieve-bench.lock bash "$0" "$@"
+fi
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 servers=()
 tmp=$(mktemp -d)
 stop_servers() {
