@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/pin"
@@ -41,6 +42,13 @@ type ShimRun struct {
 	// namespace, so that the programs started with grants would be in its
 	// reach: grants are then declined.
 	noScope error
+	// sealed: the tree is sealed, so the programs started for rules are
+	// too, from the granter's thread (made at the first start; grErr when
+	// it cannot be, and every start is then declined).
+	sealed bool
+	grOnce sync.Once
+	gr     *granter
+	grErr  error
 
 	mu       sync.Mutex
 	reads    map[string]bool // keys read by getenv or secure_getenv
@@ -127,7 +135,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		alog.Warn(msg)
 	}
-	s := &ShimRun{l: l, alog: alog, grants: grants, base: map[string]string{}, hidden: map[string]bool{},
+	s := &ShimRun{l: l, alog: alog, grants: grants, sealed: l.opt.Seal, base: map[string]string{}, hidden: map[string]bool{},
 		reads: map[string]bool{}, logged: map[string]bool{}, granted: map[string]bool{}, statics: map[string]bool{},
 		decision: map[string]*sieve.Decision{}}
 	for _, kv := range l.Env {
@@ -183,8 +191,12 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 			h.warnf("%s", msg)
 			alog.Warn(msg)
 		}
-		if globs, ok := ruleGlobs(l.opt.Policy); ok {
+		drops, dv := ruleDrops(l.opt.Policy)
+		if globs, ok := ruleGlobs(l.opt.Policy, drops); ok {
 			env = append(env, shim.EnvRules+"="+globs)
+			if dv != "" {
+				env = append(env, shim.EnvDrop+"="+dv)
+			}
 		}
 		if denies := ruleDenies(l.opt.Policy); denies != "" {
 			env = append(env, shim.EnvDeny+"="+denies)
@@ -233,18 +245,75 @@ func (h *Host) FindShim(path string) (lib string, static bool, err error) {
 	return lib, static, err
 }
 
-// ruleGlobs returns the rules' command globs, one per line, for the shim to
-// ask only about programs a rule may match; false when a rule matches on a
-// path, which the shim leaves to the launcher.
-func ruleGlobs(p *policy.Policy) (string, bool) {
+// ruleGlobs returns the command globs of the rules the launcher decides,
+// one per line, for the shim to ask only about programs such a rule may
+// match; false when a rule matches on a path, which the shim leaves to the
+// launcher. The rules of drops (deny-only, applied in place) are left out.
+func ruleGlobs(p *policy.Policy, drops map[*policy.Rule]bool) (string, bool) {
 	var globs []string
 	for _, r := range p.Rules {
 		if r.ByPath || r.Command == nil {
 			return "", false
 		}
-		globs = append(globs, r.Command.String())
+		if !drops[r] {
+			globs = append(globs, r.Command.String())
+		}
 	}
 	return strings.Join(globs, "\n"), true
+}
+
+// maxDrop bounds ENVSIEVE_SHIM_DROP's value (the shim's buffer is 4096).
+const maxDrop = 4000
+
+// denyOnly reports whether a rule only removes keys: it matches a program
+// by its name alone (no arguments, path or pin) and its level denies keys
+// and says nothing else. Such a rule is applied by the calling process's
+// shim in place, with no launcher hop: it grants nothing, so there is
+// nothing to start elsewhere.
+func denyOnly(r *policy.Rule) bool {
+	v := r.Level
+	if r.Command == nil || r.ByPath || r.SHA256 != "" || len(r.Args) > 0 || r.ArgsExact || len(r.Pass) > 0 || v == nil {
+		return false
+	}
+	if len(v.Deny) == 0 || strings.ContainsAny(r.Command.String(), "\t\n") {
+		return false
+	}
+	for _, e := range v.Deny {
+		if strings.ContainsAny(e.Glob.String(), "\t\n") {
+			return false
+		}
+	}
+	return v.Base == nil && v.BaseSource == nil && v.Mode == nil && len(v.Groups) == 0 && len(v.Allow) == 0 &&
+		len(v.Set) == 0 && v.MaxKeys == nil && v.MaxBytes == nil && v.MaxValueBytes == nil && v.BlockIteration == nil &&
+		v.Seal == nil && len(v.SealMask) == 0 && len(v.Hide) == 0 && len(v.Brokered) == 0
+}
+
+// ruleDrops returns the deny-only rules the shim applies in place, and
+// ENVSIEVE_SHIM_DROP's value for them ("command TAB deny TAB ..." per
+// line, in the policy's order). The shim applies one only to a program no
+// other rule's command glob matches, so the first matching rule still
+// wins: where another rule may match, the launcher decides, arguments and
+// all. None is applied in place when the list would not fit the shim's
+// buffer.
+func ruleDrops(p *policy.Policy) (map[*policy.Rule]bool, string) {
+	drops := map[*policy.Rule]bool{}
+	var lines []string
+	for _, r := range p.Rules {
+		if !denyOnly(r) {
+			continue
+		}
+		line := r.Command.String()
+		for _, e := range r.Level.Deny {
+			line += "\t" + e.Glob.String()
+		}
+		drops[r] = true
+		lines = append(lines, line)
+	}
+	v := strings.Join(lines, "\n")
+	if len(v) > maxDrop {
+		return nil, ""
+	}
+	return drops, v
 }
 
 // ruleDenies returns the deny globs of every rule, one per line: without an
@@ -430,7 +499,17 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		return nil, "the program's interpreter is in a place the agent's tree can write"
 	}
 	t1 := time.Now()
-	p, err := startGranted(real, r.Argv, env, r, prog)
+	var p shim.Process
+	if s.sealed {
+		g, gerr := s.granter()
+		if gerr != nil {
+			s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+gerr.Error())
+			return nil, "the seal cannot be made for the program"
+		}
+		g.do(func() { p, err = startGranted(real, r.Argv, env, r, prog) })
+	} else {
+		p, err = startGranted(real, r.Argv, env, r, prog)
+	}
 	l.host.debugf("grant: %s: decided in %v, started in %v", r.Path, t1.Sub(t0), time.Since(t1))
 	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": start: "+err.Error())
@@ -449,17 +528,38 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	return p, ""
 }
 
+// granter returns the sealed thread that starts the programs of a sealed
+// launch's grants, made at the first call; an error (said once) when the
+// seal cannot be made there: every start is then declined.
+func (s *ShimRun) granter() (*granter, error) {
+	s.grOnce.Do(func() {
+		spec, err := s.l.sealSpec()
+		if err == nil {
+			s.gr, err = newGranter(spec)
+		}
+		if err != nil {
+			s.grErr = err
+			msg := fmt.Sprintf("exec-time grants are off: %v; a program started for a rule must be in the same seal as the tree", err)
+			s.l.host.warnf("%s", msg)
+			s.alog.Warn(msg)
+		}
+	})
+	return s.gr, s.grErr
+}
+
 // grantEnvCached is grantEnv, remembered: a shell runs the same program
 // with the same environment many times, and the engine is pure (the
 // launch's parent, policy, secrets, decisions and shim variables do not
-// change during the launch). The key covers the rule and, by SHA-256, the
-// request's varying fields and the caller's whole environment, each
-// length-prefixed, so two different starts never share an entry. A host
-// Builder is not assumed pure: its builds are not cached.
+// change during the launch). The key covers the rule and, by SHA-256,
+// the request's varying fields and what grantEnv takes from the caller
+// (callerKeys and the working directory), each length-prefixed, so two
+// different starts never share an entry. A host Builder is not assumed
+// pure: its builds are not cached.
 func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	if s.l.opt.Builder != nil {
 		return s.grantEnv(r, req, rule)
 	}
+	own, pwd := callerKeys(r, rule)
 	h := sha256.New()
 	var n [8]byte
 	field := func(v string) {
@@ -477,8 +577,9 @@ func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *
 			field(a)
 		}
 	}
-	field(strconv.Itoa(len(r.Env)))
-	for _, kv := range r.Env {
+	field(pwd)
+	field(strconv.Itoa(len(own)))
+	for _, kv := range own {
 		field(kv)
 	}
 	k := builtKey{rule: rule}
@@ -502,50 +603,90 @@ func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *
 	return env, keys, nil
 }
 
-// grantEnv builds the environment of a program rule grants to, as a launch
-// builds one: the caller's environment is the parent, except that what the
-// launch withheld from the tree or hid in it comes from the launch's own
-// parent (the caller cannot have it), and PATH is the launch's (a caller's
-// PATH would choose what a granted program runs). The engine then applies
-// the base, the rule, the guard and the code-injection floor; brokered
-// secrets become their fakes; PYTHONPATH, NODE_PATH, PERL5LIB and RUBYLIB
-// count as code injection (dropped unless the rule names them); and the
-// shim's variables are added, with the granted keys named so that the
-// program's children lose them. keys are the granted keys: those whose
-// value the caller does not have.
+// terminalKeys are the caller's keys a granted program always gets: they
+// describe the caller's terminal, not where a credential goes.
+var terminalKeys = map[string]bool{"TERM": true, "COLUMNS": true, "LINES": true}
+
+// passes reports whether the rule lets the caller set key for the program
+// it grants to: a terminal key, or one of the rule's pass: globs that does
+// not steer (compiled.Steers).
+func passes(rule *policy.Rule, key string) bool {
+	if terminalKeys[key] {
+		return true
+	}
+	if compiled.Steers(key) {
+		return false
+	}
+	for _, g := range rule.Pass {
+		if g.Match(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// callerKeys returns, sorted, what a granted program takes from the
+// caller's environment ("KEY=VALUE", the first value of each key the rule
+// passes) and the caller's working directory ("" when unknown), the PWD
+// the program gets.
+func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd string) {
+	seen := map[string]bool{}
+	for _, kv := range r.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !seen[k] && passes(rule, k) {
+			own = append(own, kv)
+		}
+		seen[k] = true
+	}
+	sort.Strings(own)
+	if r.Dir != nil {
+		pwd, _ = dirOf(r.Dir)
+	}
+	return own, pwd
+}
+
+// grantEnv builds the environment of a program a rule grants to from the
+// launch, never from the caller (docs/design.md, "Exec-time grants"): the
+// parent is the launch's own (what the user's shell gave envsieve), the
+// engine applies the base, the profile, the rule, the guard and the
+// code-injection floor, and brokered secrets become their fakes. From the
+// caller come only the terminal keys (TERM, COLUMNS, LINES), the keys the
+// rule passes (pass:, never one that steers: compiled.Steers; a passed key
+// the caller does not have is removed) and PWD, its working directory. So
+// the tree cannot point a granted program at a config, proxy, CA or
+// loader of its own. PYTHONPATH, NODE_PATH, PERL5LIB and RUBYLIB count as
+// code injection (dropped unless the rule names them), and the shim's
+// variables are added, with the granted keys named so that the program's
+// children lose them. keys are the granted keys: those whose value the
+// tree was not given (s.base).
 func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
-	parent := make([]string, 0, len(r.Env)+8)
-	from := map[string]bool{}
-	for _, kv := range l.opt.Parent {
-		k, _, _ := strings.Cut(kv, "=")
-		if d := s.decision[k]; (d != nil && !d.Kept) || s.hidden[k] {
-			parent = append(parent, kv)
-			from[k] = true
-		}
-	}
-	caller := make(map[string]string, len(r.Env))
-	for _, kv := range r.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, dup := caller[k]; !dup {
-			caller[k] = v
-		}
-		if !from[k] && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_") {
-			parent = append(parent, kv)
-		}
-	}
-	if p, ok := s.base["PATH"]; ok {
-		parent = append(parent, "PATH="+p)
-	}
-	res, err := l.build(sieve.Input{Parent: parent, Policy: l.opt.Policy, Request: req,
+	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
 		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
 	if err != nil {
 		return nil, nil, err
 	}
+	ownList, pwd := callerKeys(r, rule)
+	own := make(map[string]string, len(ownList)+1)
+	for _, kv := range ownList {
+		k, v, _ := strings.Cut(kv, "=")
+		own[k] = v
+	}
+	if pwd != "" {
+		own["PWD"] = pwd
+	}
 	built := l.brokerOverlay(res.Env)
-	env = make([]string, 0, len(built)+8)
+	env = make([]string, 0, len(built)+len(own)+8)
 	for _, kv := range built {
 		k, v, _ := strings.Cut(kv, "=")
+		if o, ok := own[k]; ok {
+			env = append(env, k+"="+o)
+			delete(own, k)
+			continue
+		}
+		if passes(rule, k) && !terminalKeys[k] {
+			continue // passed, and the caller has none
+		}
 		exact := false
 		if a, ok := rule.Tables.Admit(k); ok && a.Exact {
 			exact = true
@@ -562,14 +703,19 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			continue
 		}
 		env = append(env, kv)
-		// Granted: a value the caller does not have (not the tree's
-		// marker, which a caller may have removed: the program's children
-		// keep it).
-		if cv, has := caller[k]; !has || cv != v {
-			if k != "PATH" && k != nest.Var {
-				keys = append(keys, k)
-			}
+		// Granted: a value the tree was not given (not the tree's marker:
+		// the program's children keep it).
+		if bv, has := s.base[k]; (!has || bv != v) && k != "PATH" && k != nest.Var {
+			keys = append(keys, k)
 		}
+	}
+	for _, kv := range ownList {
+		if k, v, _ := strings.Cut(kv, "="); own[k] == v {
+			env = append(env, kv)
+		}
+	}
+	if pwd != "" && own["PWD"] == pwd {
+		env = append(env, "PWD="+pwd)
 	}
 	for _, kv := range l.Env {
 		k, _, _ := strings.Cut(kv, "=")

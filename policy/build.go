@@ -777,6 +777,17 @@ func (b *builder) rule(i int, r *rawRule) *Rule {
 		rule.Args = append(rule.Args, g)
 	}
 	rule.ArgsExact = r.ArgsExact != nil && r.ArgsExact.V
+	for _, k := range r.Pass {
+		g, err := pattern.Compile(k.V)
+		switch {
+		case err != nil:
+			b.d.errorAt(k.Pos, "%s: pass: %v", name, err)
+		case compiled.Steers(k.V):
+			b.d.errorAt(k.Pos, "%s: pass: %s decides where a program sends its credential, which config it reads or what code it loads: a caller may not set it for a granted program", name, k.V)
+		default:
+			rule.Pass = append(rule.Pass, g)
+		}
+	}
 	return rule
 }
 

@@ -81,6 +81,7 @@ type rawRule struct {
 	SHA256    *str
 	Args      []str
 	ArgsExact *boolv
+	Pass      []str
 	rawLevel
 }
 
@@ -538,6 +539,7 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			delete(rh, "base") // the base belongs to the policy and profiles
 			rh["name"] = d.optStr(what+": name", &r.Name)
 			rh["description"] = d.optStr(what+": description", &r.Description)
+			rh["pass"] = func(_ str, v ast.Node) { r.Pass = d.strList(what+": pass", v) }
 			rh["match"] = func(key str, v ast.Node) {
 				d.fields(v, what+": match", map[string]func(str, ast.Node){
 					"command":    d.optStr(what+": match: command", &r.Command),

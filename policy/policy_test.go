@@ -49,6 +49,10 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "version: 1\nallow: [A]\nallow: [B]\n", []string{"3:1: yaml: "}},
 		{"hide glob", "version: 1\nhide: [\"API_*\"]\n", []string{`2:8: global: hide: "API_*" is not a variable name (this list takes exact names, no wildcards)`}},
 		{"block_iteration string", "version: 1\nblock_iteration: \"yes\"\n", []string{"2:18: global: block_iteration: want true or false, got a string"}},
+		{"pass a steering key", "version: 1\nrules:\n  - {match: {command: gh}, pass: [GIT_DIR, XDG_CONFIG_HOME, https_proxy, GH_*]}\n", []string{
+			"3:44: rule 1: pass: XDG_CONFIG_HOME decides where a program sends its credential, which config it reads or what code it loads: a caller may not set it for a granted program",
+			"3:61: rule 1: pass: https_proxy decides where a program sends its credential, which config it reads or what code it loads: a caller may not set it for a granted program",
+			"3:74: rule 1: pass: GH_* decides where a program sends its credential, which config it reads or what code it loads: a caller may not set it for a granted program"}},
 		{"args_exact string", "version: 1\nrules:\n  - {match: {command: git, args: [push], args_exact: \"yes\"}}\n", []string{"3:54: rule 1: match: args_exact: want true or false, got a string"}},
 		{"match neither", "version: 1\nrules:\n  - {match: {args: [x]}}\n", []string{"3:6: rule 1: match needs a command or a path"}},
 		{"match path and command", "version: 1\nrules:\n  - {match: {command: x, path: /bin/x}}\n", []string{"3:32: rule 1: match: path and command name the program twice: keep one"}},

@@ -32,6 +32,7 @@ const (
 	EnvGranted = "ENVSIEVE_SHIM_GRANTED" // keys granted to this program
 	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
+	EnvDrop    = "ENVSIEVE_SHIM_DROP"    // the deny-only rules, applied in place: "command\tdeny\tdeny" per line
 )
 
 // MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.

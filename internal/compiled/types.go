@@ -193,8 +193,14 @@ type Rule struct {
 	Args   []*pattern.Glob // leading arguments, in order
 	// ArgsExact pins the whole argv: no argument may follow Args.
 	ArgsExact bool
-	Level     *Level
-	Tables    *Tables
+	// Pass are the keys a caller may set for the program the rule grants
+	// to (pass:, e.g. git's GIT_DIR for git's own children): the program
+	// gets the caller's value of each, or none where the caller has none.
+	// Every other key comes from the launch. A key that [Steers] never
+	// passes, whatever glob matches it.
+	Pass   []*pattern.Glob
+	Level  *Level
+	Tables *Tables
 }
 
 // MatchArgv reports whether argv (argv[0] is the program as written, or a

@@ -23,6 +23,11 @@
  *   ENVSIEVE_SHIM_RULES=G...  the rules' command globs, one per line: only
  *                             a program whose name matches one goes to the
  *                             launcher (unset: every program does).
+ *   ENVSIEVE_SHIM_DROP=R...   the rules that only deny keys, one per line
+ *                             ("command-glob TAB deny-glob TAB ..."): a
+ *                             program no rule in the list above matches,
+ *                             and one of these does, runs here without the
+ *                             keys its deny globs match (no launcher hop).
  *
  * Rules this file keeps:
  *   - No malloc, stdio, locks or getenv on any path that can run between
@@ -86,6 +91,7 @@ static char g_granted[2048];                /* names granted to this process, co
 static char g_rules[4096];                  /* rule command globs, newline-separated */
 static int g_rules_known;                   /* g_rules lists every rule: ask only on a match */
 static char g_deny[4096];                   /* the rules' deny globs, newline-separated */
+static char g_drop[4096];                   /* deny-only rules: "command\tdeny\tdeny\n..." */
 static pid_t g_hide_pid;                    /* the process that hid keys */
 static char g_hideenv[MAX_HIDE * (MAX_REPORT_NAME + 1) + 32]; /* "ENVSIEVE_SHIM_HIDE=..." for its own execs */
 static int g_hide_over;                     /* the list names more keys than the shim can hold */
@@ -682,13 +688,48 @@ static int static_program(const char *path) {
 
 static char g_rulesenv[4096 + 32];         /* "ENVSIEVE_SHIM_RULES=..." */
 static char g_denyenv[4096 + 32];          /* "ENVSIEVE_SHIM_DENY=..." */
+static char g_dropenv[4096 + 32];          /* "ENVSIEVE_SHIM_DROP=..." */
 static char g_startenv[4096 + 32];         /* "ENVSIEVE_SHIM_START=..." */
 static const char *g_start;                /* envsieve-start, inside g_startenv */
-#define NCARRIED 6
-static const char *const carried[NCARRIED] = {"LD_PRELOAD", "ENVSIEVE_SHIM_SOCK", "ENVSIEVE_SHIM_EXEC",
-                                              "ENVSIEVE_SHIM_RULES", "ENVSIEVE_SHIM_DENY", "ENVSIEVE_SHIM_START"};
+#define NCARRIED 7
+static const char *const carried[NCARRIED] = {"LD_PRELOAD",          "ENVSIEVE_SHIM_SOCK", "ENVSIEVE_SHIM_EXEC",
+                                              "ENVSIEVE_SHIM_RULES", "ENVSIEVE_SHIM_DENY", "ENVSIEVE_SHIM_START",
+                                              "ENVSIEVE_SHIM_DROP"};
 static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv, g_denyenv,
-                                            g_startenv};
+                                            g_startenv, g_dropenv};
+
+/* drop_line returns the deny globs (up to the end of their line) of the
+ * first deny-only rule whose command glob matches the n bytes at base, or
+ * NULL. Such a rule changes nothing but removes keys: it is applied here,
+ * in the calling process, with no launcher hop (docs/shim.md). */
+static const char *drop_line(const char *base, size_t n) {
+	for (const char *p = g_drop; *p;) {
+		const char *e = p, *tab = NULL;
+		while (*e && *e != '\n') {
+			if (!tab && *e == '\t')
+				tab = e;
+			e++;
+		}
+		if (tab && glob(p, tab, base, n))
+			return tab + 1;
+		p = *e ? e + 1 : e;
+	}
+	return NULL;
+}
+
+/* dropped reports whether the key of len bytes at k matches one of the
+ * tab-separated deny globs of line (up to its newline). */
+static int dropped(const char *line, const char *k, size_t len) {
+	for (const char *p = line; *p && *p != '\n';) {
+		const char *e = p;
+		while (*e && *e != '\t' && *e != '\n')
+			e++;
+		if (e > p && glob(p, e, k, len))
+			return 1;
+		p = *e == '\t' ? e + 1 : e;
+	}
+	return 0;
+}
 
 /* rewrite returns the envp the program starts with, and decides how it
  * starts.
@@ -730,7 +771,17 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	if (!g_exec && !carry)
 		return envp;
 	int strip_denies = asked && !ed->start && g_deny[0];
-	if (!carry && !strip_denies && g_granted[0] == 0)
+	/* Matched by no rule that may grant: a deny-only rule that matches is
+	 * applied here. The launcher lists every rule in ENVSIEVE_SHIM_RULES
+	 * or none (then every program is asked about), so !asked means the
+	 * list is known. */
+	const char *drop = NULL;
+	if (g_exec && !asked && g_drop[0] && path) {
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		drop = drop_line(base, strlen(base));
+	}
+	if (!carry && !strip_denies && !drop && g_granted[0] == 0)
 		return envp;
 	size_t n = 0;
 	int have[NCARRIED] = {0};
@@ -742,6 +793,8 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 		if (in_list(g_granted, e, len))
 			continue;
 		if (strip_denies && any_glob(g_deny, e, len))
+			continue;
+		if (drop && dropped(drop, e, len))
 			continue;
 		if (carry && (hidden_slot(e, len) >= 0 || (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0)))
 			continue;
@@ -1174,6 +1227,13 @@ static void init(void) {
 	if (deny && strlen(deny) < sizeof g_deny) {
 		memcpy(g_deny, deny, strlen(deny) + 1);
 		copy_env(g_denyenv, sizeof g_denyenv, "ENVSIEVE_SHIM_DENY", deny);
+	}
+	const char *drop = value_in(environ, "ENVSIEVE_SHIM_DROP", 18);
+	if (drop && strlen(drop) < sizeof g_drop) {
+		memcpy(g_drop, drop, strlen(drop) + 1);
+		copy_env(g_dropenv, sizeof g_dropenv, "ENVSIEVE_SHIM_DROP", drop);
+	} else if (drop) {
+		g_rules_known = 0; /* fail closed: ask the launcher about every program */
 	}
 	const char *st = value_in(environ, "ENVSIEVE_SHIM_START", 19);
 	if (st && *st == '/' && strlen(st) < sizeof g_startenv - 32) {
