@@ -172,3 +172,32 @@ func TestGrantNotSteered(t *testing.T) {
 		t.Errorf("the granted gh's environment:\n got %s\nwant %s", strings.TrimSpace(got), want)
 	}
 }
+
+// TestShSealed: `envsieve sh`, an agent's SHELL, seals by default. As an
+// unprivileged user, a command through it cannot read a credential file
+// or rewrite the policy; with --no-seal (the control) it can.
+func TestShSealed(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	canary := "sh-canary-" + strings.Repeat("5d", 6)
+	boundaryHome(t, home, canary)
+	probe := `cat "$HOME/.aws/credentials" "$HOME/.git-credentials" 2>/dev/null; echo "mode: audit" >> "$HOME/.config/envsieve/policy.yaml" 2>/dev/null && echo POLICY-WRITTEN; echo done`
+	sh := func(args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"sh"}, args...), "-c", probe)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		os.WriteFile(filepath.Join(home, ".config/envsieve/policy.yaml"), []byte("version: 1\n"), 0o600)
+		got := strings.ReplaceAll(string(out), canary, "<canary>")
+		if err != nil || !strings.Contains(got, "done") {
+			t.Fatalf("sh %v: %v\n%s", args, err, got)
+		}
+		return got
+	}
+	if got := sh("--no-seal"); !strings.Contains(got, "<canary>") || !strings.Contains(got, "POLICY-WRITTEN") {
+		t.Fatalf("control: sh --no-seal should read the files and write the policy:\n%s", got)
+	}
+	if got := sh(); strings.Contains(got, "<canary>") || strings.Contains(got, "POLICY-WRITTEN") {
+		t.Errorf("envsieve sh is not sealed by default:\n%s", got)
+	}
+}

@@ -22,6 +22,9 @@ type shArgs struct {
 	hasC    bool     // -c was given
 	opts    []string // options passed on to the real shell, such as -l, -e
 	rest    []string // operands after the -c string ($0 $1 ...), or a script and its arguments
+	// noSeal turns off sh's own seal (--no-seal): sh exists to be an
+	// agent's shell, so it seals by default; a policy's seal still holds.
+	noSeal bool
 }
 
 // parseShArgs parses arguments the way a POSIX shell does, so envsieve sh can
@@ -76,7 +79,9 @@ func parseShArgs(args []string) (*shArgs, error) {
 			case arg == "--isolate":
 				a.flags.isolate = true
 			case arg == "--seal":
-				a.flags.seal = true
+				a.noSeal = false
+			case arg == "--no-seal":
+				a.noSeal = true
 			case arg == "--no-shim":
 				a.flags.noShim = true
 			case arg == "--login":
@@ -109,6 +114,7 @@ func parseShArgs(args []string) (*shArgs, error) {
 		}
 	}
 	a.rest = args[i:]
+	a.flags.seal = !a.noSeal
 	if a.hasC {
 		if len(a.rest) == 0 {
 			return nil, cli.UsageError{Err: fmt.Errorf("sh: -c needs a command string")}
@@ -148,7 +154,7 @@ func shimLoads(h *launch.Host, shell string, noShim bool) bool {
 
 func shCmd(u *cli.UI) *cobra.Command {
 	return &cobra.Command{
-		Use:   "sh [--policy FILE] [--profile NAME] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
+		Use:   "sh [--policy FILE] [--profile NAME] [--no-seal] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
 		Short: "Run a shell string with the environment the policy allows (a drop-in SHELL)",
 		Long: `sh runs a shell with the environment the policy allows. It takes the options
 agents hand a shell (-c, -l, -i, -e, combined as in -lc) and the policy from
@@ -162,9 +168,14 @@ assignment, a redirection to a built name, a here-document), gets no rule,
 and so does a login or interactive shell (it runs startup files) and a script
 from a file or stdin. Where the shim loads into the shell, the shell itself
 never gets a rule's keys: each program gets its grant at its exec. The
-string runs with the policy's shell (default /bin/sh).`,
+string runs with the policy's shell (default /bin/sh).
+
+sh seals by default, as run --seal does (it exists to be an agent's shell):
+the credential files, envsieve's store and keys and the policy are out of
+the tree's reach. --no-seal turns sh's own seal off; a seal the policy asks
+for still holds.`,
 		Example: `  envsieve sh -c 'gh pr list'
-  ln -s "$(command -v envsieve)" ~/bin/envsieve-sh && SHELL=~/bin/envsieve-sh claude`,
+  ln -s "$(command -v envsieve)" ~/bin/envsieve-sh && SHELL=~/bin/envsieve-sh ENVSIEVE_PROFILE=claude claude`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
