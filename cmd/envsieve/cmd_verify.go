@@ -80,7 +80,10 @@ getenv, /proc/self/environ, /proc/$PPID/environ and every readable
 and a start request for a program of its own); runs copies of itself, and
 links to itself, named after the programs your rules grant to; reads each
 credential file; opens the store with its key; asks an envsieve inside the
-tree for each canary; and tries to change the policy file and its directory.
+tree for each canary; tries to change the policy file and its directory; and
+runs, as a program each of your rules matches (a shell for a catch-all, cat,
+env, git through an alias, python3, node), a read of every credential file
+and a write of the policy: a program a rule matches must be in the same seal.
 verify reports what leaked on each channel: exit 0 only when nothing did.
 
 With a CMD of your own, a canary counts as leaked when its value appears in
@@ -257,6 +260,7 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 		StoreKey:  filepath.Join(dataDir, "store.key"),
 		Stored:    storedName,
 		Programs:  rulePrograms(p),
+		Rules:     ruleCommands(p),
 	}
 	for _, d := range []string{home, w.in.Work, configDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -337,6 +341,18 @@ func rulePrograms(p *policy.Policy) []string {
 		}
 	}
 	return names
+}
+
+// ruleCommands are the command globs of p's rules (by name; a rule that
+// names a path names one file the probe cannot be).
+func ruleCommands(p *policy.Policy) []string {
+	var globs []string
+	for _, r := range p.Rules {
+		if r.Command != nil && !r.ByPath {
+			globs = append(globs, r.Command.String())
+		}
+	}
+	return globs
 }
 
 func isDir(path string) bool {

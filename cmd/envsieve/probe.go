@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/pattern"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/shim"
 )
@@ -41,11 +42,12 @@ const (
 	chStore   = "store"
 	chNested  = "nested envsieve"
 	chPolicy  = "policy file"
+	chRules   = "rule programs"
 )
 
 var probeChannels = []string{
 	"environ", "getenv", "/proc/self/environ", "/proc/PPID/environ", "/proc/*/environ",
-	chShim, chRenamed, chFiles, chStore, chNested, chPolicy,
+	chShim, chRenamed, chFiles, chStore, chNested, chPolicy, chRules,
 }
 
 // probeInput is what verify tells the probe.
@@ -63,6 +65,9 @@ type probeInput struct {
 	Policy, ConfigDir string
 	// Programs are the names the policy's rules grant to.
 	Programs []string
+	// Rules are the command globs of the policy's rules, for the probe to
+	// run, as each, the programs they match that can read a file.
+	Rules []string
 	// Work is a directory the probe may write, outside every sealed path.
 	Work string
 }
@@ -92,6 +97,7 @@ func probeMain() int {
 	p.store()
 	p.nested()
 	p.policy()
+	p.rules()
 	for _, names := range p.found {
 		sort.Strings(names)
 	}
@@ -310,6 +316,82 @@ func (p *probe) policy() {
 			p.leak(chPolicy, "a new file in "+filepath.Base(p.in.ConfigDir))
 		}
 	}
+}
+
+// ruleProbes are the programs the probe runs as a rule's program: each
+// reads the planted files (and a shell tries the policy) as a hostile
+// command could through that program (a shell string, an alias of git's,
+// an interpreter's one-liner).
+var ruleProbes = []struct {
+	name string
+	argv func(files []string, policy string) []string
+}{
+	{"sh", func(f []string, pol string) []string {
+		return append([]string{"sh", "-c", `p=$1; shift; cat "$@" 2>/dev/null; : >> "$p" 2>/dev/null && echo ` + rulePolicyMark, "sh", pol}, f...)
+	}},
+	{"bash", func(f []string, pol string) []string {
+		return append([]string{"bash", "-c", `p=$1; shift; cat "$@" 2>/dev/null; : >> "$p" 2>/dev/null && echo ` + rulePolicyMark, "bash", pol}, f...)
+	}},
+	{"cat", func(f []string, _ string) []string { return append([]string{"cat"}, f...) }},
+	{"env", func(f []string, _ string) []string { return append([]string{"env", "cat"}, f...) }},
+	{"git", func(f []string, _ string) []string {
+		return []string{"git", "-c", "alias.envsieve-verify=!cat " + shellQuote(f) + " 2>/dev/null", "envsieve-verify"}
+	}},
+	{"python3", func(f []string, _ string) []string {
+		return append([]string{"python3", "-c", "import sys\nfor f in sys.argv[1:]:\n  try: print(open(f).read())\n  except Exception: pass"}, f...)
+	}},
+	{"node", func(f []string, _ string) []string {
+		return append([]string{"node", "-e", "for (const f of process.argv.slice(1)) { try { console.log(require('fs').readFileSync(f, 'utf8')) } catch (e) {} }"}, f...)
+	}},
+}
+
+// rulePolicyMark is what a rule's shell prints when it could open the
+// policy for writing.
+const rulePolicyMark = "ENVSIEVE-VERIFY-POLICY-WRITABLE"
+
+// rules runs, for each program of ruleProbes some rule's command glob
+// matches, that program through a dynamic shell (so the shim sees its exec
+// and the rule applies, as it would to the agent's command), and records
+// it when it read a planted file or could write the policy: a program a
+// rule matches must be inside the same seal as the tree.
+func (p *probe) rules() {
+	var files []string
+	for _, f := range p.in.Files {
+		files = append(files, f.Path)
+	}
+	for _, rp := range ruleProbes {
+		matched := false
+		for _, g := range p.in.Rules {
+			if pg, err := pattern.Compile(g); err == nil && pg.Match(rp.name) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			continue
+		}
+		if _, err := exec.LookPath(rp.name); err != nil {
+			continue
+		}
+		argv := append([]string{"/bin/sh", "-c", `exec "$@"`, "sh"}, rp.argv(files, p.in.Policy)...)
+		out := probeRun(exec.Command(argv[0], argv[1:]...))
+		read := bytes.Contains(out, []byte(rulePolicyMark))
+		for _, f := range p.in.Files {
+			read = read || (len(f.Value) > 0 && bytes.Contains(out, f.Value))
+		}
+		if read {
+			p.leak(chRules, rp.name)
+		}
+	}
+}
+
+// shellQuote quotes each word for sh, joined by spaces.
+func shellQuote(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
 
 // probeRun runs cmd for at most ten seconds and returns its standard output.

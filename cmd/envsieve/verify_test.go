@@ -47,6 +47,12 @@ func TestVerifyMatrix(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("version: 1\nrules:\n  - match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// docs/agents.md's old recipe: a catch-all rule that only denies.
+	catchAll := filepath.Join(dir, "catchall.yaml")
+	if err := os.WriteFile(catchAll, []byte("version: 1\nrules:\n  - match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"+
+		"  - match: {command: \"*\"}\n    deny: [ANTHROPIC_API_KEY]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	audit := filepath.Join(dir, "audit.jsonl")
 	verify := func(t *testing.T, wrap, withShim bool, args ...string) verifyReport {
 		argv := append([]string{exe, "verify", "--json"}, args...)
@@ -84,6 +90,10 @@ func TestVerifyMatrix(t *testing.T) {
 		chStore:  {"~/.local/share/envsieve/redact.key", "~/.local/share/envsieve/store.key", storedName},
 		chPolicy: {"a new file in envsieve", "policy.yaml"},
 	}
+	withRules := map[string][]string{chRules: {"bash", "cat", "env", "git", "node", "python3", "sh"}}
+	for k, v := range open {
+		withRules[k] = v
+	}
 	withAgent := map[string][]string{"/proc/*/environ": canaryNames}
 	for k, v := range open {
 		withAgent[k] = v
@@ -105,6 +115,11 @@ func TestVerifyMatrix(t *testing.T) {
 		{"rule and shim, unsealed", false, true, []string{"--policy", rules}, open},
 		{"rule and shim, sealed by namespaces", false, true, []string{"--policy", rules, "--seal"}, nil},
 		{"rule and shim, sealed by Landlock", true, true, []string{"--policy", rules, "--seal"}, nil},
+		// The programs a catch-all matches are the agent's own shell and
+		// every tool: unsealed they read everything, sealed nothing.
+		{"catch-all rule, unsealed", false, true, []string{"--policy", catchAll}, withRules},
+		{"catch-all rule, sealed by namespaces", false, true, []string{"--policy", catchAll, "--seal"}, nil},
+		{"catch-all rule, sealed by Landlock", true, true, []string{"--policy", catchAll, "--seal"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := verify(t, tc.wrap, tc.withShim, tc.args...)
@@ -181,6 +196,9 @@ func TestProbeDetects(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// Outside envsieve a program a catch-all rule would match reads
+	// every file.
+	w.in.Rules = []string{"*"}
 	in, err := json.Marshal(w.in)
 	if err != nil {
 		t.Fatal(err)
