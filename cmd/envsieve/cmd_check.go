@@ -40,6 +40,9 @@ valid, 1 when it is not.`,
 			if p.Local != "" {
 				fmt.Fprintf(u.Out, "%s: ok (narrows %s)\n", p.Local, p.File)
 			}
+			for _, h := range p.BrokerHints() {
+				fmt.Fprintf(u.Out, "hint: %s\n", h)
+			}
 			return nil
 		},
 	}

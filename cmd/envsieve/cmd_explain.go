@@ -30,6 +30,9 @@ type explainJSON struct {
 	Local   string    `json:"local_policy,omitempty"`
 	Profile string    `json:"profile"`
 	Rule    *ruleJSON `json:"rule"`
+	// BrokerIt are the rules that grant the real value of a credential the
+	// broker could bind, and what to write instead (policy.BrokerHint).
+	BrokerIt []string `json:"broker_it,omitempty"`
 	// NoRule says why no rule applies to the program, when it is one the
 	// agent's tree could have written (additive to schema v1).
 	NoRule    string         `json:"no_rule,omitempty"`
@@ -295,6 +298,11 @@ func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string)
 	if r := res.Rule; r != nil {
 		doc.Rule = &ruleJSON{Name: r.Name, Pos: r.Pos.String(), SHA256: r.SHA256}
 	}
+	for _, h := range p.BrokerHints() {
+		if !slices.Contains(res.Brokered, h.Key) {
+			doc.BrokerIt = append(doc.BrokerIt, h.String())
+		}
+	}
 	for _, d := range res.Decisions {
 		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail(), Added: d.Added}
 		if s := d.Source; s != nil {
@@ -363,6 +371,9 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		} else {
 			fmt.Fprintf(w, "; the programs it starts lose it\n")
 		}
+	}
+	for _, h := range doc.BrokerIt {
+		fmt.Fprintf(w, "hint:    %s\n", h)
 	}
 	fmt.Fprintf(w, "mode:    %s\n", doc.Mode)
 	var also string
