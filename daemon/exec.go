@@ -19,7 +19,6 @@ import (
 
 	"github.com/envsieve/envsieve/internal/shellcmd"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
@@ -119,14 +118,16 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	if err := l.StartBroker(); err != nil {
 		return nil, err
 	}
-	// The daemon runs commands unsealed: a profile that requires the seal
-	// gets none of them, one that asks for it gets them with a warning in
-	// the daemon's log, never silently.
-	switch client.Seal {
-	case policy.SealRequired:
-		return nil, rpcError(CodeExecFailed, "session/exec: the profile requires the seal, which the daemon does not give its commands: run the agent with envsieve run")
-	case policy.SealOn:
-		s.log.Warn("exec unsealed: the daemon does not give its commands the seal the profile asks for", "session_id", ss.id)
+	// The daemon seals its commands as `envsieve run` does, by Landlock
+	// (it is their parent). Where it cannot, a profile that requires the
+	// seal gets no command, and one that asks for it gets it unsealed with
+	// a notice on the command's stderr and in the daemon's log.
+	sealNotice, err := l.ChooseServerSeal(client.Seal)
+	if err != nil {
+		return nil, rpcError(CodeExecFailed, "session/exec: "+err.Error())
+	}
+	if sealNotice != "" {
+		s.log.Warn("exec unsealed: "+sealNotice, "session_id", ss.id)
 	}
 	var path string
 	if p.Shell != "" {
@@ -157,6 +158,12 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	defer alog.Close()
+	switch {
+	case l.Sealed():
+		alog.Seal(string(client.Seal), "landlock", "")
+	case sealNotice != "":
+		alog.Seal(string(client.Seal), "none", "not available here")
+	}
 	// The shim, as for `envsieve run`: hiding (block_iteration), access
 	// reports and exec-time grants in the command's tree.
 	sh, err := l.StartShim(path, alog)
@@ -173,6 +180,10 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	closers = append(closers, outN.Close, errN.Close)
+	if sealNotice != "" {
+		// The client is told, as `envsieve run` tells its user.
+		fmt.Fprintf(stderr, "envsieve: warning: %s\n", sealNotice)
+	}
 
 	if l.Env == nil {
 		return nil, launch.ErrNilEnv // never inherit the daemon's environment
@@ -198,16 +209,17 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	cmd := exec.CommandContext(ectx, path)
 	cmd.Args = argv
 	cmd.Env = l.Env
-	if sh.Grants() {
-		// As for `envsieve run`: the programs rules grant to are started
-		// by the daemon, outside the command's tree, which a Landlock
-		// domain keeps from reading or tracing them.
-		if sc, err := launch.Scope(&launch.Cmd{Path: path, Args: argv, Env: l.Env}); err == nil {
-			cmd.Path, cmd.Args, cmd.Env = sc.Path, sc.Args, sc.Env
-		} else {
-			sh.NoScope(err)
-		}
+	// As for `envsieve run`: sealed by Landlock when the profile asks;
+	// else, when rules may grant, in a Landlock domain of its own that
+	// keeps the command from reading or tracing the programs the daemon
+	// starts for them (which share the command's seal).
+	sc, err := l.Scoped(&launch.Cmd{Path: path, Args: argv, Env: l.Env}, sh)
+	if err != nil {
+		outW.Close()
+		errW.Close()
+		return nil, err
 	}
+	cmd.Path, cmd.Args, cmd.Env = sc.Path, sc.Args, sc.Env
 	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.ExtraFiles = l.ExtraFiles() // file-delivered secrets, as /dev/fd/3 and on
@@ -357,6 +369,8 @@ func (s *Server) host() *launch.Host {
 		Shim:       s.cfg.Shim,
 		Exe:        s.exe,
 		Home:       s.cfg.Home,
+		ConfigDir:  s.cfg.ConfigDir,
+		DataDir:    s.cfg.DataDir,
 		AuditPath:  s.cfg.AuditPath,
 		Broker:     StartBroker,
 		Nested:     s.cfg.Nested,

@@ -5,6 +5,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,18 +161,33 @@ func TestClientIDBound(t *testing.T) {
 	}
 }
 
-// TestExecSealRequired: a profile that requires the seal gets no command
-// run by the daemon, which cannot give it (never a silent no-op).
+// TestExecSealRequired: a profile that asks for the seal gets its
+// commands sealed, as `envsieve run` seals its tree (by Landlock here, the
+// daemon being the command's parent): a file the seal masks cannot be read
+// by a sealed session's command; the control, an unsealed session, reads
+// it. (TestDaemonSealed in cmd/envsieve runs it as an unprivileged user,
+// with the credential files of a HOME and a granted program.)
 func TestExecSealRequired(t *testing.T) {
-	ts := startServerWith(t, "version: 1\nprofiles:\n  sealed: {seal: required}\n  open: {}\n", Limits{})
+	secretFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secretFile, []byte("seal-canary-7d1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServerWith(t, "version: 1\nprofiles:\n  sealed: {seal: {mode: required, mask: ["+secretFile+"]}}\n  open: {}\n", Limits{})
 	c := dial(t, ts.path)
 	id := mustInit(t, c, "", clientEnv("/c-bin"))
-	sealed := mustSession(t, c, id, "sealed", "")
-	if _, err := c.Exec(context.Background(), ExecParams{SessionID: sealed, Argv: []string{"true"}}, nil, nil); err == nil || !strings.Contains(err.Error(), "requires the seal") {
-		t.Errorf("exec in a session whose profile requires the seal: %v", err)
+	read := func(profile string) string {
+		t.Helper()
+		var out strings.Builder
+		ss := mustSession(t, c, id, profile, "")
+		if _, err := c.Exec(context.Background(), ExecParams{SessionID: ss, Argv: []string{"/bin/sh", "-c", "cat " + secretFile + " 2>/dev/null; echo done"}}, &out, io.Discard); err != nil {
+			t.Fatalf("exec in a %s session: %v", profile, err)
+		}
+		return out.String()
 	}
-	open := mustSession(t, c, id, "open", "")
-	if _, err := c.Exec(context.Background(), ExecParams{SessionID: open, Argv: []string{"true"}}, nil, nil); err != nil {
-		t.Errorf("exec in an unsealed session: %v", err)
+	if got := read("open"); !strings.Contains(got, "seal-canary-7d1") {
+		t.Fatalf("control: an unsealed session's command should read the file: %q", got)
+	}
+	if got := read("sealed"); strings.Contains(got, "seal-canary-7d1") || !strings.Contains(got, "done") {
+		t.Errorf("a sealed session's command read a masked file, or did not run: %q", got)
 	}
 }

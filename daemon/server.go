@@ -54,8 +54,13 @@ type Config struct {
 	// AuditPath is the audit log every command is recorded in; "" means
 	// the policy's audit.path, and none when that is empty too.
 	AuditPath string
-	// Home is the user's home directory, for the audit log's "~" paths.
+	// Home is the user's home directory, for the audit log's "~" paths
+	// and the seal's credential files; "" seals none of HOME.
 	Home string
+	// ConfigDir and DataDir are envsieve's own directories, for the seal
+	// of a session whose profile asks for it (the store and keys masked,
+	// the policy read-only); "" leaves them out of it.
+	ConfigDir, DataDir string
 	// Log receives one record per connection, refusal, session and exec
 	// (names, ids and exit codes; never a value); nil discards.
 	Log *slog.Logger

@@ -416,3 +416,34 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	alog.Exit(status, err)
 	return status, err
 }
+
+// ChooseServerSeal settles the seal of a command a resident server starts
+// (the daemon's session/exec): mode is what the policy asks. Such a
+// command is sealed by Landlock (the server is its parent; no namespaces).
+// Where Landlock cannot seal, `required` is an error and nothing may
+// start; `on` runs unsealed, and notice says so for the client. Call it
+// before StartShim: the programs started for rules are sealed with it.
+func (l *Plan) ChooseServerSeal(mode policy.SealMode) (notice string, err error) {
+	if mode.Stronger(policy.SealOff) == policy.SealOff {
+		return "", nil
+	}
+	l.sealMode = mode
+	if lerr := seal.LandlockAvailable(); lerr != nil {
+		if mode == policy.SealRequired {
+			return "", fmt.Errorf("seal: required by the policy, and not available here: %w", lerr)
+		}
+		return fmt.Sprintf("seal: not available here (%v): the command runs without it, and can read your credential files", lerr), nil
+	}
+	l.opt.Seal, l.sealBy = true, seal.Landlock
+	return "", nil
+}
+
+// Scoped returns c as a resident server's command: sealed by Landlock when
+// ChooseServerSeal sealed the launch (an error then means nothing may
+// start), else in a Landlock domain of its own when the shim may start
+// granted programs, else c itself.
+func (l *Plan) Scoped(c *Cmd, sh *ShimRun) (*Cmd, error) { return l.scope(c, sh) }
+
+// Sealed reports whether the launch's tree is sealed (ChooseSeal or
+// ChooseServerSeal made the seal).
+func (l *Plan) Sealed() bool { return l.opt.Seal }

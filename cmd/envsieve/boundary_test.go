@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -199,5 +200,103 @@ func TestShSealed(t *testing.T) {
 	}
 	if got := sh(); strings.Contains(got, "<canary>") || strings.Contains(got, "POLICY-WRITTEN") {
 		t.Errorf("envsieve sh is not sealed by default:\n%s", got)
+	}
+}
+
+// TestDaemonSealed: a command of a daemon session whose profile asks for
+// the seal is sealed as one of `envsieve run` is (by Landlock, the daemon
+// being its parent), and so is a program a rule grants to in it: as an
+// unprivileged user, neither reads a credential file nor writes the
+// policy. The control is a session of a profile without the seal.
+func TestDaemonSealed(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	dir := filepath.Dir(exe)
+	canary := "daemon-canary-" + strings.Repeat("6a", 6)
+	files := boundaryHome(t, home, canary)
+	sys := filepath.Join(dir, "sys")
+	if err := os.Mkdir(sys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	probe := `cd "$HOME"; cat ` + strings.Join(files, " ") + ` 2>/dev/null; echo "mode: audit" >> .config/envsieve/policy.yaml 2>/dev/null && echo POLICY-WRITTEN-BY-$0; echo done`
+	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte("#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN}\"\n"+probe+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pol := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nprofiles:\n  sealed: {seal: on}\n  open: {}\n"+
+		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := "tok-daemon-seal-" + strings.Repeat("2f", 6)
+	sock := filepath.Join(home, "d.sock")
+	env := []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
+	d := exec.Command(exe, "daemon", "--socket", sock, "--policy", pol)
+	d.Env = env
+	d.Dir = home
+	d.SysProcAttr = asUnprivileged()
+	var dErr strings.Builder
+	d.Stderr = &dErr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not listen: %s", dErr.String())
+		}
+	}
+	run := func(profile string) string {
+		t.Helper()
+		c := exec.Command(exe, "client", "run", "--socket", sock, "--profile", profile, "-c", probe+"; gh")
+		c.Env = append(append([]string{}, env...), "GITHUB_TOKEN="+token)
+		c.Dir = home
+		c.SysProcAttr = asUnprivileged()
+		out, _ := c.CombinedOutput()
+		os.WriteFile(filepath.Join(home, ".config/envsieve/policy.yaml"), []byte("version: 1\n"), 0o600)
+		return strings.NewReplacer(canary, "<canary>", token, "<token>").Replace(string(out))
+	}
+	if got := run("open"); !strings.Contains(got, "<canary>") || !strings.Contains(got, "POLICY-WRITTEN") {
+		t.Fatalf("control: an unsealed session's command should read the files and write the policy:\n%s\ndaemon: %s", got, dErr.String())
+	}
+	got := run("sealed")
+	if strings.Contains(got, "<canary>") || strings.Contains(got, "POLICY-WRITTEN") {
+		t.Errorf("a sealed session's command, or the gh a rule granted to in it, read a credential file or wrote the policy:\n%s", got)
+	}
+	if !strings.Contains(got, "gh: token-length="+strconv.Itoa(len(token))) {
+		t.Errorf("gh did not get its grant in the sealed session:\n%s\ndaemon: %s", got, dErr.String())
+	}
+}
+
+// TestDoctorSeal: doctor says what a sealed launch would do here, and,
+// for a HOME the user cannot write (Nix, read-only containers), that what
+// exists is sealed and nothing needs creating; the control is a writable
+// HOME.
+func TestDoctorSeal(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	doctor := func() string {
+		cmd := exec.Command(exe, "doctor")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.Dir = "/"
+		cmd.SysProcAttr = asUnprivileged()
+		out, _ := cmd.CombinedOutput()
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[1] == "seal" {
+				return line
+			}
+		}
+		t.Fatalf("doctor has no seal check:\n%s", out)
+		return ""
+	}
+	if got := doctor(); !strings.Contains(got, "a sealed launch here is sealed by") || strings.Contains(got, "not writable") {
+		t.Errorf("writable HOME: %q", got)
+	}
+	if err := os.Chmod(home, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(home, 0o700)
+	if got := doctor(); !strings.Contains(got, "HOME is not writable: what exists is sealed") {
+		t.Errorf("read-only HOME: %q", got)
 	}
 }

@@ -115,6 +115,8 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	}
 	add(ll)
 
+	add(sealCheck(needSeal, ll.Status == "ok"))
+
 	// The install key and the store: private files in private directories.
 	data, cfg := envknob.DataDir(), envknob.ConfigDir()
 	add(privateFile("install-key", data, "redact.key", true, "the key is made at the first launch that masks output"))
@@ -199,4 +201,34 @@ func privateFile(check, dir, name string, required bool, absent string) doctor.C
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// sealCheck says what a sealed launch (a built-in agent profile, run
+// --seal, envsieve sh) would do here: by which mechanism, whether the
+// programs started for rules share the seal (they need Landlock), and
+// what a HOME envsieve cannot write means.
+func sealCheck(required, landlock bool) doctor.Check {
+	c := doctor.Check{Name: "seal", Status: "ok", Required: required}
+	mech, err := seal.Choose()
+	if err != nil {
+		c.Status = "warn"
+		if required {
+			c.Status = "fail"
+		}
+		c.Detail = "a sealed launch here cannot be sealed (" + err.Error() + "): seal: on runs unsealed with a warning, seal: required refuses to start"
+		c.Fix = "allow unprivileged user namespaces, or use a kernel with Landlock (Linux 6.2 or later)"
+		return c
+	}
+	c.Detail = "a sealed launch here is sealed by " + string(mech) + ": credential files, envsieve's store and keys masked, the policy read-only"
+	if landlock {
+		c.Detail += "; programs started for rules share the seal (Landlock)"
+	} else {
+		c.Status = "warn"
+		c.Detail += "; with no Landlock, a sealed launch's rules grant nothing (a program started for a rule must share the seal)"
+		c.Fix = "a kernel with Landlock (Linux 6.2 or later) for exec-time grants in a sealed launch"
+	}
+	if h := envknob.Home(); h != "" && !writable(h) {
+		c.Detail += "; HOME is not writable: what exists is sealed, and nothing needs to be created"
+	}
+	return c
 }
