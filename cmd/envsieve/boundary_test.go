@@ -105,7 +105,9 @@ func testRuleBoundary(t *testing.T, landlock bool) {
 	// The agent's shell runs a shell (matched by the catch-all) that
 	// reads the files and writes the policy, then gh, then a shell that
 	// prints the denied key.
-	script := `sh -c '` + strings.ReplaceAll(probe, "'", `'\''`) + `'; gh; sh -c 'echo "api-key-length=${#ANTHROPIC_API_KEY}"'`
+	script := `sh -c '` + strings.ReplaceAll(probe, "'", `'\''`) + `'; gh; sh -c 'echo "api-key-length=${#ANTHROPIC_API_KEY}"'; ` +
+		`python3 -c 'import subprocess; subprocess.run(["sh", "-c", "echo py-api-key-length=${#ANTHROPIC_API_KEY}"])'; ` +
+		`node -e 'process.stdout.write(require("child_process").execFileSync("sh", ["-c", "echo node-api-key-length=${#ANTHROPIC_API_KEY}"]).toString())'`
 	control := run(false, script)
 	if !strings.Contains(control, "<canary>") || !strings.Contains(control, "POLICY-WRITTEN-BY-sh") {
 		t.Fatalf("control: unsealed, the probe should read the files and write the policy:\n%s", control)
@@ -123,7 +125,8 @@ func testRuleBoundary(t *testing.T, landlock bool) {
 	if !strings.Contains(got, "gh: token-length="+strconv.Itoa(len(token))) {
 		t.Errorf("sealed: gh did not get its grant:\n%s", got)
 	}
-	if !strings.Contains(got, "api-key-length=0") || strings.Contains(got, "<api-key>") {
+	if !strings.Contains(got, "\napi-key-length=0") || !strings.Contains(got, "py-api-key-length=0") ||
+		!strings.Contains(got, "node-api-key-length=0") || strings.Contains(got, "<api-key>") {
 		t.Errorf("the catch-all's deny did not hold in the shell it matched:\n%s", got)
 	}
 	// The catch-all is applied in place: no start request for sh or bash
