@@ -32,6 +32,9 @@ const (
 	EnvGranted = "ENVSIEVE_SHIM_GRANTED" // keys granted to this program
 	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
+	// EnvInterp, in a granted #!/usr/bin/env script's environment, names
+	// the one exec env may pass the granted keys on to: "NAME:REALPATH".
+	EnvInterp = "ENVSIEVE_SHIM_INTERP"
 )
 
 // MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.
