@@ -638,8 +638,9 @@ func checkInterpreter(path, pathEnv string, uid int) (interp string, err error) 
 		// A link named env to a multi-call program (busybox) is env too.
 		if filepath.Base(real) == "env" || filepath.Base(in) == "env" {
 			// Only a plain program name: an option (-S, -i, -u), an
-			// assignment (X=1 makes env print its environment) or a path
-			// would have env do something else than run NAME on the script.
+			// assignment (env X=1 SCRIPT runs the script itself again) or
+			// a path would have env do something else than run NAME on
+			// the script.
 			if !plainName(arg) {
 				return "", fmt.Errorf("the #! line runs %s %q, whose program cannot be checked", in, arg)
 			}

@@ -56,7 +56,7 @@ func TestCheckInterpreter(t *testing.T) {
 		{"env with an option", script("g", "#!/usr/bin/env -S sh -e"), shDir, false, ""},
 		{"env in a relative PATH entry", script("h", "#!/usr/bin/env sh"), "bin:" + shDir, false, ""},
 		{"not a script", sh, "", true, ""},
-		// env X=1 sh would print its environment, granted keys and all.
+		// env X=1 SCRIPT would run the script again, not sh.
 		{"env with an assignment", script("i", "#!/usr/bin/env X=1 sh"), shDir, false, ""},
 		{"env with a path", script("j", "#!/usr/bin/env ./sh"), shDir, false, ""},
 		// One missing directory (~/go/bin) must not turn off every grant,

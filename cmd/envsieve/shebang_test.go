@@ -22,6 +22,8 @@ var shebangScripts = map[string]string{
 		`const t = process.env.SHEBANG_TOKEN || "";` + "\n" +
 		`console.log("tool-node: token-length=" + t.length + " marker=" + (process.env.ENVSIEVE_SHIM_INTERP === undefined ? "none" : "present"));` + "\n" +
 		`process.stdout.write(require("child_process").execFileSync("/bin/sh", ["-c", 'echo "tool-node child: token-length=${#SHEBANG_TOKEN}"']).toString());` + "\n",
+	// env's own options: the launcher grants nothing to it.
+	"tool-env-s": "#!/usr/bin/env -S node\nconsole.log(\"tool-env-s: token-length=\" + (process.env.SHEBANG_TOKEN || \"\").length);\n",
 	"tool-py": "#!/usr/bin/env python3\n" +
 		"import os, subprocess\n" +
 		`t = os.environ.get("SHEBANG_TOKEN", "")` + "\n" +
@@ -55,6 +57,62 @@ func TestEnvShebangGrant(t *testing.T) {
 	}
 	token := "tok-for-shebang-tools-3f9d"
 	lib := shimtest.Lib(t)
+	run := func(argv ...string) string {
+		t.Helper()
+		cmd := exec.Command(exe, append([]string{"run", "--policy", polFile, "--"}, argv...)...)
+		cmd.Env = []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "SHEBANG_TOKEN=" + token, "ENVSIEVE_SHIM=" + lib}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		b, _ := cmd.CombinedOutput()
+		out := strings.ReplaceAll(string(b), token, "<token>")
+		if out != string(b) {
+			t.Errorf("the token reached the output: %q", out)
+		}
+		return out
+	}
+	// The agent's own node, planted in a directory it owns, for the
+	// caller's PATH: a granted script still runs the launch's node.
+	evil := filepath.Join(home, "evil")
+	if err := os.Mkdir(evil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(evil, "node"), []byte("#!/bin/sh\necho \"planted node: token-length=${#SHEBANG_TOKEN}\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		for _, p := range []string{evil, filepath.Join(evil, "node")} {
+			if err := os.Chown(p, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n := strconv.Itoa(len(token))
+	for _, tc := range []struct {
+		name, script string
+		want, not    []string
+	}{
+		{"the caller's PATH finds a planted node", "PATH=" + evil + ":$PATH tool-node",
+			[]string{"tool-node: token-length=" + n + " marker=none\n", "tool-node child: token-length=0\n"}, []string{"planted node"}},
+		{"the caller names another interpreter", "ENVSIEVE_SHIM_INTERP=sh:/bin/sh tool-node",
+			[]string{"tool-node: token-length=" + n + " marker=none\n", "tool-node child: token-length=0\n"}, nil},
+		{"env -S", "tool-env-s", []string{"tool-env-s: token-length=0\n"}, nil},
+		{"a second env hop in the script's child", "tool-node; node -e 'require(\"child_process\").execFileSync(\"/usr/bin/env\", [\"node\", \"-e\", \"console.log(\\\"hop: token-length=\\\" + (process.env.SHEBANG_TOKEN || \\\"\\\").length)\"], {stdio: \"inherit\"})'",
+			[]string{"tool-node: token-length=" + n + " marker=none\n", "hop: token-length=0\n"}, nil},
+	} {
+		t.Run("attack/"+tc.name, func(t *testing.T) {
+			out := run("bash", "-c", tc.script+"; true")
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("want %q in %q", w, out)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(out, w) {
+					t.Errorf("%q in %q", w, out)
+				}
+			}
+		})
+	}
 	for _, tool := range []string{"tool-node", "tool-py"} {
 		for _, tc := range []struct {
 			name string
