@@ -682,6 +682,13 @@ func checkInterpreter(path, pathEnv string, uid int) (interp string, err error) 
 			if err != nil {
 				return "", fmt.Errorf("the #! interpreter %s (%s): %w", arg, found, err)
 			}
+			// The shim passes the grant through one env only, to NAME:
+			// a NAME that is itself a script (a version manager's shim,
+			// a wrapper) would hand it on to nothing but its own
+			// interpreter, which withholds it from what it runs.
+			if _, _, script := shebang(real); script {
+				return "", fmt.Errorf("the #! interpreter %s (%s) is itself a script, which the grant would stop at", arg, found)
+			}
 			if interp == "" {
 				interp = arg + ":" + real
 			}

@@ -42,6 +42,12 @@ func TestCheckInterpreter(t *testing.T) {
 		t.Fatal(err)
 	}
 	viaEnv := "sh:" + sh
+	if err := os.Mkdir(filepath.Join(root, "sys"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "sys", "wrapped"), []byte("#!"+sh+"\nexec sh \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, path, pathEnv string
 		ok                  bool
@@ -74,6 +80,9 @@ func TestCheckInterpreter(t *testing.T) {
 		// The chain: a script whose interpreter is an env script; the
 		// marker names the env hop's program.
 		{"an interpreter that is an env script", script("p", "#!"+script("q", "#!/usr/bin/env sh")), shDir, true, viaEnv},
+		// What env finds is a script (pyenv's shims, a wrapper): the grant
+		// would stop at it.
+		{"env finds a script", script("r", "#!/usr/bin/env wrapped"), filepath.Join(root, "sys") + ":" + shDir, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			interp, err := checkInterpreter(tc.path, tc.pathEnv, 65534)
