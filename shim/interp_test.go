@@ -98,3 +98,30 @@ func TestInterpExec(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantedValueCopies: what a granted program starts gets neither a
+// granted key nor a variable that holds its value under another name (npm
+// passes what it expanded from ${NPM_TOKEN} in a project's .npmrc to its
+// scripts as npm_config_KEY). A granted value shorter than 8 bytes is not
+// looked for elsewhere. As an unprivileged user when the test runs as root.
+func TestGrantedValueCopies(t *testing.T) {
+	lib := shimtest.Lib(t)
+	dir := openDir(t)
+	var cred *syscall.SysProcAttr
+	if os.Getuid() == 0 {
+		cred = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	cmd := exec.Command("/bin/sh", "-c", `export COPY="pre-${GRANT}-post" SAME="$GRANT" NEAR="${GRANT%?}"; `+
+		`sh -c 'echo "grant:${#GRANT} copy:${#COPY} same:${#SAME} near:${#NEAR} short:${#SHORT} other:${#OTHER}"'`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GRANT=" + interpGrant, "SHORT=abc", "OTHER=xabcx",
+		shim.EnvGranted + "=GRANT,SHORT", shim.EnvPreload + "=" + lib, shim.EnvSock + "=" + filepath.Join(dir, "no-launcher"),
+		shim.EnvExec + "=1", shim.EnvRules + "=no-such-tool"}
+	cmd.SysProcAttr = cred
+	cmd.Dir = dir
+	b, _ := cmd.CombinedOutput()
+	out := strings.TrimSpace(strings.ReplaceAll(string(b), interpGrant, "<grant>"))
+	// NEAR is the value minus its last byte: not a copy.
+	if want := "grant:0 copy:0 same:0 near:" + strconv.Itoa(len(interpGrant)-1) + " short:0 other:5"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}

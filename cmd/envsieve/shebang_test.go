@@ -149,7 +149,9 @@ func TestEnvShebangGrant(t *testing.T) {
 // the scripts npm runs. npm shows it holds the token by expanding
 // ${NPM_TEST_TOKEN} in a project's .npmrc, which it refuses to do when the
 // variable is unset; `npm run` of a package.json script shows the script
-// lacks it. As an unprivileged user, through bash and as the first program.
+// lacks it, and lacks the copy npm makes of it for its scripts
+// (npm_config_x, from x=${NPM_TEST_TOKEN} in the project's .npmrc). As an
+// unprivileged user, through bash and as the first program.
 func TestNpmGrant(t *testing.T) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -171,7 +173,9 @@ func TestNpmGrant(t *testing.T) {
 	files := map[string]string{
 		filepath.Join(cfg, "package.json"): `{"name": "cfg", "version": "1.0.0"}`,
 		filepath.Join(cfg, ".npmrc"):       "init-author-name=${NPM_TEST_TOKEN}\n",
-		filepath.Join(pkg, "package.json"): `{"name": "pkg", "version": "1.0.0", "scripts": {"show": "node -e \"console.log('npm script: token-length=' + (process.env.NPM_TEST_TOKEN || '').length)\""}}`,
+		// npm gives its scripts what it expanded as npm_config_x.
+		filepath.Join(pkg, ".npmrc"):       "x=${NPM_TEST_TOKEN}\n",
+		filepath.Join(pkg, "package.json"): `{"name": "pkg", "version": "1.0.0", "scripts": {"show": "node -e \"console.log('npm script: token-length=' + (process.env.NPM_TEST_TOKEN || '').length + ' copy-length=' + (process.env.npm_config_x || '').length)\""}}`,
 	}
 	for p, data := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -217,7 +221,7 @@ func TestNpmGrant(t *testing.T) {
 			if strings.Contains(got, token) {
 				t.Errorf("the token reached the output: %q", strings.ReplaceAll(got, token, "<token>"))
 			}
-			if !strings.Contains(got, "npm script: token-length=0\n") {
+			if !strings.Contains(got, "npm script: token-length=0 copy-length=0\n") {
 				t.Errorf("the script npm ran is not without the grant: %q", got)
 			}
 		})

@@ -87,6 +87,11 @@ static int g_secure;                        /* AT_SECURE */
 static char g_preload[4096];                /* "LD_PRELOAD=..." to carry on */
 static char g_sockenv[160];                 /* "ENVSIEVE_SHIM_SOCK=..." */
 static char g_granted[2048];                /* names granted to this process, comma-separated */
+#define MAX_GRANTED_VALUES 64
+#define MIN_GRANTED_VALUE 8                 /* shorter values are not looked for in others */
+static char *g_gvals[MAX_GRANTED_VALUES];  /* their values at start, copied */
+static size_t g_gvals_len[MAX_GRANTED_VALUES];
+static size_t g_ngvals;
 static char g_interp_name[256];             /* ENVSIEVE_SHIM_INTERP: the interpreter's name, */
 static char g_interp_path[4096];            /* and its real file */
 static atomic_int g_interp_armed;           /* 1 until this image's first exec */
@@ -727,6 +732,21 @@ static const char *const carried[NCARRIED] = {"LD_PRELOAD", "ENVSIEVE_SHIM_SOCK"
 static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv, g_denyenv,
                                             g_startenv};
 
+/* holds_granted reports whether the value v holds one of the values
+ * granted to this process: a copy under another name (npm gives the
+ * scripts it runs each config value it expanded as npm_config_KEY, so
+ * x=${NPM_TOKEN} in a project's .npmrc would pass the token on) goes
+ * where the key itself does not. */
+static int holds_granted(const char *v) {
+	if (g_ngvals == 0)
+		return 0;
+	size_t n = strlen(v);
+	for (size_t i = 0; i < g_ngvals; i++)
+		if (n >= g_gvals_len[i] && memmem(v, n, g_gvals[i], g_gvals_len[i]) != NULL)
+			return 1;
+	return 0;
+}
+
 /* rewrite returns the envp the program starts with, and decides how it
  * starts.
  *
@@ -736,8 +756,10 @@ static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM
  * a granted value). allow_start 0 (envsieve-start could not run), no
  * envsieve-start, or an argv too long for it: the program runs here minus
  * every key a rule's deny matches (fail closed). Either way it loses the
- * names granted to this process, which it must not pass on, and the shim's
- * own variables are carried on.
+ * names granted to this process, which it must not pass on, and every
+ * variable holding one of their values (holds_granted), but for the one
+ * exec ENVSIEVE_SHIM_INTERP names (interp_exec); the shim's own variables
+ * are carried on.
  *
  * An exec of the process that hid keys (not of a child it forked: is_exec
  * and the same pid, as in `env node` or bash's `exec`) is the same process
@@ -781,7 +803,7 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 		size_t len = 0;
 		while (e[len] && e[len] != '=')
 			len++;
-		if (!ed->interp && in_list(g_granted, e, len))
+		if (!ed->interp && (in_list(g_granted, e, len) || (e[len] == '=' && holds_granted(e + len + 1))))
 			continue;
 		if (strip_denies && any_glob(g_deny, e, len))
 			continue;
@@ -1227,6 +1249,24 @@ static void init(void) {
 	const char *gr = value_in(environ, "ENVSIEVE_SHIM_GRANTED", 21);
 	if (gr && strlen(gr) < sizeof g_granted)
 		memcpy(g_granted, gr, strlen(gr) + 1);
+	/* The granted values, before hiding takes any out of environ: what
+	 * this process starts gets no variable that holds one. */
+	for (const char *p = g_granted; *p && g_ngvals < MAX_GRANTED_VALUES;) {
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *v = q > p ? value_in(environ, p, (size_t)(q - p)) : NULL;
+		size_t vl = v ? strlen(v) : 0;
+		if (vl >= MIN_GRANTED_VALUE) {
+			char *c = malloc(vl + 1);
+			if (c) {
+				memcpy(c, v, vl + 1);
+				g_gvals[g_ngvals] = c;
+				g_gvals_len[g_ngvals++] = vl;
+			}
+		}
+		p = *q ? q + 1 : q;
+	}
 	const char *in = value_in(environ, "ENVSIEVE_SHIM_INTERP", 20);
 	const char *colon = in ? strchr(in, ':') : NULL;
 	if (colon && colon > in && (size_t)(colon - in) < sizeof g_interp_name && colon[1] == '/' &&
