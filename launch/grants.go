@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +181,9 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		if gv != "" {
 			env = append(env, gv)
+			if l.interp != "" {
+				env = append(env, shim.EnvInterp+"="+l.interp)
+			}
 		}
 	}
 	if grants {
@@ -494,9 +498,13 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	if prog != nil {
 		script = prog.Path() // its #! line is the copy's
 	}
-	if err := checkInterpreter(script, envValue(env, "PATH"), os.Geteuid()); err != nil {
+	interp, err := checkInterpreter(script, envValue(env, "PATH"), os.Geteuid())
+	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "the program's interpreter is in a place the agent's tree can write"
+	}
+	if interp != "" {
+		env = append(slices.Clip(env), shim.EnvInterp+"="+interp)
 	}
 	t1 := time.Now()
 	var p shim.Process
@@ -750,23 +758,37 @@ func envValue(env []string, key string) string {
 // checkInterpreter follows the #! lines of the script at path (up to four,
 // as the kernel does) and checks that each interpreter, and the program
 // `#!/usr/bin/env NAME` finds in pathEnv, is a file uid cannot have
-// written.
-func checkInterpreter(path, pathEnv string, uid int) error {
+// written. A PATH directory that does not exist is skipped when uid cannot
+// create it (its nearest existing ancestor is out of uid's reach), else the
+// check fails: the tree could plant NAME there after the check.
+//
+// interp is, for a chain with a `#!/usr/bin/env NAME` line, the value of
+// the shim's ENVSIEVE_SHIM_INTERP for the program started with the grant:
+// "NAME:REAL", REAL the real file env finds. The shim loaded in env passes
+// the granted keys on to that one exec only (docs/shim.md); without it env
+// would withhold them from the interpreter, as from any program the granted
+// one starts. "" when no env line is on the way.
+func checkInterpreter(path, pathEnv string, uid int) (interp string, err error) {
 	for depth := 0; depth < 4; depth++ {
-		interp, arg, ok := shebang(path)
+		in, arg, ok := shebang(path)
 		if !ok {
-			return nil
+			return interp, nil
 		}
-		real, err := filepath.EvalSymlinks(interp)
+		real, err := filepath.EvalSymlinks(in)
 		if err != nil {
-			return fmt.Errorf("the #! interpreter %s: %w", interp, err)
+			return "", fmt.Errorf("the #! interpreter %s: %w", in, err)
 		}
 		if err := trust.Check(real, uid); err != nil {
-			return fmt.Errorf("the #! interpreter %s: %w", interp, err)
+			return "", fmt.Errorf("the #! interpreter %s: %w", in, err)
 		}
-		if filepath.Base(real) == "env" {
-			if arg == "" || strings.HasPrefix(arg, "-") {
-				return fmt.Errorf("the #! line runs %s %s, whose program cannot be checked", interp, arg)
+		// A link named env to a multi-call program (busybox) is env too.
+		if filepath.Base(real) == "env" || filepath.Base(in) == "env" {
+			// Only a plain program name: an option (-S, -i, -u), an
+			// assignment (env X=1 SCRIPT runs the script itself again) or
+			// a path would have env do something else than run NAME on
+			// the script.
+			if !plainName(arg) {
+				return "", fmt.Errorf("the #! line runs %s %q, whose program cannot be checked", in, arg)
 			}
 			// env searches PATH when the script runs: every directory it
 			// looks in before the one that has NAME must be out of the
@@ -775,14 +797,21 @@ func checkInterpreter(path, pathEnv string, uid int) error {
 			found := ""
 			for _, dir := range filepath.SplitList(pathEnv) {
 				if !filepath.IsAbs(dir) {
-					return fmt.Errorf("the #! interpreter %s is looked up in a relative PATH entry %q", arg, dir)
+					return "", fmt.Errorf("the #! interpreter %s is looked up in a relative PATH entry %q", arg, dir)
 				}
 				rd, err := filepath.EvalSymlinks(dir)
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					// Missing: harmless unless the tree can create it.
+					if err := creatable(dir, uid); err != nil {
+						return "", fmt.Errorf("the #! interpreter %s is looked up in %s, which does not exist: %w", arg, dir, err)
+					}
+					continue
+				}
 				if err == nil {
 					err = trust.Check(rd, uid)
 				}
 				if err != nil {
-					return fmt.Errorf("the #! interpreter %s is looked up in %s: %w", arg, dir, err)
+					return "", fmt.Errorf("the #! interpreter %s is looked up in %s: %w", arg, dir, err)
 				}
 				c := filepath.Join(dir, arg)
 				if fi, err := os.Stat(c); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
@@ -791,18 +820,69 @@ func checkInterpreter(path, pathEnv string, uid int) error {
 				}
 			}
 			if found == "" {
-				return fmt.Errorf("the #! interpreter %s is not in PATH", arg)
+				return "", fmt.Errorf("the #! interpreter %s is not in PATH", arg)
 			}
 			if real, err = filepath.EvalSymlinks(found); err == nil {
 				err = trust.Check(real, uid)
 			}
 			if err != nil {
-				return fmt.Errorf("the #! interpreter %s (%s): %w", arg, found, err)
+				return "", fmt.Errorf("the #! interpreter %s (%s): %w", arg, found, err)
+			}
+			// The shim passes the grant through one env only, to NAME:
+			// a NAME that is itself a script (a version manager's shim,
+			// a wrapper) would hand it on to nothing but its own
+			// interpreter, which withholds it from what it runs.
+			if _, _, script := shebang(real); script {
+				return "", fmt.Errorf("the #! interpreter %s (%s) is itself a script, which the grant would stop at", arg, found)
+			}
+			if interp == "" {
+				interp = arg + ":" + real
 			}
 		}
 		path = real
 	}
-	return nil
+	return interp, nil
+}
+
+// plainName reports whether s is a program name env runs as it is: not
+// empty, not an option, only letters, digits and . _ + - (no =, no
+// blank, no /, no :).
+func plainName(s string) bool {
+	if s == "" || s[0] == '-' || len(s) > 255 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._+-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// creatable returns nil when uid cannot create the missing directory dir:
+// its nearest existing ancestor is a real directory (no symbolic link on
+// the way that could lead elsewhere) that neither uid nor anything above
+// it lets uid write (see trust.Check; a sticky or world-writable one such
+// as /tmp is writable: anyone may add an entry).
+func creatable(dir string, uid int) error {
+	p := filepath.Clean(dir)
+	for {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		if p == "/" {
+			return errors.New("no part of it exists")
+		}
+		p = filepath.Dir(p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link to %s", p, real)
+	}
+	return trust.Check(real, uid)
 }
 
 // shebang reads the #! line of the file at path: the interpreter and its

@@ -188,6 +188,9 @@ type Plan struct {
 	Env []string
 	// Request is the request the result was built for.
 	Request sieve.Request
+	// interp is the first program's ENVSIEVE_SHIM_INTERP, when the rule
+	// grants to a #!/usr/bin/env script (see checkInterpreter).
+	interp string
 	// injected holds the fetched secret values by name, for redaction
 	// and the audit log's fingerprints.
 	injected map[string]string
@@ -359,7 +362,10 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 		if r.SHA256 != "" && l.pinned != nil {
 			script = l.pinned.Path()
 		}
-		if ierr := checkInterpreter(script, envValue(l.Result.Env, "PATH"), os.Geteuid()); ierr != nil {
+		interp, ierr := checkInterpreter(script, envValue(l.Result.Env, "PATH"), os.Geteuid())
+		l.interp = interp
+		if ierr != nil {
+			l.interp = ""
 			h.debugf("rules: rule %s does not apply: %v", r.Name, ierr)
 			noRule = append(noRule, "rule "+r.Name+": "+ierr.Error())
 			l.Request.Untrusted, l.Request.Digest = true, ""

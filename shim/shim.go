@@ -33,6 +33,9 @@ const (
 	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
 	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
 	EnvDrop    = "ENVSIEVE_SHIM_DROP"    // the deny-only rules, applied in place: "command\tdeny\tdeny" per line
+	// EnvInterp, in a granted #!/usr/bin/env script's environment, names
+	// the one exec env may pass the granted keys on to: "NAME:REALPATH".
+	EnvInterp = "ENVSIEVE_SHIM_INTERP"
 )
 
 // MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.

@@ -19,14 +19,15 @@ var steerExact = map[string]bool{
 	"DOCKER_CONFIG": true, "DOCKER_HOST": true, "DOCKER_CERT_PATH": true, "DOCKER_TLS_VERIFY": true, "KUBECONFIG": true,
 	"AZURE_CONFIG_DIR": true, "GOOGLE_APPLICATION_CREDENTIALS": true, "CARGO_HOME": true, "RUSTUP_HOME": true,
 	"GOPROXY": true, "GOFLAGS": true, "GONOSUMDB": true, "GONOSUMCHECK": true, "GOINSECURE": true, "GOPRIVATE": true,
+	"GIT_ASKPASS": true, "GIT_EXEC_PATH": true, "GIT_TEMPLATE_DIR": true, "GIT_EXTERNAL_DIFF": true, "GIT_PAGER": true,
+	"GIT_EDITOR": true, "GIT_SEQUENCE_EDITOR": true, "GIT_ALLOW_PROTOCOL": true, "GIT_CURL_VERBOSE": true,
+	"GIT_ATTR_NOSYSTEM": true,
 }
 
 // steerPrefix are families of such variables, matched without regard to
 // case (npm reads npm_config_* in either case).
 var steerPrefix = []string{
-	"LD_", "DYLD_", "GIT_CONFIG", "GIT_SSH", "GIT_ASKPASS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_PROXY",
-	"GIT_SSL_", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_ALLOW_PROTOCOL",
-	"GIT_TRACE", "GH_", "GITHUB_", "GLAB_", "NPM_CONFIG_", "YARN_", "PNPM_", "PIP_", "UV_", "POETRY_", "TWINE_",
+	"LD_", "DYLD_", "GIT_CONFIG", "GIT_SSH", "GIT_PROXY", "GIT_SSL_", "GIT_TRACE", "GIT_TEST_", "GH_", "GITHUB_", "GLAB_", "NPM_CONFIG_", "YARN_", "PNPM_", "PIP_", "UV_", "POETRY_", "TWINE_",
 	"AWS_", "CLOUDSDK_", "AZURE_", "HF_", "ENVSIEVE_",
 }
 

@@ -35,6 +35,7 @@ var Knobs = []Knob{
 	{Name: "ENVSIEVE_SHIM_DENY", Description: "read by the shim and envsieve-start in the child: the rules' deny globs, removed from a program a rule may match when the launcher cannot be reached; set by the launcher"},
 	{Name: "ENVSIEVE_SHIM_DROP", Description: "read by the shim in the child: the rules that only deny keys by command name (command TAB deny TAB ... per line), applied in place to a program no other rule may match; set by the launcher"},
 	{Name: "ENVSIEVE_SHIM_GRANTED", Description: "read by the shim in a program the launcher started with grants: the keys granted to it, withheld from its children; set by the launcher"},
+	{Name: "ENVSIEVE_SHIM_INTERP", Description: "read by the shim in the /usr/bin/env that runs a granted #!/usr/bin/env script: NAME:PATH, the interpreter the launcher checked, the one exec that keeps the granted keys; set by the launcher, removed by the shim before main"},
 	{Name: "ENVSIEVE_TREE", Description: "set to 1 by the launcher in every environment it builds; an envsieve that finds it (or an envsieve process among its ancestors) is inside an envsieve tree and only narrows: no secret store, no install key, no from: command helper, no user policy file, every secret from its own environment; a guard in an unsealed tree, not a boundary (the seal is)"},
 	{Name: "XDG_CONFIG_HOME", Description: "base directory of the user's policy file and secret store; unset means $HOME/.config"},
 	{Name: "XDG_DATA_HOME", Description: "base directory of the secret store's key; unset means $HOME/.local/share"},

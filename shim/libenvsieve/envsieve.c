@@ -28,6 +28,10 @@
  *                             program no rule in the list above matches,
  *                             and one of these does, runs here without the
  *                             keys its deny globs match (no launcher hop).
+ *   ENVSIEVE_SHIM_INTERP=N:P  in the /usr/bin/env of a granted #!/usr/bin/env
+ *                             N script: the one exec (N, found at the real
+ *                             file P, with env's own argv) that keeps the
+ *                             granted keys; removed before main.
  *
  * Rules this file keeps:
  *   - No malloc, stdio, locks or getenv on any path that can run between
@@ -88,6 +92,17 @@ static int g_secure;                        /* AT_SECURE */
 static char g_preload[4096];                /* "LD_PRELOAD=..." to carry on */
 static char g_sockenv[160];                 /* "ENVSIEVE_SHIM_SOCK=..." */
 static char g_granted[2048];                /* names granted to this process, comma-separated */
+#define MAX_GRANTED_VALUES 64
+#define MIN_GRANTED_VALUE 8                 /* shorter values are not looked for in others */
+static char *g_gvals[MAX_GRANTED_VALUES];  /* their values at start, copied */
+static size_t g_gvals_len[MAX_GRANTED_VALUES];
+static size_t g_ngvals;
+static char g_interp_name[256];             /* ENVSIEVE_SHIM_INTERP: the interpreter's name, */
+static char g_interp_path[4096];            /* and its real file */
+static atomic_int g_interp_armed;           /* 1 until this image's first exec */
+static pid_t g_interp_pid;                  /* the process the launcher started */
+static int g_argc;                          /* this image's argv, from the kernel */
+static char **g_argv;
 static char g_rules[4096];                  /* rule command globs, newline-separated */
 static int g_rules_known;                   /* g_rules lists every rule: ask only on a match */
 static char g_deny[4096];                   /* the rules' deny globs, newline-separated */
@@ -509,7 +524,34 @@ struct edit {
 	char *argv[MAX_ARGS + 3]; /* envsieve-start's: its path, the program's path, the program's argv */
 	int fd;                   /* the checked program to execveat, or -1 */
 	int start;                /* run envsieve-start with argv instead of the program */
+	int interp;               /* run g_interp_path, with the granted keys */
 };
+
+/* interp_exec reports whether this exec is the one ENVSIEVE_SHIM_INTERP
+ * names: in the process the launcher started (an env running a granted
+ * #!/usr/bin/env NAME script, which the kernel gave the argv "env NAME
+ * SCRIPT ARGS..."), its first exec, of exactly its own argv minus env's
+ * name (so no option, assignment or -S of env's own), whose argv[0] is
+ * NAME and whose file is the real file the launcher checked (same device
+ * and inode: a NAME the tree planted earlier in PATH is not it). That exec
+ * keeps the granted keys, and runs that file. Every later exec, and any
+ * other, loses them, as in any granted program. */
+static int interp_exec(const char *path, int fd, char *const argv[]) {
+	int armed = 1;
+	if (!atomic_compare_exchange_strong(&g_interp_armed, &armed, 0))
+		return 0; /* once: the first exec decides */
+	if (fd >= 0 || path == NULL || argv == NULL || g_argv == NULL || g_argc < 2 || getpid() != g_interp_pid ||
+	    strcmp(g_argv[1], g_interp_name) != 0)
+		return 0;
+	size_t i = 0;
+	while (argv[i] && i + 1 < (size_t)g_argc && g_argv[i + 1] && strcmp(argv[i], g_argv[i + 1]) == 0)
+		i++;
+	if (argv[i] != NULL || i + 1 != (size_t)g_argc)
+		return 0;
+	struct stat a, b;
+	return stat(path, &a) == 0 && stat(g_interp_path, &b) == 0 && S_ISREG(b.st_mode) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
 
 static void notice(const char *path, const char *reason) {
 	char buf[1024];
@@ -731,6 +773,21 @@ static int dropped(const char *line, const char *k, size_t len) {
 	return 0;
 }
 
+/* holds_granted reports whether the value v holds one of the values
+ * granted to this process: a copy under another name (npm gives the
+ * scripts it runs each config value it expanded as npm_config_KEY, so
+ * x=${NPM_TOKEN} in a project's .npmrc would pass the token on) goes
+ * where the key itself does not. */
+static int holds_granted(const char *v) {
+	if (g_ngvals == 0)
+		return 0;
+	size_t n = strlen(v);
+	for (size_t i = 0; i < g_ngvals; i++)
+		if (n >= g_gvals_len[i] && memmem(v, n, g_gvals[i], g_gvals_len[i]) != NULL)
+			return 1;
+	return 0;
+}
+
 /* rewrite returns the envp the program starts with, and decides how it
  * starts.
  *
@@ -740,8 +797,10 @@ static int dropped(const char *line, const char *k, size_t len) {
  * a granted value). allow_start 0 (envsieve-start could not run), no
  * envsieve-start, or an argv too long for it: the program runs here minus
  * every key a rule's deny matches (fail closed). Either way it loses the
- * names granted to this process, which it must not pass on, and the shim's
- * own variables are carried on.
+ * names granted to this process, which it must not pass on, and every
+ * variable holding one of their values (holds_granted), but for the one
+ * exec ENVSIEVE_SHIM_INTERP names (interp_exec); the shim's own variables
+ * are carried on.
  *
  * An exec of the process that hid keys (not of a child it forked: is_exec
  * and the same pid, as in `env node` or bash's `exec`) is the same process
@@ -755,11 +814,16 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
                             int is_exec, int allow_start) {
 	ed->fd = -1;
 	ed->start = 0;
+	ed->interp = 0;
 	if (atomic_load(&g_state) != 2)
 		return envp;
 	int saved = errno;
 	int asked = 0;
-	if (g_exec) {
+	if (is_exec && atomic_load(&g_interp_armed) && interp_exec(path, fd, argv)) {
+		/* The launcher already granted to this interpreter: no request. */
+		ed->interp = 1;
+		path = g_interp_path;
+	} else if (g_exec) {
 		if (static_program(path))
 			notice(path, "static-program");
 		asked = rule_may_match(path);
@@ -790,7 +854,7 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 		size_t len = 0;
 		while (e[len] && e[len] != '=')
 			len++;
-		if (in_list(g_granted, e, len))
+		if (!ed->interp && (in_list(g_granted, e, len) || (e[len] == '=' && holds_granted(e + len + 1))))
 			continue;
 		if (strip_denies && any_glob(g_deny, e, len))
 			continue;
@@ -1011,6 +1075,8 @@ static int exec_as(const char *path, int fd, const char *file, char *const argv[
 	}
 	if (ed.fd >= 0)
 		return exec_checked(&ed, argv, env);
+	if (ed.interp)
+		return real_execve(g_interp_path, argv, env);
 	if (fd >= 0)
 		return real_fexecve(fd, argv, env);
 	if (file)
@@ -1243,6 +1309,34 @@ static void init(void) {
 	const char *gr = value_in(environ, "ENVSIEVE_SHIM_GRANTED", 21);
 	if (gr && strlen(gr) < sizeof g_granted)
 		memcpy(g_granted, gr, strlen(gr) + 1);
+	/* The granted values, before hiding takes any out of environ: what
+	 * this process starts gets no variable that holds one. */
+	for (const char *p = g_granted; *p && g_ngvals < MAX_GRANTED_VALUES;) {
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		const char *v = q > p ? value_in(environ, p, (size_t)(q - p)) : NULL;
+		size_t vl = v ? strlen(v) : 0;
+		if (vl >= MIN_GRANTED_VALUE) {
+			char *c = malloc(vl + 1);
+			if (c) {
+				memcpy(c, v, vl + 1);
+				g_gvals[g_ngvals] = c;
+				g_gvals_len[g_ngvals++] = vl;
+			}
+		}
+		p = *q ? q + 1 : q;
+	}
+	const char *in = value_in(environ, "ENVSIEVE_SHIM_INTERP", 20);
+	const char *colon = in ? strchr(in, ':') : NULL;
+	if (colon && colon > in && (size_t)(colon - in) < sizeof g_interp_name && colon[1] == '/' &&
+	    strlen(colon + 1) < sizeof g_interp_path && g_granted[0]) {
+		memcpy(g_interp_name, in, (size_t)(colon - in));
+		g_interp_name[colon - in] = 0;
+		memcpy(g_interp_path, colon + 1, strlen(colon + 1) + 1);
+		g_interp_pid = getpid();
+		atomic_store(&g_interp_armed, 1);
+	}
 
 	const char *hide = value_in(environ, "ENVSIEVE_SHIM_HIDE", 18);
 	if (hide && environ) {
@@ -1311,6 +1405,9 @@ static void init(void) {
 		size_t nown = 0, w = 0;
 		for (size_t r = 0; environ[r]; r++) {
 			char *e = environ[r];
+			/* The marker is for this image only: nothing inherits it. */
+			if (strncmp(e, "ENVSIEVE_SHIM_INTERP=", 21) == 0)
+				continue;
 			if (nown < 8 && (strncmp(e, "LD_PRELOAD=", 11) == 0 || strncmp(e, "ENVSIEVE_SHIM_", 14) == 0))
 				own[nown++] = e;
 			else
@@ -1325,4 +1422,11 @@ static void init(void) {
 	atomic_store_explicit(&g_state, 2, memory_order_release);
 }
 
-__attribute__((constructor(101))) static void envsieve_init(void) { init(); }
+/* glibc gives an ELF constructor the program's argc and argv: kept for
+ * interp_exec, which compares env's exec with them. */
+__attribute__((constructor(101))) static void envsieve_init(int argc, char **argv, char **envp) {
+	(void)envp;
+	g_argc = argc;
+	g_argv = argv;
+	init();
+}
