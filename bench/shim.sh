@@ -5,7 +5,10 @@
 #  2. getenv with the shim against without: ns per call (wall clock) and
 #     instructions per call (callgrind, when valgrind is installed);
 #  3. exec-time grants: a bash loop of 1,000 /bin/true execs with
-#     interception against without, and the time added per exec.
+#     interception against without, and the time added per exec;
+#  4. a granted exec (the launcher starts the program); 5. a pinned one;
+#  6. a deny-only catch-all rule (applied in place); 7. a granted exec in
+#     a sealed launch.
 # Usage: bash bench/shim.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,3 +94,23 @@ PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789 bin/timeit -n 11 -warm
   "bin/envsieve run --policy $tmp/pinned.yaml -- bash $tmp/pt.sh" | tee "$tmp/pinned"
 added=$(awk 'NR==3 {print $NF}' "$tmp/pinned" | tr -d 'µs')
 echo "added per pinned exec (pt, against gh, granted by name): $((added / 1000)) µs"
+echo
+echo "## 6. A rule that only denies: bash running 1,000 /bin/true"
+echo "# A catch-all rule (match: {command: \"*\"}) that only denies a key is"
+echo "# applied by the shim in place (ENVSIEVE_SHIM_DROP): against the gh rule"
+echo "# alone, which /bin/true does not match."
+printf 'version: 1\nrules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n  - name: everything\n    match: {command: "*"}\n    deny: [ANTHROPIC_API_KEY]\n' > "$tmp/catchall.yaml"
+ANTHROPIC_API_KEY=bench-key-0123456789 bin/timeit -n 15 -warmup 2 \
+  "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/loop.sh" \
+  "bin/envsieve run --policy $tmp/catchall.yaml -- bash $tmp/loop.sh" | tee "$tmp/deny"
+added=$(awk 'NR==3 {print $NF}' "$tmp/deny" | tr -d 'µs')
+echo "added per exec by a deny-only catch-all: $((added / 1000)) µs"
+echo
+echo "## 7. A granted exec in a sealed launch: bash running gh 1,000 times"
+echo "# Sealed, the launcher starts each gh from its sealed thread (a Landlock"
+echo "# domain with the tree's rules): against the same launch unsealed."
+PATH="$tmp/bin:$PATH" GITHUB_TOKEN=bench-token-0123456789 bin/timeit -n 11 -warmup 2 \
+  "bin/envsieve run --policy bench/shim/rules.yaml -- bash $tmp/gh.sh" \
+  "bin/envsieve run --seal --policy bench/shim/rules.yaml -- bash $tmp/gh.sh" | tee "$tmp/sealed"
+added=$(awk 'NR==3 {print $NF}' "$tmp/sealed" | tr -d 'µs')
+echo "added per granted exec by the seal: $((added / 1000)) µs (can be negative: the sealed launch's tree is in its own pid namespace)"
