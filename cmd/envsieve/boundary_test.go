@@ -243,7 +243,7 @@ func TestDaemonSealed(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
+		if listening(sock) {
 			break
 		}
 		if time.Now().After(deadline) {

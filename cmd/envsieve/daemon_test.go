@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,7 @@ func startDaemon(t *testing.T) (*exec.Cmd, string, *bytes.Buffer) {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if listening(sock) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -193,4 +194,16 @@ func TestDaemonProgramMissing(t *testing.T) {
 			t.Errorf("%s: want %q in %s", verb, want, out)
 		}
 	}
+}
+
+// listening reports whether a daemon accepts connections at sock: the
+// socket file exists from its bind, before its listen, so a stat is not
+// enough.
+func listening(sock string) bool {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

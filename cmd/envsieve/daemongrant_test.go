@@ -52,7 +52,7 @@ func TestDaemonGrant(t *testing.T) {
 	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if listening(sock) {
 			break
 		}
 		if time.Now().After(deadline) {
