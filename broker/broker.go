@@ -104,6 +104,11 @@ type Config struct {
 	Env map[string]string
 	// Audit receives events; nil discards them.
 	Audit func(Event)
+	// MaxDecoded caps the bytes a compressed response (each layer of a
+	// stacked encoding) decodes to; past it the response is cut and a
+	// "denied" event with Place "decoded-size" is audited. 0 means
+	// DefaultMaxDecoded (256 MiB).
+	MaxDecoded int64
 }
 
 // Broker is a running broker: one loopback listener serving proxy and
@@ -197,6 +202,9 @@ func Start(cfg Config) (*Broker, error) {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
+		// The broker asks for identity itself (forward), and decodes what
+		// still comes compressed under its own cap (decode.go).
+		DisableCompression: true,
 	}
 	if cfg.UpstreamProxy == nil {
 		b.up.Proxy = nil
@@ -362,6 +370,13 @@ func (b *Broker) Close() error {
 	b.up.CloseIdleConnections()
 	os.Remove(b.bundle)
 	return err
+}
+
+func (b *Broker) maxDecoded() int64 {
+	if b.cfg.MaxDecoded > 0 {
+		return b.cfg.MaxDecoded
+	}
+	return DefaultMaxDecoded
 }
 
 func (b *Broker) audit(e Event) {
@@ -654,6 +669,11 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 		http.Error(w, "envsieve broker: "+msg, code)
 		return
 	}
+	// A response is scrubbed as the child reads it, so ask for it
+	// uncompressed; what comes compressed all the same is decoded below.
+	// gRPC's own message compression is asked for by another header.
+	out.Header.Set("Accept-Encoding", "identity")
+	out.Header.Del("Grpc-Accept-Encoding")
 	if out.Body != nil && out.Body != http.NoBody {
 		out.Body = newScrubber(out.Body, b.fakes, func(name string) {
 			kind := "unswapped"
@@ -684,7 +704,27 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				}
 				return nil
 			}
-			resp.Body = newScrubber(newAheadReader(resp.Body), b.scrub, nil)
+			var body io.ReadCloser = newAheadReader(resp.Body)
+			if !bodiless(resp) {
+				codings, err := contentCodings(resp.Header)
+				if err != nil {
+					b.audit(Event{Kind: "denied", Host: target, Place: "content-encoding"})
+					return err
+				}
+				if len(codings) > 0 {
+					body = newDecoded(body, codings, b.maxDecoded(), func(err error) {
+						place := "content-encoding"
+						if errors.Is(err, errTooLarge) {
+							place = "decoded-size"
+						}
+						b.audit(Event{Kind: "denied", Host: target, Place: place})
+					})
+					resp.Header.Del("Content-Encoding")
+					resp.Header.Del("Content-Length")
+					resp.ContentLength = -1
+				}
+			}
+			resp.Body = newScrubber(body, b.scrub, nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {

@@ -32,7 +32,11 @@
 //   - The real value goes only inside TLS, or in the clear to loopback (a
 //     local model server); a base-URL upstream is https or loopback http.
 //   - Responses are scrubbed: the real value in a header or a streamed body,
-//     however it is split, reaches the child as the fake.
+//     however it is split, reaches the child as the fake. Hosts are asked
+//     for identity encoding; a body that comes compressed all the same is
+//     decoded (capped: [Config.MaxDecoded]) and scrubbed, and sent on
+//     decoded; one the broker cannot decode is refused or cut, never
+//     passed on as it came.
 //   - Only the launch's user is served (the loopback peer's uid, from the
 //     kernel's socket table, on Linux and macOS; elsewhere no connection
 //     is), and only with the launch's credential (Proxy-Authorization, or
