@@ -37,10 +37,11 @@
 //     decoded (capped: [Config.MaxDecoded]) and scrubbed, and sent on
 //     decoded; one the broker cannot decode is refused or cut, never
 //     passed on as it came.
-//   - Only the launch's user is served (the loopback peer's uid, from the
-//     kernel's socket table, on Linux and macOS; elsewhere no connection
-//     is), and only with the launch's credential (Proxy-Authorization, or
-//     the base-URL path prefix).
+//   - Only the launch's user is served (the loopback peer's uid: on Linux
+//     one exact sock_diag lookup of the peer's established socket, on macOS
+//     the kernel's socket table; elsewhere no connection is), and only with
+//     the launch's credential (Proxy-Authorization, or the base-URL path
+//     prefix). A peer that cannot be told is refused.
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)
