@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,7 +69,8 @@ type Event struct {
 	// Host is the request's target host.
 	Host string
 	// Place is where in the request: "header:NAME", "query:NAME", "path",
-	// "body", or the reason of a denial.
+	// "body", or the reason of a denial ("peer-uid", "peer-unknown",
+	// "connection-limit", "content-encoding", "decoded-size", ...).
 	Place string
 }
 
@@ -109,6 +111,37 @@ type Config struct {
 	// "denied" event with Place "decoded-size" is audited. 0 means
 	// DefaultMaxDecoded (256 MiB).
 	MaxDecoded int64
+	// HandshakeTimeout bounds an intercepted CONNECT's TLS handshake with
+	// the child, from the broker's 200: a child that never starts TLS is
+	// dropped. 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// HeaderTimeout bounds the reading of a request's headers on a child's
+	// connection: from the connection's start for its first request, from
+	// the first byte for a later one. 0 means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// IdleTimeout closes a child's kept-alive connection that has waited
+	// that long for its next request. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns caps the child connections open at once (a CONNECT's counts
+	// until it ends); one more is answered 503 and closed, with a "denied"
+	// event of Place "connection-limit". 0 means DefaultMaxConns.
+	MaxConns int
+}
+
+// The defaults of Config's bounds on the child's connections.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultIdleTimeout      = 120 * time.Second
+	DefaultMaxConns         = 4096
+)
+
+// orDefault returns d, or def when d is 0 or less.
+func orDefault[T time.Duration | int](d, def T) T {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Broker is a running broker: one loopback listener serving proxy and
@@ -134,6 +167,8 @@ type Broker struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// open counts the child connections open (see Config.MaxConns).
+	open atomic.Int64
 }
 
 type brokered struct {
@@ -215,8 +250,10 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ln = &peerListener{Listener: ln, b: b}
 	b.addr = ln.Addr().String()
-	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, ErrorLog: discardLog,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+	b.srv = &http.Server{Handler: b, ErrorLog: discardLog,
+		ReadHeaderTimeout: orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
+		IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -570,10 +607,13 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 			return b.ca.leaf(host)
 		},
 	})
+	// A child that never starts TLS (or stops halfway) is dropped.
+	conn.SetDeadline(time.Now().Add(orDefault(b.cfg.HandshakeTimeout, DefaultHandshakeTimeout)))
 	if err := tc.HandshakeContext(r.Context()); err != nil {
 		tc.Close()
 		return
 	}
+	conn.SetDeadline(time.Time{})
 	ln := newOneConnListener(tc)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -584,7 +624,8 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 			}
 			b.forward(w, r, "https", target, nil)
 		}),
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: orDefault(b.cfg.HeaderTimeout, DefaultHeaderTimeout),
+		IdleTimeout:       orDefault(b.cfg.IdleTimeout, DefaultIdleTimeout),
 		ErrorLog:          discardLog,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {

@@ -42,6 +42,11 @@
 //     the kernel's socket table; elsewhere no connection is), and only with
 //     the launch's credential (Proxy-Authorization, or the base-URL path
 //     prefix). A peer that cannot be told is refused.
+//   - The tree cannot hold the broker up: a child connection's request
+//     headers and an intercepted CONNECT's TLS handshake have deadlines, a
+//     kept-alive connection an idle timeout, and the connections open at
+//     once a cap past which one is answered 503 (Config's HeaderTimeout,
+//     HandshakeTimeout, IdleTimeout, MaxConns), each refusal audited.
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)

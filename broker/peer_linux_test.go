@@ -3,10 +3,14 @@
 package broker
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +169,141 @@ func TestPeerUIDSelf(t *testing.T) {
 		if uid, err := peerUID(s); err == nil {
 			t.Errorf("%s: a closed peer was found, uid %d", addr, uid)
 		}
+	}
+}
+
+// floodClient opens n connections to a broker as fast as it can, every
+// second one an authenticated CONNECT to target that then never starts
+// TLS, the others sending nothing; prints "open" when all are open (and
+// each CONNECT answered), then waits up to wait seconds for the broker to
+// close them, and prints "closed C first F last L" (seconds since the
+// first connection was opened).
+const floodClient = `
+import socket, sys, time, selectors, resource
+host, port, n, target, auth, wait = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], float(sys.argv[6])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+connect = ("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: %s\r\n\r\n" % (target, target, auth)).encode()
+t0 = time.monotonic()
+socks = []
+for i in range(n):
+    s = socket.create_connection((host, port))
+    if i % 2:
+        s.sendall(connect)
+    socks.append(s)
+for i, s in enumerate(socks):
+    if i % 2:
+        s.settimeout(10)
+        if not s.recv(64).startswith(b"HTTP/1.1 200 "):
+            print("CONNECT refused"); sys.exit(1)
+print("open %.2f" % (time.monotonic() - t0), flush=True)
+sel = selectors.DefaultSelector()
+for s in socks:
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ)
+closed, first, last = 0, -1.0, -1.0
+while closed < n and time.monotonic() - t0 < wait:
+    for key, _ in sel.select(timeout=0.2):
+        try:
+            d = key.fileobj.recv(4096)
+        except BlockingIOError:
+            continue
+        except OSError:
+            d = b""
+        if d:
+            continue
+        sel.unregister(key.fileobj)
+        key.fileobj.close()
+        now = time.monotonic() - t0
+        closed += 1
+        first = now if first < 0 else first
+        last = now
+print("closed %d first %.2f last %.2f" % (closed, first, last), flush=True)
+`
+
+// TestHalfOpenFlood: 2,500 half-open connections (half of them
+// authenticated CONNECTs to a bound host that never start TLS) from
+// another process of the launch's tree, as an unprivileged user: a health
+// client's requests through the broker (each a new connection, CONNECT and
+// TLS) keep their latency meanwhile, and each half-open connection is
+// closed once its deadline passes. (The broker serves any uid here: the
+// health client is this process.)
+func TestHalfOpenFlood(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the flood as another user") // CI runs as root
+	}
+	n := 2500
+	if testing.Short() {
+		n = 500
+	}
+	const deadline = 3 * time.Second
+	srv, roots, _ := standIn(t)
+	host := srv.Listener.Addr().String()
+	b, log := startBrokerCfg(t, host, roots, func(c *Config) {
+		c.UID = -1
+		c.HandshakeTimeout, c.HeaderTimeout = deadline, deadline
+	})
+	bhost, bport, _ := strings.Cut(b.Addr(), ":")
+	cmd := exec.Command("/usr/bin/python3", "-c", floodClient, bhost, bport, fmt.Sprint(n), host, proxyAuthHeader(b),
+		fmt.Sprint((deadline + 6*time.Second).Seconds()))
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = asNobody()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "open ") {
+		cmd.Wait()
+		t.Fatalf("the flood did not open its connections: %q %s", lines.Text(), stderr.String())
+	}
+	var openTook float64
+	fmt.Sscanf(lines.Text(), "open %g", &openTook)
+
+	// The health client: a new connection each time, for the deadline.
+	tr := proxyTransport(t, b)
+	tr.DisableKeepAlives = true
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	var lat []time.Duration
+	for stop := time.Now().Add(deadline); time.Now().Before(stop); {
+		t0 := time.Now()
+		resp, err := client.Get("https://" + host + "/health")
+		if err != nil {
+			t.Fatalf("health request: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat = append(lat, time.Since(t0))
+		time.Sleep(10 * time.Millisecond)
+	}
+	slices.Sort(lat)
+	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+
+	var closed int
+	var first, last float64
+	if !lines.Scan() {
+		t.Fatalf("the flood said nothing more: %s", stderr.String())
+	}
+	fmt.Sscanf(lines.Text(), "closed %d first %g last %g", &closed, &first, &last)
+	cmd.Wait()
+	t.Logf("%d half-open connections opened in %.2f s; health client: %d requests, p50 %v, p99 %v; the broker closed %d, from %.2f s to %.2f s (deadline %v)",
+		n, openTook, len(lat), p50, p99, closed, first, last, deadline)
+	if p99 > 200*time.Millisecond {
+		t.Errorf("the health client's p99 was %v under the flood", p99)
+	}
+	if closed != n {
+		t.Errorf("the broker left %d of %d half-open connections open %v past the deadline", n-closed, n, 6*time.Second)
+	}
+	if first >= 0 && first < deadline.Seconds()/2 {
+		t.Errorf("a half-open connection was closed after %.2f s, before its deadline", first)
+	}
+	if log.has("denied", "", "connection-limit") {
+		t.Error("the flood reached the connection limit")
 	}
 }
