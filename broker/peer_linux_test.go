@@ -243,6 +243,29 @@ func TestHalfOpenFlood(t *testing.T) {
 		c.UID = -1
 		c.HandshakeTimeout, c.HeaderTimeout = deadline, deadline
 	})
+	// The health client: a new connection each time, for a while.
+	tr := proxyTransport(t, b)
+	tr.DisableKeepAlives = true
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	health := func(d time.Duration) (p50, p99 time.Duration, n int) {
+		var lat []time.Duration
+		for stop := time.Now().Add(d); time.Now().Before(stop); {
+			t0 := time.Now()
+			resp, err := client.Get("https://" + host + "/health")
+			if err != nil {
+				t.Fatalf("health request: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			lat = append(lat, time.Since(t0))
+			time.Sleep(2 * time.Millisecond)
+		}
+		slices.Sort(lat)
+		return lat[len(lat)/2], lat[len(lat)*99/100], len(lat)
+	}
+	// Its latency without the flood, on this machine, now.
+	base50, base99, _ := health(deadline)
+
 	bhost, bport, _ := strings.Cut(b.Addr(), ":")
 	cmd := exec.Command("/usr/bin/python3", "-c", floodClient, bhost, bport, fmt.Sprint(n), host, proxyAuthHeader(b),
 		fmt.Sprint((deadline + 6*time.Second).Seconds()))
@@ -266,24 +289,8 @@ func TestHalfOpenFlood(t *testing.T) {
 	var openTook float64
 	fmt.Sscanf(lines.Text(), "open %g", &openTook)
 
-	// The health client: a new connection each time, for the deadline.
-	tr := proxyTransport(t, b)
-	tr.DisableKeepAlives = true
-	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	var lat []time.Duration
-	for stop := time.Now().Add(deadline); time.Now().Before(stop); {
-		t0 := time.Now()
-		resp, err := client.Get("https://" + host + "/health")
-		if err != nil {
-			t.Fatalf("health request: %v", err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		lat = append(lat, time.Since(t0))
-		time.Sleep(10 * time.Millisecond)
-	}
-	slices.Sort(lat)
-	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
+	// And with the flood open, until past the deadline.
+	p50, p99, nreq := health(deadline)
 
 	var closed int
 	var first, last float64
@@ -292,10 +299,20 @@ func TestHalfOpenFlood(t *testing.T) {
 	}
 	fmt.Sscanf(lines.Text(), "closed %d first %g last %g", &closed, &first, &last)
 	cmd.Wait()
-	t.Logf("%d half-open connections opened in %.2f s; health client: %d requests, p50 %v, p99 %v; the broker closed %d, from %.2f s to %.2f s (deadline %v)",
-		n, openTook, len(lat), p50, p99, closed, first, last, deadline)
-	if p99 > 200*time.Millisecond {
-		t.Errorf("the health client's p99 was %v under the flood", p99)
+	t.Logf("%d half-open connections opened in %.2f s; health client: %d requests, p50 %v, p99 %v (without the flood: p50 %v, p99 %v); the broker closed %d, from %.2f s to %.2f s (deadline %v)",
+		n, openTook, nreq, p50, p99, base50, base99, closed, first, last, deadline)
+	// 200 ms, or on a machine slow enough (other builds) that the client's
+	// own p99 without the flood is past a third of that, three times that.
+	// Under the race detector 1 s: there the 2,500 connections' ends cost
+	// enough CPU to take the two cores of this VM for a while (the
+	// slowest health requests, 200-600 ms, come as they close). A broker
+	// whose accept loop the flood held up would take seconds.
+	bound := 200 * time.Millisecond
+	if raceEnabled {
+		bound = time.Second
+	}
+	if bound = max(bound, 3*base99); p99 > bound {
+		t.Errorf("the health client's p99 was %v under the flood (%v without it; bound %v)", p99, base99, bound)
 	}
 	if closed != n {
 		t.Errorf("the broker left %d of %d half-open connections open %v past the deadline", n-closed, n, 6*time.Second)
