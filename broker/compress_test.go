@@ -105,7 +105,8 @@ func decodeAs(t *testing.T, ce string, data []byte) []byte {
 // compressHost is a stand-in bound host that ignores Accept-Encoding: at
 // /echo?enc=gzip,br it answers with the Authorization header it received
 // (the real value, after the broker's swap), encoded with those codings in
-// order; at /bomb, 64 MiB of zeros and the value, gzip; at /unknown, the
+// order; at /bomb?enc=gzip (or zstd, or "gzip, zstd"), 64 MiB of zeros
+// and the value; at /unknown, the
 // value in an encoding no one decodes. It records the Accept-Encoding it
 // was sent.
 type compressHost struct {
@@ -117,7 +118,7 @@ type compressHost struct {
 
 var (
 	bombOnce sync.Once
-	bombGzip []byte
+	bombs    map[string][]byte
 )
 
 func newCompressHost(t *testing.T) *compressHost {
@@ -136,14 +137,20 @@ func newCompressHost(t *testing.T) *compressHost {
 			w.Header().Set("Content-Length", fmt.Sprint(len(encodeWith(t, codings, body))))
 			w.Write(encodeWith(t, codings, body))
 		case "/bomb":
+			// Members (gzip) or frames (zstd), one after another, decode as
+			// one stream: 64 of 1 MiB of zeros each, then the value; in
+			// "gzip, zstd", the gzip bomb inside a zstd frame.
+			enc := r.URL.Query().Get("enc")
 			bombOnce.Do(func() {
-				// Gzip members, one after another, decode as one stream:
-				// 64 of 1 MiB of zeros each, then the value.
-				zeros := encodeWith(t, []string{"gzip"}, make([]byte, 1<<20))
-				bombGzip = append(bytes.Repeat(zeros, 64), encodeWith(t, []string{"gzip"}, []byte(realToken))...)
+				bombs = map[string][]byte{}
+				for _, c := range []string{"gzip", "zstd"} {
+					zeros := encodeWith(t, []string{c}, make([]byte, 1<<20))
+					bombs[c] = append(bytes.Repeat(zeros, 64), encodeWith(t, []string{c}, []byte(realToken))...)
+				}
+				bombs["gzip, zstd"] = encodeWith(t, []string{"zstd"}, bombs["gzip"])
 			})
-			w.Header().Set("Content-Encoding", "gzip")
-			w.Write(bombGzip)
+			w.Header().Set("Content-Encoding", enc)
+			w.Write(bombs[enc])
 		case "/unknown":
 			w.Header().Set("Content-Encoding", r.URL.Query().Get("enc"))
 			b := []byte(auth)
@@ -376,40 +383,35 @@ func TestDecompressionBomb(t *testing.T) {
 	const max = 1 << 20
 	b, log := startBrokerCfg(t, host, h.roots, func(c *Config) { c.MaxDecoded = max })
 	client := &http.Client{Transport: proxyTransport(t, b), Timeout: 20 * time.Second}
-	req, _ := http.NewRequest("GET", "https://"+host+"/bomb", nil)
-	req.Header.Set("Accept-Encoding", "gzip")
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, rerr := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	checkNoReal(t, "the body", raw)
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" {
-		got, err := io.ReadAll(io.LimitReader(mustGunzip(t, raw), 2*max))
-		t.Errorf("the child got the bomb as the host sent it (Content-Encoding %q; %d bytes decode to %d+, %v)", ce, len(raw), len(got), err)
-	}
-	if len(raw) > max {
-		t.Errorf("the child got %d bytes, past the cap of %d", len(raw), max)
-	}
-	if rerr == nil {
-		t.Error("the response ended cleanly: a cut response must end with an error")
+	for _, enc := range []string{"gzip", "zstd", "gzip, zstd"} {
+		t.Run(enc, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", "https://"+host+"/bomb?enc="+strings.ReplaceAll(enc, " ", "%20"), nil)
+			req.Header.Set("Accept-Encoding", "gzip, zstd")
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			checkNoReal(t, "the body", raw)
+			if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+				t.Errorf("the child got the bomb as the host sent it (Content-Encoding %q, %d bytes)", ce, len(raw))
+			}
+			if len(raw) > max {
+				t.Errorf("the child got %d bytes, past the cap of %d", len(raw), max)
+			}
+			if rerr == nil {
+				t.Error("the response ended cleanly: a cut response must end with an error")
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
 	}
 	if !log.has("denied", "", "decoded-size") {
 		t.Errorf("no decoded-size event: %+v", log.events)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %v", d)
-	}
-}
-
-func mustGunzip(t *testing.T, b []byte) io.Reader {
-	z, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return z
 }
 
 // TestUnknownEncodingRefused: a Content-Encoding the broker cannot decode
