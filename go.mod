@@ -4,9 +4,11 @@ go 1.26.8
 
 require (
 	filippo.io/age v1.3.2
+	github.com/andybalholm/brotli v1.3.0
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/creack/pty v1.1.24
 	github.com/goccy/go-yaml v1.19.2
+	github.com/klauspost/compress v1.20.4
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9

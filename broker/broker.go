@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,7 +69,8 @@ type Event struct {
 	// Host is the request's target host.
 	Host string
 	// Place is where in the request: "header:NAME", "query:NAME", "path",
-	// "body", or the reason of a denial.
+	// "body", or the reason of a denial ("peer-uid", "peer-unknown",
+	// "connection-limit", "content-encoding", "decoded-size", ...).
 	Place string
 }
 
@@ -104,6 +106,42 @@ type Config struct {
 	Env map[string]string
 	// Audit receives events; nil discards them.
 	Audit func(Event)
+	// MaxDecoded caps the bytes a compressed response (each layer of a
+	// stacked encoding) decodes to; past it the response is cut and a
+	// "denied" event with Place "decoded-size" is audited. 0 means
+	// DefaultMaxDecoded (256 MiB).
+	MaxDecoded int64
+	// HandshakeTimeout bounds an intercepted CONNECT's TLS handshake with
+	// the child, from the broker's 200: a child that never starts TLS is
+	// dropped. 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// HeaderTimeout bounds the reading of a request's headers on a child's
+	// connection: from the connection's start for its first request, from
+	// the first byte for a later one. 0 means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// IdleTimeout closes a child's kept-alive connection that has waited
+	// that long for its next request. 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxConns caps the child connections open at once (a CONNECT's counts
+	// until it ends); one more is answered 503 and closed, with a "denied"
+	// event of Place "connection-limit". 0 means DefaultMaxConns.
+	MaxConns int
+}
+
+// The defaults of Config's bounds on the child's connections.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultHeaderTimeout    = 10 * time.Second
+	DefaultIdleTimeout      = 120 * time.Second
+	DefaultMaxConns         = 4096
+)
+
+// orDefault returns d, or def when d is 0 or less.
+func orDefault[T time.Duration | int](d, def T) T {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Broker is a running broker: one loopback listener serving proxy and
@@ -129,6 +167,8 @@ type Broker struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
+	// open counts the child connections open (see Config.MaxConns).
+	open atomic.Int64
 }
 
 type brokered struct {
@@ -197,6 +237,9 @@ func Start(cfg Config) (*Broker, error) {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
+		// The broker asks for identity itself (forward), and decodes what
+		// still comes compressed under its own cap (decode.go).
+		DisableCompression: true,
 	}
 	if cfg.UpstreamProxy == nil {
 		b.up.Proxy = nil
@@ -207,8 +250,10 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ln = &peerListener{Listener: ln, b: b}
 	b.addr = ln.Addr().String()
-	b.srv = &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, ErrorLog: discardLog,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+	b.srv = &http.Server{Handler: b, ErrorLog: discardLog,
+		ReadHeaderTimeout: orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
+		IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -362,6 +407,13 @@ func (b *Broker) Close() error {
 	b.up.CloseIdleConnections()
 	os.Remove(b.bundle)
 	return err
+}
+
+func (b *Broker) maxDecoded() int64 {
+	if b.cfg.MaxDecoded > 0 {
+		return b.cfg.MaxDecoded
+	}
+	return DefaultMaxDecoded
 }
 
 func (b *Broker) audit(e Event) {
@@ -555,10 +607,13 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 			return b.ca.leaf(host)
 		},
 	})
+	// A child that never starts TLS (or stops halfway) is dropped.
+	conn.SetDeadline(time.Now().Add(orDefault(b.cfg.HandshakeTimeout, DefaultHandshakeTimeout)))
 	if err := tc.HandshakeContext(r.Context()); err != nil {
 		tc.Close()
 		return
 	}
+	conn.SetDeadline(time.Time{})
 	ln := newOneConnListener(tc)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -569,7 +624,8 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 			}
 			b.forward(w, r, "https", target, nil)
 		}),
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: orDefault(b.cfg.HeaderTimeout, DefaultHeaderTimeout),
+		IdleTimeout:       orDefault(b.cfg.IdleTimeout, DefaultIdleTimeout),
 		ErrorLog:          discardLog,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {
@@ -654,6 +710,11 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 		http.Error(w, "envsieve broker: "+msg, code)
 		return
 	}
+	// A response is scrubbed as the child reads it, so ask for it
+	// uncompressed; what comes compressed all the same is decoded below.
+	// gRPC's own message compression is asked for by another header.
+	out.Header.Set("Accept-Encoding", "identity")
+	out.Header.Del("Grpc-Accept-Encoding")
 	if out.Body != nil && out.Body != http.NoBody {
 		out.Body = newScrubber(out.Body, b.fakes, func(name string) {
 			kind := "unswapped"
@@ -684,7 +745,27 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				}
 				return nil
 			}
-			resp.Body = newScrubber(newAheadReader(resp.Body), b.scrub, nil)
+			var body io.ReadCloser = newAheadReader(resp.Body)
+			if !bodiless(resp) {
+				codings, err := contentCodings(resp.Header)
+				if err != nil {
+					b.audit(Event{Kind: "denied", Host: target, Place: "content-encoding"})
+					return err
+				}
+				if len(codings) > 0 {
+					body = newDecoded(body, codings, b.maxDecoded(), func(err error) {
+						place := "content-encoding"
+						if errors.Is(err, errTooLarge) {
+							place = "decoded-size"
+						}
+						b.audit(Event{Kind: "denied", Host: target, Place: place})
+					})
+					resp.Header.Del("Content-Encoding")
+					resp.Header.Del("Content-Length")
+					resp.ContentLength = -1
+				}
+			}
+			resp.Body = newScrubber(body, b.scrub, nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {

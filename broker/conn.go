@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -64,33 +65,62 @@ func (l *oneConnListener) Close() error {
 func (l *oneConnListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 // peerListener accepts only connections of the broker's user (see
-// peerUID): every other is closed at once, with an audit event.
+// peerUID): every other is closed at once, with an audit event. Past
+// Config.MaxConns open connections, a new one is answered 503 and
+// closed, with an audit event.
 type peerListener struct {
 	net.Listener
 	b *Broker
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
+	max := int64(orDefault(l.b.cfg.MaxConns, DefaultMaxConns))
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		if l.b.open.Add(1) > max {
+			l.b.open.Add(-1)
+			l.b.audit(Event{Kind: "denied", Host: c.RemoteAddr().String(), Place: "connection-limit"})
+			go refuseBusy(c, max)
+			continue
+		}
+		bc := batchOf(c)
+		bc.onClose = func() { l.b.open.Add(-1) }
 		want := l.b.cfg.UID
 		if want < 0 {
-			return batchOf(c), nil
+			return bc, nil
 		}
 		uid, err := peerUID(c)
 		if err == nil && uid == want {
-			return batchOf(c), nil
+			return bc, nil
 		}
 		reason := "peer-uid"
 		if err != nil {
 			reason = "peer-unknown"
 		}
 		l.b.audit(Event{Kind: "denied", Host: c.RemoteAddr().String(), Place: reason})
-		c.Close()
+		bc.Close()
 	}
+}
+
+// refuseBusy answers a connection past the cap with a 503 that says why,
+// and closes it once the child has had a second to send its request (a
+// close with its request unread would reset the connection, and the
+// child could lose the answer).
+func refuseBusy(c net.Conn, max int64) {
+	defer c.Close()
+	msg := fmt.Sprintf("envsieve broker: too many connections (%d open); try again\n", max)
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"+
+		"Content-Length: %d\r\nConnection: close\r\n\r\n%s", len(msg), msg); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 }
 
 // batchConn is a connection whose writes can be held and sent as one: a
@@ -107,6 +137,19 @@ type batchConn struct {
 	holds int
 	buf   []byte
 	err   error // the first failed write: every later one fails with it
+
+	// onClose, when set, runs once, at the first Close.
+	onClose   func()
+	closeOnce sync.Once
+}
+
+// Close closes the connection, and runs onClose the first time.
+func (c *batchConn) Close() error {
+	err := c.Conn.Close()
+	if c.onClose != nil {
+		c.closeOnce.Do(c.onClose)
+	}
+	return err
 }
 
 // maxBatchKeep is the largest gathering buffer kept between batches.

@@ -32,11 +32,21 @@
 //   - The real value goes only inside TLS, or in the clear to loopback (a
 //     local model server); a base-URL upstream is https or loopback http.
 //   - Responses are scrubbed: the real value in a header or a streamed body,
-//     however it is split, reaches the child as the fake.
-//   - Only the launch's user is served (the loopback peer's uid, from the
-//     kernel's socket table, on Linux and macOS; elsewhere no connection
-//     is), and only with the launch's credential (Proxy-Authorization, or
-//     the base-URL path prefix).
+//     however it is split, reaches the child as the fake. Hosts are asked
+//     for identity encoding; a body that comes compressed all the same is
+//     decoded (capped: [Config.MaxDecoded]) and scrubbed, and sent on
+//     decoded; one the broker cannot decode is refused or cut, never
+//     passed on as it came.
+//   - Only the launch's user is served (the loopback peer's uid: on Linux
+//     one exact sock_diag lookup of the peer's established socket, on macOS
+//     the kernel's socket table; elsewhere no connection is), and only with
+//     the launch's credential (Proxy-Authorization, or the base-URL path
+//     prefix). A peer that cannot be told is refused.
+//   - The tree cannot hold the broker up: a child connection's request
+//     headers and an intercepted CONNECT's TLS handshake have deadlines, a
+//     kept-alive connection an idle timeout, and the connections open at
+//     once a cap past which one is answered 503 (Config's HeaderTimeout,
+//     HandshakeTimeout, IdleTimeout, MaxConns), each refusal audited.
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)

@@ -3,79 +3,58 @@
 package broker
 
 import (
-	"bufio"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
-	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
+// diagSeq numbers the questions to the kernel.
+var diagSeq atomic.Uint32
+
 // peerUID returns the user that owns the other end of a loopback TCP
-// connection, from the kernel's socket table (/proc/net/tcp and tcp6):
-// the entry whose local address is the connection's remote one and whose
-// remote address is its local one.
+// connection: one exact sock_diag lookup of the peer's socket by its
+// 4-tuple, established only (diag.go), over a netlink socket of its own.
+// No answer, or anything but one established socket, is an error.
 func peerUID(c net.Conn) (int, error) {
 	la, ok1 := c.LocalAddr().(*net.TCPAddr)
 	ra, ok2 := c.RemoteAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
 		return -1, errors.New("not a TCP connection")
 	}
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		uid, err := findUID(table, ra, la)
-		if err == nil {
-			return uid, nil
-		}
-		if !errors.Is(err, errNoEntry) {
-			return -1, err
-		}
-	}
-	return -1, fmt.Errorf("the peer %s is in no socket table", ra)
-}
-
-var errNoEntry = errors.New("no entry")
-
-func findUID(table string, local, remote *net.TCPAddr) (int, error) {
-	f, err := os.Open(table)
+	s := diagSocket{local: ra.AddrPort(), remote: la.AddrPort()}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return -1, err
+		return -1, fmt.Errorf("sock_diag: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 {
+	defer unix.Close(fd)
+	// The kernel answers at once; a second is for a machine under load.
+	tv := unix.Timeval{Sec: 1}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return -1, fmt.Errorf("sock_diag: %w", err)
+	}
+	seq := diagSeq.Add(1)
+	kernel := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+	if err := unix.Sendto(fd, diagRequest(s, seq), 0, kernel); err != nil {
+		return -1, fmt.Errorf("sock_diag: %w", err)
+	}
+	buf := make([]byte, 8192)
+	for {
+		n, from, err := unix.Recvfrom(fd, buf, 0)
+		if err == unix.EINTR {
 			continue
 		}
-		if !sameAddr(fields[1], local) || !sameAddr(fields[2], remote) {
-			continue
+		if err != nil {
+			return -1, fmt.Errorf("sock_diag: %w", err)
 		}
-		return strconv.Atoi(fields[7])
+		if nl, ok := from.(*unix.SockaddrNetlink); !ok || nl.Pid != 0 {
+			return -1, errors.New("sock_diag: an answer not from the kernel")
+		}
+		if n >= len(buf) {
+			return -1, errors.New("sock_diag: an answer too long")
+		}
+		return diagAnswerUID(buf[:n], s, seq)
 	}
-	return -1, errNoEntry
-}
-
-// sameAddr compares a table's "HEXIP:HEXPORT" (the IP in the kernel's
-// byte order, 32-bit words little-endian) with a.
-func sameAddr(field string, a *net.TCPAddr) bool {
-	hip, hport, ok := strings.Cut(field, ":")
-	if !ok {
-		return false
-	}
-	port, err := strconv.ParseUint(hport, 16, 16)
-	if err != nil || int(port) != a.Port {
-		return false
-	}
-	raw, err := hex.DecodeString(hip)
-	if err != nil {
-		return false
-	}
-	ip := make(net.IP, len(raw))
-	for i := 0; i+4 <= len(raw); i += 4 {
-		ip[i], ip[i+1], ip[i+2], ip[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-	}
-	return ip.Equal(a.IP)
 }
