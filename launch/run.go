@@ -319,8 +319,10 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer sh.Close()
+	// A launch sealed by Landlock is never in place: its tree needs a
+	// reaper and a launcher to outlive it (reap_linux.go).
 	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
-	if inPlace && !l.opt.Isolate {
+	if inPlace && !l.opt.Isolate && !l.opt.Seal {
 		return 0, l.execInPlace(path, argv, alog)
 	}
 	if inPlace && unshare != "" {
@@ -331,6 +333,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
+	if r.tree, err = holdTree(); err != nil {
+		l.host.debugf("lifetime: %v", err)
+	}
 	switch {
 	case l.opt.Isolate:
 		// The child's uid map is written from here, which a non-dumpable
@@ -391,7 +396,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		} else {
 			return 0, fmt.Errorf("seal: required by the policy, and not available here: %w; and %v", err, lerr)
 		}
-		if inPlace {
+		if inPlace && !l.opt.Seal {
 			return 0, l.execInPlace(path, argv, alog)
 		}
 		if c, err = l.command(path, argv); err != nil {
@@ -410,6 +415,14 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		c()
 	}
 	sh.Close()
+	// What the programs started for grants left, once the shim is closed
+	// and starts no more.
+	if n, terr := r.tree.end(); terr != nil {
+		l.host.warnf("%v", terr)
+		alog.Warn(terr.Error())
+	} else if n > 0 {
+		l.host.debugf("lifetime: %d processes left by the launch's tree killed", n)
+	}
 	if err == nil {
 		sh.ExplainFailure(status)
 	}
