@@ -13,3 +13,7 @@ func holdTree() (*tree, error) { return nil, nil }
 func (t *tree) end() (int, error) { return 0, nil }
 
 func (c *Cmd) lifetimeAttr(a *syscall.SysProcAttr, env []string) []string { return env }
+
+// sweepSocketDirs is Linux-only: elsewhere a killed launcher's socket
+// directory stays where the system's temporary files are cleaned.
+func sweepSocketDirs(dir string) (wait func()) { return func() {} }

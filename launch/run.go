@@ -319,6 +319,11 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer sh.Close()
+	if sh != nil {
+		// The socket directories of launchers killed before they could
+		// remove them, while this launch runs.
+		defer sweepSocketDirs(l.host.socketDir())()
+	}
 	// A launch sealed by Landlock is never in place: its tree needs a
 	// reaper and a launcher to outlive it (reap_linux.go).
 	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
