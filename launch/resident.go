@@ -45,6 +45,9 @@ type Resident struct {
 	// tree is the launcher's hold on the launch's processes; nil:
 	// Supervise takes its own.
 	tree *tree
+	// abort, when it delivers, ends the launch: the child is killed,
+	// then its tree, and Supervise returns 125 with the error.
+	abort <-chan error
 }
 
 // Signals is a resident launcher's registration for the signals it
@@ -139,8 +142,14 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	var aborted error
 	for {
 		select {
+		case err := <-r.abort:
+			if aborted == nil {
+				aborted = err
+				_ = proc.Kill()
+			}
 		case sig := <-sigs:
 			s := sig.(syscall.Signal)
 			switch {
@@ -175,6 +184,9 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 				slave.Close()
 				copies.Wait()
 				ptmx.Close()
+			}
+			if aborted != nil {
+				return 125, aborted
 			}
 			return exitStatus(c.ProcessState(), werr)
 		}
