@@ -271,6 +271,7 @@ func runReaper(path string, argv, env []string, fds []uintptr) int {
 		}()
 	}
 	status := 125
+	var sig syscall.Signal
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -283,7 +284,8 @@ func runReaper(path string, argv, env []string, fds []uintptr) int {
 		if got == pid {
 			status = ws.ExitStatus()
 			if ws.Signaled() {
-				status = 128 + int(ws.Signal())
+				sig = ws.Signal()
+				status = 128 + int(sig)
 			}
 			break
 		}
@@ -291,7 +293,30 @@ func runReaper(path string, argv, env []string, fds []uintptr) int {
 	if err := endChildren(); err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: scope: %v\n", err)
 	}
+	if sig != 0 {
+		raise(sig)
+	}
 	return status
+}
+
+// raise ends this process by sig, as the program ended, so that whoever
+// waits for it (a shell, envsieve-daemon) sees the signal and not 128+N;
+// without a core (the program dumped its own, if any). A signal Go's
+// runtime takes for a fault of its own (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+// SIGTRAP, SIGSYS) would print a crash instead: for those, and for one
+// this process started out ignoring, it returns and the caller exits with
+// 128+N.
+func raise(sig syscall.Signal) {
+	switch sig {
+	case syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGSYS:
+		return
+	}
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	signal.Reset(sig)
+	_ = syscall.Kill(os.Getpid(), sig)
+	// A signal that stops (SIGTSTP and the like) or is ignored does not
+	// end the process: give it a moment, then go on.
+	time.Sleep(50 * time.Millisecond)
 }
 
 // endChildren kills every child of this process, and every process that
