@@ -137,6 +137,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzServerDoor$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzProtocol$$' -fuzztime $(FUZZTIME) ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzPCBList$$' -fuzztime $(FUZZTIME) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...

@@ -219,6 +219,7 @@ type Cmd struct {
 	cmd     *exec.Cmd
 	isolate bool // set by Isolate: start in new namespaces
 	reaps   bool // set by Scope: the tree's reaper, watching the launcher
+	tied    bool // set by Supervise: ends with the launcher (lifetimeAttr)
 }
 
 // Command builds the environment for argv under p from the parent environment

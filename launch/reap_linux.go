@@ -78,7 +78,13 @@ func parentOf(pid int) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	return statParent(b)
+}
+
+// statParent returns the parent pid in a /proc/PID/stat line: "pid (comm)
+// state ppid ...", where comm is the process's own choice and may hold
+// spaces and parentheses.
+func statParent(b []byte) (int, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, false
@@ -378,12 +384,13 @@ func inheritedFDs() []uintptr {
 }
 
 // lifetimeAttr sets what ties a resident launcher's first program to the
-// launcher (not for an isolated one, whose init dies with it by the
+// launcher, for a Cmd Supervise starts (not for a library caller's, nor an
+// isolated one, whose init dies with it by the
 // namespaces' own attributes): a reaper learns the launcher's pid, to end
 // the tree when the launcher ends; any other program is killed then
 // (PR_SET_PDEATHSIG). It returns the environment to start c with.
 func (c *Cmd) lifetimeAttr(a *syscall.SysProcAttr, env []string) []string {
-	if c.isolate {
+	if c.isolate || !c.tied {
 		return env
 	}
 	if c.reaps {
@@ -451,6 +458,13 @@ func listeningUnix() (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseListening(b), nil
+}
+
+// parseListening returns the paths of the listening sockets in the text of
+// /proc/net/unix. A path is any user's choice: one holding a newline can
+// add a line, which can only keep a directory from being removed.
+func parseListening(b []byte) map[string]bool {
 	paths := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n")[1:] {
 		f := strings.Fields(line)
@@ -463,5 +477,5 @@ func listeningUnix() (map[string]bool, error) {
 			paths[strings.Join(f[7:], " ")] = true
 		}
 	}
-	return paths, nil
+	return paths
 }

@@ -99,6 +99,7 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 		// An error leaves what the child detaches to the system's init.
 		r.tree, _ = holdTree()
 	}
+	c.tied = true
 	var (
 		ptmx, slave *os.File
 		err         error
