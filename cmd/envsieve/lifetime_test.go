@@ -320,3 +320,52 @@ func TestSealedTreeReadsNoOutsideProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantedProgramLeavesNothing: a program a rule grants to runs outside
+// the tree (started by the launcher, outside the pid namespace and the
+// Landlock domain), with the real value; a watcher it detaches (setsid and
+// a double fork) would hold that value after the launch. Once the launch
+// has returned, it is gone, in each mode with grants.
+func TestGrantedProgramLeavesNothing(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	sys := filepath.Join(filepath.Dir(exe), "sys")
+	if err := os.Mkdir(sys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gh := "#!/bin/sh\n( setsid /bin/sh -c 'while :; do sleep 1; done' \"$1\" </dev/null >/dev/null 2>&1 & )\necho \"gh: ${#GITHUB_TOKEN}\"\n"
+	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte(gh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token := "tok-for-gh-only-" + strings.Repeat("c3", 6)
+	modes := lifetimeModes(t)
+	modes = append(modes, lifetimeMode{name: "namespaces, with grants", args: []string{"run", "--seal", "--policy", "@grants"},
+		env: []string{"ENVSIEVE_SHIM=" + shimtest.Lib(t)}, debug: "seal: namespaces;"})
+	for _, m := range modes {
+		if !strings.Contains(m.name, "with grants") {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			marker := fmt.Sprintf("lifetime-granted-%d", time.Now().UnixNano())
+			cmd := lifetimeCommand(t, exe, home, m, "/bin/sh", "-c", "gh "+marker+"; echo tree-done")
+			for i, kv := range cmd.Env {
+				if strings.HasPrefix(kv, "PATH=") {
+					cmd.Env[i] = "PATH=" + sys + ":/usr/bin:/bin"
+				}
+			}
+			cmd.Env = append(cmd.Env, "GITHUB_TOKEN="+token)
+			out, err := cmd.CombinedOutput()
+			text := strings.ReplaceAll(string(out), token, "<token>")
+			if err != nil || !strings.Contains(text, "tree-done") || !strings.Contains(text, m.debug) {
+				gone(marker, 0)
+				t.Fatalf("%v\n%s", err, text)
+			}
+			if !strings.Contains(text, "gh: "+strconv.Itoa(len(token))) {
+				gone(marker, 0)
+				t.Fatalf("gh did not get its grant:\n%s", text)
+			}
+			if left := gone(marker, 2*time.Second); len(left) > 0 {
+				t.Errorf("what the granted program detached outlived the launch: pids %v", left)
+			}
+		})
+	}
+}
