@@ -369,3 +369,38 @@ func TestGrantedProgramLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestUnshareFallbackLeavesNothing: envsieve-init in the launcher's place,
+// where user namespaces are refused after all (here by a seccomp filter),
+// execs envsieve's Landlock init in its own place: no resident launcher
+// is left, and that init, the tree's reaper, still ends what the tree
+// detached when the program exits.
+func TestUnshareFallbackLeavesNothing(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+	copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+	init := filepath.Join(filepath.Dir(shimtest.Lib(t)), "envsieve-init")
+	work := filepath.Join(home, "work")
+	if err := os.Mkdir(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(work, 0o777)
+	ready := filepath.Join(work, "ready")
+	marker := fmt.Sprintf("lifetime-unshare-%d", time.Now().UnixNano())
+	cmd := exec.Command(noNS, init, "--unshare", exe, "/bin/sh", "sh", "-c", watcher(marker, ready))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_INIT_SEAL=m " + filepath.Join(home, "nothing-here")}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "tree-done") {
+		gone(marker, 0)
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(ready); !strings.Contains(string(b), "started") {
+		gone(marker, 0)
+		t.Fatalf("the watcher never started:\n%s", out)
+	}
+	if left := gone(marker, 2*time.Second); len(left) > 0 {
+		t.Errorf("the watcher outlived the launch: pids %v", left)
+	}
+}
