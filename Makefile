@@ -139,6 +139,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPCBList$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodedScrub$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzSockDiag$$' -fuzztime $(FUZZTIME) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...

@@ -14,12 +14,14 @@ package audit
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/sieve"
@@ -27,10 +29,86 @@ import (
 
 // Log is an open audit log. A nil *Log discards everything, so callers need
 // not check whether auditing is on.
+//
+// A write that fails (a full disk, an I/O error) is never silent: by
+// default the log fails closed, calling the function given to [Log.OnFail]
+// once with an error naming the file, and [Log.Err] reports it from then
+// on; with [Log.WarnOnError] (the policy's `audit: {on_error: warn}`) it
+// says so once on stderr instead, and counts the events lost, which the
+// exit event carries.
 type Log struct {
 	l      *slog.Logger
 	closer io.Closer
 	id     string
+	w      *guard
+}
+
+// guard is the log's writer: it passes each event on, and remembers the
+// first failure and how many events were lost.
+type guard struct {
+	w    io.Writer
+	path string
+	// stderr is where a warning goes (os.Stderr; tests replace it).
+	stderr io.Writer
+
+	mu     sync.Mutex
+	err    error
+	lost   int
+	warn   bool
+	onFail func(error)
+	// torn says the last event was written in part: the next one starts
+	// on a line of its own.
+	torn bool
+}
+
+func (g *guard) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	torn := g.torn
+	g.mu.Unlock()
+	var n int
+	var err error
+	if torn {
+		_, err = g.w.Write([]byte{'\n'})
+	}
+	if err == nil {
+		n, err = g.w.Write(p)
+		if err == nil && n < len(p) {
+			err = io.ErrShortWrite
+		}
+	}
+	g.mu.Lock()
+	if torn && err == nil {
+		g.torn = false
+	}
+	if err == nil {
+		g.mu.Unlock()
+		return n, nil
+	}
+	g.torn = g.torn || n > 0
+	g.lost++
+	first := g.err == nil
+	if first {
+		// The file is named once: an *os.PathError would name it again.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		g.err = fmt.Errorf("audit log %s: write: %w", g.path, err)
+	}
+	warn, onFail, ferr := g.warn, g.onFail, g.err
+	g.mu.Unlock()
+	if first && warn {
+		fmt.Fprintf(g.stderr, "envsieve: %v: the launch goes on (audit: {on_error: warn}); the events lost are counted in the exit event\n", ferr)
+	}
+	if first && !warn && onFail == nil {
+		fmt.Fprintf(g.stderr, "envsieve: %v\n", ferr)
+	}
+	if first && !warn && onFail != nil {
+		// Not from here: the caller holds the handler's lock, and onFail
+		// may end the launch.
+		go onFail(ferr)
+	}
+	return n, err
 }
 
 // Open opens the audit log at path for appending: "-" means stderr; a
@@ -61,9 +139,64 @@ func Open(path, home string) (*Log, error) {
 	if _, err := rand.Read(id); err != nil {
 		return nil, err
 	}
-	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})
-	launch := "l_" + hex.EncodeToString(id)
-	return &Log{l: slog.New(h).With("launch", launch), closer: closer, id: launch}, nil
+	return newLog(w, closer, path, os.Stderr, hex.EncodeToString(id)), nil
+}
+
+// newLog is a log writing to w, named path in its errors, warning on
+// stderr.
+func newLog(w io.Writer, closer io.Closer, path string, stderr io.Writer, id string) *Log {
+	g := &guard{w: w, path: path, stderr: stderr}
+	h := slog.NewJSONHandler(g, &slog.HandlerOptions{Level: slog.LevelInfo})
+	launch := "l_" + id
+	return &Log{l: slog.New(h).With("launch", launch), closer: closer, id: launch, w: g}
+}
+
+// OnFail sets what a failed write does (unless [Log.WarnOnError]): fail is
+// called once, in a goroutine of its own, with an error naming the file.
+// A write that failed before is reported at once.
+func (a *Log) OnFail(fail func(error)) {
+	if a == nil {
+		return
+	}
+	a.w.mu.Lock()
+	a.w.onFail = fail
+	err := a.w.err
+	a.w.mu.Unlock()
+	if err != nil && fail != nil {
+		go fail(err)
+	}
+}
+
+// WarnOnError makes a failed write a warning, said once on stderr, and
+// the events lost a count in the exit event: the launch goes on.
+func (a *Log) WarnOnError() {
+	if a == nil {
+		return
+	}
+	a.w.mu.Lock()
+	a.w.warn = true
+	a.w.mu.Unlock()
+}
+
+// Err returns the first write that failed, naming the file; nil when none
+// has.
+func (a *Log) Err() error {
+	if a == nil {
+		return nil
+	}
+	a.w.mu.Lock()
+	defer a.w.mu.Unlock()
+	return a.w.err
+}
+
+// Lost returns how many events could not be written.
+func (a *Log) Lost() int {
+	if a == nil {
+		return 0
+	}
+	a.w.mu.Lock()
+	defer a.w.mu.Unlock()
+	return a.w.lost
 }
 
 // ID returns the launch id every event carries.
@@ -154,16 +287,20 @@ func (a *Log) Exec(path string) {
 }
 
 // Exit records the child's exit status (128+N for signal N), or the error
-// that stopped the launch.
+// that stopped the launch, and how many events were lost (audit_lost)
+// when writes failed.
 func (a *Log) Exit(status int, err error) {
 	if a == nil {
 		return
 	}
+	attrs := []any{"status", status}
 	if err != nil {
-		a.l.Info("exit", "status", status, "error", err.Error())
-		return
+		attrs = append(attrs, "error", err.Error())
 	}
-	a.l.Info("exit", "status", status)
+	if lost := a.Lost(); lost > 0 {
+		attrs = append(attrs, "audit_lost", lost)
+	}
+	a.l.Info("exit", attrs...)
 }
 
 // Shim records that the shim was loaded into the child: the library, the

@@ -430,6 +430,10 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
 	}
+	// No grant the audit log could not record (audit: {on_error: fail}).
+	if err := s.l.auditFailed(s.alog); err != nil {
+		return nil, "the audit log cannot be written"
+	}
 	s.mu.Lock()
 	noScope := s.noScope
 	s.mu.Unlock()

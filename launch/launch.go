@@ -218,6 +218,8 @@ type Cmd struct {
 
 	cmd     *exec.Cmd
 	isolate bool // set by Isolate: start in new namespaces
+	reaps   bool // set by Scope: the tree's reaper, watching the launcher
+	tied    bool // set by Supervise: ends with the launcher (lifetimeAttr)
 }
 
 // Command builds the environment for argv under p from the parent environment
@@ -294,9 +296,11 @@ func (c *Cmd) StartContext(ctx context.Context) error {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if c.isolate {
 		cmd.SysProcAttr = isolateAttr()
 	}
+	cmd.Env = c.lifetimeAttr(cmd.SysProcAttr, cmd.Env)
 	c.cmd = cmd
 	if err := cmd.Start(); err != nil {
 		return c.startError(err)

@@ -132,6 +132,9 @@ func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 		return nil, err
 	}
 	p := l.opt.Policy
+	if p.AuditWarn {
+		alog.WarnOnError()
+	}
 	logged, err := l.maskArgs(argv)
 	if err != nil {
 		alog.Close()
@@ -155,6 +158,10 @@ func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 	}
 	if p.Redact.Enabled {
 		alog.Redaction(l.MaskedNames())
+	}
+	if err := l.auditFailed(alog); err != nil {
+		alog.Close()
+		return nil, err
 	}
 	l.alog.Store(alog)
 	return alog, nil

@@ -41,6 +41,13 @@ type Resident struct {
 	// time; Supervise then leaves it in place when it returns. Nil means
 	// Supervise registers and unregisters the signals itself.
 	Signals *Signals
+
+	// tree is the launcher's hold on the launch's processes; nil:
+	// Supervise takes its own.
+	tree *tree
+	// abort, when it delivers, ends the launch: the child is killed,
+	// then its tree, and Supervise returns 125 with the error.
+	abort <-chan error
 }
 
 // Signals is a resident launcher's registration for the signals it
@@ -67,7 +74,10 @@ func NotifySignals() *Signals {
 
 // Supervise runs c as a resident launcher's child: it starts c, forwards
 // signals, waits, and returns the exit status a shell would report (128+N
-// for a child killed by signal N). The caller flushes its writers after.
+// for a child killed by signal N). The launcher is a child subreaper
+// meanwhile, and when c exits, every process left that c started (or the
+// launcher started since, as for grants) is killed: nothing outlives it.
+// The caller flushes its writers after.
 //
 // Without a pty the child stays in the launcher's process group, so a
 // terminal's SIGINT and SIGQUIT already reach it: those two are forwarded
@@ -85,6 +95,11 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	if own {
 		defer signal.Stop(sigs)
 	}
+	if r.tree == nil {
+		// An error leaves what the child detaches to the system's init.
+		r.tree, _ = holdTree()
+	}
+	c.tied = true
 	var (
 		ptmx, slave *os.File
 		err         error
@@ -128,8 +143,14 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
+	var aborted error
 	for {
 		select {
+		case err := <-r.abort:
+			if aborted == nil {
+				aborted = err
+				_ = proc.Kill()
+			}
 		case sig := <-sigs:
 			s := sig.(syscall.Signal)
 			switch {
@@ -146,6 +167,10 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 				_ = proc.Signal(s)
 			}
 		case werr := <-done:
+			// Nothing the child started outlives it: ended before the
+			// output drains, as a process left holding the pty would
+			// keep it open.
+			_, _ = r.tree.end()
 			if ptmx != nil {
 				// The launcher holds a slave fd of its own, so the pty does
 				// not hang up the moment the child exits: Linux may drop
@@ -160,6 +185,9 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 				slave.Close()
 				copies.Wait()
 				ptmx.Close()
+			}
+			if aborted != nil {
+				return 125, aborted
 			}
 			return exitStatus(c.ProcessState(), werr)
 		}
@@ -196,6 +224,7 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 	if c.isolate {
 		cmd.SysProcAttr = isolateAttr()
 	}
+	cmd.Env = c.lifetimeAttr(cmd.SysProcAttr, cmd.Env)
 	if err := controllingTerminal(cmd.SysProcAttr); err != nil {
 		ptmx.Close()
 		slave.Close()

@@ -154,6 +154,9 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 	}
 	l.host.debugf("exec %s in place: it makes the namespaces and starts %s", init, path)
 	alog.Exec(path)
+	if err := l.auditFailed(alog); err != nil {
+		return err
+	}
 	args := append([]string{"envsieve-init", "--unshare", fallback, path}, argv...)
 	if err := checkNUL(args, env); err != nil {
 		return err
@@ -163,6 +166,16 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 	err := fmt.Errorf("isolate: exec %s: %v", init, syscall.Exec(init, args, env))
 	alog.Exit(125, err)
 	return err
+}
+
+// auditFailed returns the audit log's failed write, unless the policy
+// says `audit: {on_error: warn}`: a launch the log cannot record does not
+// start.
+func (l *Plan) auditFailed(alog *audit.Log) error {
+	if err := alog.Err(); err != nil && !l.opt.Policy.AuditWarn {
+		return fmt.Errorf("%w: nothing was started (audit: {on_error: fail}, the default)", err)
+	}
+	return nil
 }
 
 // sealSpec is the launch's seal. The config dir is made first when it is
@@ -205,6 +218,9 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 	}
 	l.host.debugf("exec %s", path)
 	alog.Exec(path)
+	if err := l.auditFailed(alog); err != nil {
+		return err
+	}
 	if l.pinned != nil {
 		// The sealed copy the rule's pin was checked against; a script's
 		// interpreter opens it by name after the exec, so it stays open.
@@ -319,8 +335,15 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	defer sh.Close()
+	if sh != nil {
+		// The socket directories of launchers killed before they could
+		// remove them, while this launch runs.
+		defer sweepSocketDirs(l.host.socketDir())()
+	}
+	// A launch sealed by Landlock is never in place: its tree needs a
+	// reaper and a launcher to outlive it (reap_linux.go).
 	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
-	if inPlace && !l.opt.Isolate {
+	if inPlace && !l.opt.Isolate && !l.opt.Seal {
 		return 0, l.execInPlace(path, argv, alog)
 	}
 	if inPlace && unshare != "" {
@@ -331,6 +354,17 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		return 0, err
 	}
 	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
+	if !l.opt.Policy.AuditWarn {
+		// The audit log fails closed: a write that fails ends the launch.
+		abort := make(chan error, 1)
+		alog.OnFail(func(err error) {
+			abort <- fmt.Errorf("%w: the launch is ended (audit: {on_error: fail}, the default)", err)
+		})
+		r.abort = abort
+	}
+	if r.tree, err = holdTree(); err != nil {
+		l.host.debugf("lifetime: %v", err)
+	}
 	switch {
 	case l.opt.Isolate:
 		// The child's uid map is written from here, which a non-dumpable
@@ -372,6 +406,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 			r.PTY, r.TTY = true, os.Stdout
 		}
 	}
+	if err := l.auditFailed(alog); err != nil {
+		return 0, err
+	}
 	l.host.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v",
 		set != nil, l.opt.Policy.Redact.Entropy, r.PTY, l.files != nil, l.opt.Isolate, sh != nil)
 	status, err := Supervise(c, r)
@@ -391,7 +428,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		} else {
 			return 0, fmt.Errorf("seal: required by the policy, and not available here: %w; and %v", err, lerr)
 		}
-		if inPlace {
+		if inPlace && !l.opt.Seal {
 			return 0, l.execInPlace(path, argv, alog)
 		}
 		if c, err = l.command(path, argv); err != nil {
@@ -410,6 +447,14 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 		c()
 	}
 	sh.Close()
+	// What the programs started for grants left, once the shim is closed
+	// and starts no more.
+	if n, terr := r.tree.end(); terr != nil {
+		l.host.warnf("%v", terr)
+		alog.Warn(terr.Error())
+	} else if n > 0 {
+		l.host.debugf("lifetime: %d processes left by the launch's tree killed", n)
+	}
 	if err == nil {
 		sh.ExplainFailure(status)
 	}

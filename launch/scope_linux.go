@@ -3,11 +3,9 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +33,7 @@ func Scope(c *Cmd) (*Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scope: %w", err)
 	}
+	sc.reaps = true
 	return sc, nil
 }
 
@@ -62,20 +61,25 @@ func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
 	sc.Env = append(sc.Env, initSeal+text)
+	sc.reaps = true
 	return sc, nil
 }
 
 // ScopeInit is the process [Scope] starts: args are the program's path and
-// argv. It enters a new Landlock domain and execs the program from the same
-// thread, so the program starts in the domain; it returns only on failure,
-// with the status for main to exit with.
+// argv. It enters a new Landlock domain and starts the program from the
+// same thread, so the program starts in the domain; then it stays as the
+// tree's reaper, and ends whatever the tree left when the program exits
+// (see reap_linux.go). It returns the status for main to exit with: the
+// program's, or 125-127 when it could not start.
 func ScopeInit(args []string) int {
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "envsieve: scope: no program")
 		return 125
 	}
-	// no_new_privs and the domain are the thread's: set both, and exec,
-	// from this one.
+	// What the program inherits, before anything here is opened.
+	fds := inheritedFDs()
+	// no_new_privs and the domain are the thread's: set both, and start
+	// the program, from this one.
 	runtime.LockOSThread()
 	if sealed, err := applySeal(seal.Restrict); sealed || err != nil {
 		if err != nil {
@@ -86,14 +90,9 @@ func ScopeInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: scope: %v\n", err)
 		return 125
 	}
-	env := programEnv()
-	err := execError(args[0], syscall.Exec(args[0], args[1:], env))
-	fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
-	var nf *NotFoundError
-	if errors.As(err, &nf) {
-		return 127
-	}
-	return 126
+	// This process stays, as the tree's reaper: nothing the tree starts
+	// outlives the program (reap_linux.go).
+	return runReaper(args[0], args[1:], programEnv(), fds)
 }
 
 // enterDomain puts the calling thread in a new Landlock domain that handles

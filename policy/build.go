@@ -156,6 +156,12 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 		}
 		p.AuditPath = raw.Audit.V
 	}
+	if e := raw.AuditErr; e != nil {
+		if e.V != "fail" && e.V != "warn" {
+			b.d.errorAt(e.Pos, "audit: on_error: want fail or warn, got %q", e.V)
+		}
+		p.AuditWarn = e.V == "warn"
+	}
 	p.Redact = Redact{Enabled: true, MinSecretLen: 8, Entropy: true}
 	if r := raw.Redact; r != nil {
 		if r.Enabled != nil {

@@ -114,6 +114,7 @@ type rawFile struct {
 	Version  *num
 	Shell    *str
 	Audit    *str // audit: {path: ...}
+	AuditErr *str // audit: {on_error: ...}
 	AuditPos Pos
 	Redact   *rawRedact
 	Global   rawLevel
@@ -576,7 +577,8 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 	h["audit"] = func(key str, v ast.Node) {
 		f.AuditPos = key.Pos
 		d.fields(v, "audit", map[string]func(str, ast.Node){
-			"path": d.optStr("audit: path", &f.Audit),
+			"path":     d.optStr("audit: path", &f.Audit),
+			"on_error": d.optStr("audit: on_error", &f.AuditErr),
 		})
 	}
 	h["redact"] = func(key str, v ast.Node) {

@@ -65,6 +65,10 @@ type Policy struct {
 	// AuditPath is where the audit log goes: a file ("~/" is the home
 	// directory), "-" for stderr, "" for no log.
 	AuditPath string
+	// AuditWarn makes a failed write to the audit log a warning (the
+	// launch goes on, the events lost counted); false, the default, ends
+	// the launch (audit: {on_error: fail}).
+	AuditWarn bool
 	// Broker are the top-level broker settings.
 	Broker   BrokerSettings
 	profiles map[string]*Profile // user and built-in, by name

@@ -26,6 +26,8 @@ func TestParseErrors(t *testing.T) {
 		{"digit start", "version: 1\nallow: [\"1AB\"]\n", []string{"2:9: global: allow: \"1AB\": a variable name cannot start with a digit"}},
 		{"unknown group", "version: 1\ngroups: [proxy, nope]\n", []string{`2:17: global: groups: unknown group "nope" (known: `}},
 		{"bad mode", "version: 1\nmode: loud\n", []string{`2:7: global: mode: want enforce or audit, got "loud"`}},
+		{"audit on_error", "version: 1\naudit: {path: /tmp/a, on_error: warn}\n", nil},
+		{"bad audit on_error", "version: 1\naudit: {on_error: ignore}\n", []string{`2:19: audit: on_error: want fail or warn, got "ignore"`}},
 		{"set and deny", "version: 1\nset: {PAGER: cat}\ndeny: [PAGER]\n", []string{"2:7: global: PAGER is both set and denied"}},
 		{"set twice", "version: 1\nprofiles:\n  p:\n    set: {A: x}\n", nil},
 		{"set bool", "version: 1\nset: {A: yes}\n", nil},

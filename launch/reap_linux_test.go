@@ -1,0 +1,61 @@
+//go:build linux
+
+package launch
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestStatParent(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want int
+		ok   bool
+	}{
+		{"123 (sh) S 45 123 123 0 -1", 45, true},
+		// comm is the process's choice: it may look like more fields.
+		{"123 (a) S 9 (b) R 77 1) S 45 123", 45, true},
+		{"123 (sp ace) S 46 1", 46, true},
+		{"123 (sh) S", 0, false},
+		{"no paren", 0, false},
+		{"1 (x) S notanumber", 0, false},
+	} {
+		got, ok := statParent([]byte(tc.stat))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%q: got %d %v, want %d %v", tc.stat, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseListening(t *testing.T) {
+	text := "Num       RefCount Protocol Flags    Type St Inode Path\n" +
+		"0000000000000000: 00000002 00000000 00010000 0005 01 1234 /tmp/envsieve-shim-1/s\n" +
+		"0000000000000000: 00000003 00000000 00000000 0005 03 1235 /tmp/envsieve-shim-2/s\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 1236 /tmp/with space/s\n" +
+		"0000000000000000: 00000002 00000000 00010000 0001 01 1237\n"
+	got := parseListening([]byte(text))
+	for _, p := range []string{"/tmp/envsieve-shim-1/s", "/tmp/with space/s"} {
+		if !got[p] {
+			t.Errorf("%s: not listening", p)
+		}
+	}
+	if got["/tmp/envsieve-shim-2/s"] || len(got) != 2 {
+		t.Errorf("got %v", got)
+	}
+}
+
+// FuzzProcParse: the two /proc texts the reaper reads hold names any
+// process chooses (comm, a socket's path); neither parser panics, and a
+// parent found is a number that was in the line.
+func FuzzProcParse(f *testing.F) {
+	f.Add([]byte("123 (sh) S 45 123 123 0 -1"))
+	f.Add([]byte("Num RefCount\n0: 2 0 00010000 0005 01 1 /a/s\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if pp, ok := statParent(b); ok && !strings.Contains(string(b), strconv.Itoa(pp)) {
+			t.Errorf("%q: parent %d is not in the line", b, pp)
+		}
+		parseListening(b)
+	})
+}
