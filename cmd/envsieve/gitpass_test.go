@@ -3,6 +3,8 @@
 package main
 
 import (
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,5 +110,58 @@ func TestGitRulePass(t *testing.T) {
 	}
 	if !strings.Contains(out, "hook pre-receive: token-length=0") {
 		t.Errorf("the pre-receive hook did not run without the token: %q", out)
+	}
+}
+
+// TestGitRuleHTTP: the same rule for git, and the real git clones, pushes
+// and fetches over http through `git http-backend` (run by net/http/cgi on
+// loopback, as root: the server is the user's, not the tree's), as an
+// unprivileged user started by the agent's bash. git's remote helper
+// (git-remote-http, which no rule names) runs in the tree, and the git
+// processes it starts (fetch-pack's index-pack) are started again by the
+// launcher with the rule's pass: list.
+func TestGitRuleHTTP(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	dir := filepath.Dir(exe)
+	pol := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
+		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	gitAs := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + root}
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitAs(root, "init", "-q", "--bare", "remote.git")
+	gitAs(root, "-C", "remote.git", "config", "http.receivepack", "true")
+	gitAs(root, "init", "-q", "seed")
+	gitAs(root, "-C", "seed", "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "seed")
+	gitAs(root, "-C", "seed", "push", "-q", "../remote.git", "HEAD:refs/heads/master")
+	srv := httptest.NewServer(&cgi.Handler{Path: "/usr/lib/git-core/git-http-backend",
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "REMOTE_USER=t", "HOME=" + root}})
+	defer srv.Close()
+	token := "tok-for-git-http-" + strings.Repeat("9d", 6)
+	cmd := exec.Command(exe, "run", "--policy", pol, "--", "bash", "-c", "set -e\n"+
+		"git clone -q "+srv.URL+"/remote.git work\n"+
+		"cd work\n"+
+		"git config fetch.unpackLimit 1\n"+
+		"git -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m change\n"+
+		"git push -q origin HEAD\n"+
+		"git fetch -q origin\n"+
+		"test \"$(git rev-parse origin/master)\" = \"$(git rev-parse HEAD)\"\n"+
+		"echo git-http-ok\n")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "GIT_RULE_TOKEN=" + token, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
+	cmd.Dir = home
+	cmd.SysProcAttr = asUnprivileged()
+	b, err := cmd.CombinedOutput()
+	out := strings.ReplaceAll(string(b), token, "<token>")
+	if err != nil || !strings.Contains(out, "git-http-ok") {
+		t.Errorf("clone, push and fetch over http under a rule for git: %v\n%s", err, out)
 	}
 }
