@@ -42,6 +42,17 @@ var homeSkipDirs = []string{
 // homeSkipNames are directory names not entered anywhere in HOME.
 var homeSkipNames = []string{"node_modules", ".git", "__pycache__", "site-packages"}
 
+// publicFile reports whether the file at rel (relative to HOME) holds
+// public data that looks random by nature: SSH's host keys (hashed names
+// among them), authorized keys and public keys.
+func publicFile(rel string) bool {
+	switch rel {
+	case ".ssh/known_hosts", ".ssh/known_hosts.old", ".ssh/known_hosts2", ".ssh/authorized_keys", ".ssh/authorized_keys2":
+		return true
+	}
+	return strings.HasSuffix(rel, ".pub")
+}
+
 // homeFinding is a file of HOME the seal leaves readable whose content
 // looks like a credential: its path and the kinds found, never a value.
 type homeFinding struct {
@@ -196,7 +207,7 @@ func scanHome(home string, masked maskSet) homeReport {
 				}
 				continue
 			}
-			if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+			if !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 || publicFile(rel) {
 				continue
 			}
 			text, ok := readText(path)
