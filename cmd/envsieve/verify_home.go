@@ -183,7 +183,7 @@ func scanHome(home string, masked maskSet) homeReport {
 		if err != nil {
 			return
 		}
-		names, _ := f.Readdirnames(-1)
+		names, _ := f.Readdirnames(budget + 1) // bounded: more than the budget is never examined
 		f.Close()
 		sort.Strings(names)
 		for _, name := range names {
