@@ -13,12 +13,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/policy"
 )
 
@@ -81,11 +83,7 @@ func startServerConfig(t testing.TB, src string, cfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "envsieve-daemon-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shimtest.SocketDir(t, "envsieve-daemon-") // a socket's path must fit, whatever TMPDIR is
 	path := filepath.Join(dir, "d.sock")
 	if err := s.Listen(path); err != nil {
 		t.Fatal(err)
@@ -707,7 +705,7 @@ func TestDaemonSocket(t *testing.T) {
 		mustInit(t, c, "", nil)
 	})
 	t.Run("stale socket is replaced", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := shimtest.SocketDir(t, "envsieve-daemon-")
 		os.Chmod(dir, 0o700)
 		path := filepath.Join(dir, "s.sock")
 		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -732,11 +730,24 @@ func TestDaemonSocket(t *testing.T) {
 		}
 	})
 	t.Run("open directory is refused", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := shimtest.SocketDir(t, "envsieve-daemon-")
 		os.Chmod(dir, 0o755)
 		s2, _ := New(Config{Policy: ts.cfg.Policy, Env: daemonEnv})
 		if err := s2.Listen(filepath.Join(dir, "s.sock")); err == nil || !strings.Contains(err.Error(), "0700") {
 			t.Fatalf("Listen in a 0755 dir: %v", err)
+		}
+	})
+	t.Run("a path too long for a socket is refused, and says so", func(t *testing.T) {
+		path := filepath.Join(shimtest.SocketDir(t, "envsieve-daemon-"), strings.Repeat("x", MaxSocketPath), "s.sock")
+		s2, _ := New(Config{Policy: ts.cfg.Policy, Env: daemonEnv})
+		if err := s2.Listen(path); err == nil || !strings.Contains(err.Error(), "longer than a unix socket's path may be") {
+			t.Fatalf("Listen on a %d-byte path: %v", len(path), err)
+		}
+	})
+	t.Run("a runtime directory too deep gives way to /tmp", func(t *testing.T) {
+		deep := "/run/" + strings.Repeat("d", MaxSocketPath)
+		if got, want := DefaultSocket(deep), filepath.Join("/tmp", "envsieve-"+strconv.Itoa(os.Getuid()), SocketName); got != want {
+			t.Errorf("DefaultSocket(a deep directory) = %s, want %s", got, want)
 		}
 	})
 	t.Run("not a socket is not replaced", func(t *testing.T) {

@@ -18,10 +18,19 @@ const SocketName = "envsieve.sock"
 // $XDG_RUNTIME_DIR). When runtimeDir is a directory others may enter, such
 // as /tmp when XDG_RUNTIME_DIR is unset, the socket goes in a private
 // subdirectory, envsieve-UID.
+//
+// A runtimeDir too deep for a socket's path (longer than [MaxSocketPath]
+// with the socket's name) gives way to /tmp, the same for the daemon and
+// its clients; the private subdirectory there is checked as ever, so one
+// another user made first is refused, never used.
 func DefaultSocket(runtimeDir string) string {
+	private := filepath.Join("envsieve-"+strconv.Itoa(os.Getuid()), SocketName)
+	if len(filepath.Join(runtimeDir, private)) > MaxSocketPath {
+		runtimeDir = "/tmp"
+	}
 	fi, err := os.Stat(runtimeDir)
 	if err == nil && privateDir(fi) == nil {
 		return filepath.Join(runtimeDir, SocketName)
 	}
-	return filepath.Join(runtimeDir, "envsieve-"+strconv.Itoa(os.Getuid()), SocketName)
+	return filepath.Join(runtimeDir, private)
 }

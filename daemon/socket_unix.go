@@ -15,6 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// MaxSocketPath is the longest path a unix socket may have: sun_path's
+// size (108 bytes on Linux, 104 on macOS), less the terminating NUL.
+const MaxSocketPath = len(unix.RawSockaddrUnix{}.Path) - 1
+
 // privateDir reports why a directory may not hold the socket: it must be
 // owned by this process's uid and closed to group and others (0700).
 func privateDir(fi fs.FileInfo) error {
@@ -36,6 +40,9 @@ func privateDir(fi fs.FileInfo) error {
 // socket), replaces a stale socket, refuses a live one, and makes the new
 // socket 0600.
 func listen(path string) (*net.UnixListener, *os.File, error) {
+	if len(path) > MaxSocketPath {
+		return nil, nil, fmt.Errorf("socket %s: %d bytes, longer than a unix socket's path may be (%d)", path, len(path), MaxSocketPath)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("socket directory: %w", err)

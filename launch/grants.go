@@ -109,11 +109,18 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		if needHide {
 			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", ErrShimNeeded, strings.Join(res.Hide, ", "), err)
 		}
-		h.debugf("shim: %v", err)
+		if grants {
+			h.warnMissing(alog, err, "the rules grant nothing at exec (a program they name, started in the tree, runs without its grant)")
+		} else {
+			h.debugf("shim: %v", err)
+		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if _, err := shim.LocateInit(lib); err != nil && l.opt.Isolate && (grants || needHide) {
+		h.warnMissing(alog, err, "envsieve makes the namespaces itself, a slower start")
 	}
 	if static {
 		// The program cannot load the shim, but the dynamic programs it
@@ -191,9 +198,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		if start, err := shim.LocateStart(lib); err == nil {
 			env = append(env, shim.EnvStart+"="+start)
 		} else {
-			msg := fmt.Sprintf("%v: the rules grant nothing at exec (the programs they name run without their grants)", err)
-			h.warnf("%s", msg)
-			alog.Warn(msg)
+			h.warnMissing(alog, err, "the rules grant nothing at exec (the programs they name run without their grants)")
 		}
 		drops, dv := ruleDrops(l.opt.Policy)
 		if globs, ok := ruleGlobs(l.opt.Policy, drops); ok {

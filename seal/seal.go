@@ -1,9 +1,11 @@
 // Package seal gives an agent's process tree a filesystem view without the
-// user's secret material: the credential files of a built-in list (cloud,
-// git, package registries, containers, Kubernetes, SSH private keys, GnuPG,
-// pass), envsieve's own store and keys, masked (empty, read-only), and the
-// user's envsieve config directory read-only, so the tree can neither read
-// a stored secret nor rewrite the policy for later launches.
+// user's secret material: the credential files of a built-in list (clouds,
+// git and the forges, package registries, containers and clusters,
+// databases, key stores and password managers, browser profiles, SSH
+// private keys by name and by content), envsieve's own store and keys,
+// masked (empty, read-only), and the user's envsieve config directory
+// read-only, so the tree can neither read a stored secret nor rewrite the
+// policy for later launches.
 //
 // Two mechanisms give the same guarantee; [Choose] picks the best this
 // system offers:
@@ -34,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -71,14 +74,55 @@ type Spec struct {
 	ReadOnly []string
 }
 
-// credentialFiles is DESIGN.md section 12's list, relative to HOME.
+// credentialFiles is DESIGN.md section 12's list, relative to HOME: files
+// and directories that hold a credential whole or in part. An entry that
+// does not exist is skipped when the seal is made. No entry lies beneath
+// another. Sources: the tools' own documentation, and the deny lists of
+// the anchors (Claude Code's sandbox-runtime, Codex's sandbox, agentsh's
+// default policy), which name few HOME credentials of their own: agentsh
+// adds ~/.gcloud; sandbox-runtime and Codex leave reads to the user's list.
+// What is left, verify --home lists.
 var credentialFiles = []string{
-	".aws/credentials", ".aws/sso/cache", ".config/gh/hosts.yml", ".config/hub",
-	".git-credentials", ".netrc", ".npmrc", ".yarnrc.yml", ".pypirc",
-	".cargo/credentials.toml", ".cargo/credentials", ".docker/config.json", ".kube/config",
-	".config/gcloud", ".azure", ".terraform.d/credentials.tfrc.json",
+	// Clouds. The AWS CLI's cache holds the temporary credentials of an
+	// assumed role; gcloud's directory holds refresh tokens and keys.
+	".aws/credentials", ".aws/sso/cache", ".aws/cli/cache",
+	".config/gcloud", ".gcloud", ".azure", ".oci",
+	".config/doctl", ".config/hcloud/cli.toml", ".fly/config.yml",
+	".terraform.d/credentials.tfrc.json", ".vault-token",
+
+	// Git and the forges.
+	".git-credentials", ".config/git/credentials",
+	".config/gh/hosts.yml", ".config/hub", ".config/glab-cli/config.yml",
+
+	// Package registries.
+	".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials.toml", ".cargo/credentials",
+	".m2/settings.xml", ".m2/settings-security.xml", ".gem/credentials",
+	".config/composer/auth.json", ".composer/auth.json", ".nuget/NuGet/NuGet.Config",
+	".pub-cache/credentials.json", ".config/dart/pub-tokens.json",
+
+	// Containers and clusters.
+	".docker/config.json", ".kube/config", ".config/helm/repositories.yaml",
+
+	// Databases, storage, and any host by password.
+	".netrc", ".pgpass", ".my.cnf", ".mylogin.cnf",
+	".config/rclone/rclone.conf", ".s3cfg", ".boto",
+
+	// SSH private keys by their usual names; seal.Default adds the keys
+	// of other names that SSHPrivateKeys finds by their content.
 	".ssh/id_rsa", ".ssh/id_ecdsa", ".ssh/id_ed25519", ".ssh/id_dsa", ".ssh/id_ecdsa_sk", ".ssh/id_ed25519_sk",
-	".gnupg", ".password-store",
+
+	// Key stores and password managers: GnuPG, pass, the desktop keyring
+	// (GNOME Keyring, KWallet), the 1Password CLI, SOPS's age keys.
+	".gnupg", ".password-store", ".local/share/keyrings", ".local/share/kwalletd",
+	".config/op", ".op", ".config/sops/age/keys.txt",
+
+	// Browser profiles: their session cookies are logins. Native, Flatpak
+	// (~/.var/app/ID) and Snap (~/snap/NAME) installs.
+	".mozilla", ".config/google-chrome", ".config/google-chrome-beta", ".config/chromium",
+	".config/BraveSoftware", ".config/microsoft-edge", ".config/vivaldi", ".config/opera",
+	".var/app/org.mozilla.firefox", ".var/app/com.google.Chrome", ".var/app/org.chromium.Chromium",
+	".var/app/com.brave.Browser", ".var/app/com.microsoft.Edge",
+	"snap/firefox", "snap/chromium",
 }
 
 // CredentialFiles returns the built-in list of credential files and
@@ -86,7 +130,8 @@ var credentialFiles = []string{
 func CredentialFiles() []string { return append([]string(nil), credentialFiles...) }
 
 // Default returns envsieve's seal for a user: the built-in credential files
-// under home, envsieve's store (in configDir) and its data directory (the
+// under home and the SSH private keys found there by content
+// ([SSHPrivateKeys]), envsieve's store (in configDir) and its data directory (the
 // store's key, the install key), masked; configDir (the policy) read-only;
 // extra paths masked too. Empty arguments are skipped.
 func Default(home, configDir, dataDir string, extra []string) Spec {
@@ -95,6 +140,7 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 		for _, f := range credentialFiles {
 			s.Mask = append(s.Mask, filepath.Join(home, f))
 		}
+		s.Mask = appendNew(s.Mask, SSHPrivateKeys(home)...)
 	}
 	if configDir != "" {
 		s.Mask = append(s.Mask, filepath.Join(configDir, "secrets.age"))
@@ -105,6 +151,16 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 	}
 	s.Mask = append(s.Mask, extra...)
 	return s
+}
+
+// appendNew appends to list the paths it does not hold yet.
+func appendNew(list []string, paths ...string) []string {
+	for _, p := range paths {
+		if !slices.Contains(list, p) {
+			list = append(list, p)
+		}
+	}
+	return list
 }
 
 // Overlaps reports whether path is one of s's paths, lies beneath one, or

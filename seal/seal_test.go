@@ -1,14 +1,23 @@
 package seal
 
 import (
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 func TestDefault(t *testing.T) {
 	s := Default("/home/u", "/home/u/.config/envsieve", "/home/u/.local/share/envsieve", []string{"/srv/keys"})
 	for _, want := range []string{"/home/u/.aws/credentials", "/home/u/.config/gh/hosts.yml", "/home/u/.ssh/id_ed25519",
-		"/home/u/.config/envsieve/secrets.age", "/home/u/.local/share/envsieve", "/srv/keys"} {
+		"/home/u/.config/envsieve/secrets.age", "/home/u/.local/share/envsieve", "/srv/keys",
+		// The wider list (issue 25): git's XDG store, Vault, databases,
+		// rclone, Maven, 1Password, the keyring, browser sessions.
+		"/home/u/.config/git/credentials", "/home/u/.vault-token", "/home/u/.pgpass", "/home/u/.my.cnf",
+		"/home/u/.config/rclone/rclone.conf", "/home/u/.m2/settings.xml", "/home/u/.config/op",
+		"/home/u/.local/share/keyrings", "/home/u/.mozilla", "/home/u/.config/google-chrome",
+		"/home/u/.config/chromium", "/home/u/.config/BraveSoftware", "/home/u/.config/microsoft-edge",
+		"/home/u/.var/app/org.mozilla.firefox", "/home/u/.aws/cli/cache"} {
 		found := false
 		for _, p := range s.Mask {
 			found = found || p == want
@@ -25,12 +34,28 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+// TestCredentialFilesDisjoint: no entry of the list lies beneath another
+// (a mask over a mask), and each is a clean path relative to HOME.
+func TestCredentialFilesDisjoint(t *testing.T) {
+	list := CredentialFiles()
+	for i, a := range list {
+		if filepath.IsAbs(a) || filepath.Clean(a) != a || strings.HasPrefix(a, "..") {
+			t.Errorf("%q is not a clean path below HOME", a)
+		}
+		for j, b := range list {
+			if i != j && (a == b || strings.HasPrefix(b, a+"/")) {
+				t.Errorf("%q and %q overlap", a, b)
+			}
+		}
+	}
+}
+
 func TestOverlaps(t *testing.T) {
 	s := Default("/home/u", "/home/u/.config/envsieve", "/home/u/.local/share/envsieve", nil)
 	for path, want := range map[string]bool{
 		"/home/u/.codex": false, "/home/u/.config/amp": false, "/home/u/.local/share/opencode": false,
 		"/home/u/.config/envsieve": true, "/home/u/.config/envsieve/x": true, "/home/u/.config": true,
-		"/home/u/.aws": true, "/home/u/.aws/cli": false, "/home/u/.gnupg/sub": true, "/home/u": true,
+		"/home/u/.aws": true, "/home/u/.aws/config": false, "/home/u/.aws/cli": true, "/home/u/.gnupg/sub": true, "/home/u": true,
 		"/home/u/.config/envsieve2": false, "/home/u/.ssh/config.d": false, "/home/u/./.aws/": true,
 	} {
 		if got := s.Overlaps(path); got != want {

@@ -66,11 +66,22 @@ func (s *Server) startDone() {
 	s.mu.Unlock()
 }
 
+// MaxSocketPath is the longest path a unix socket may have: sun_path's
+// 108 bytes, less the terminating NUL.
+const MaxSocketPath = 107
+
 // Listen creates the socket in a new 0700 directory under dir (the runtime
-// directory) and starts serving h.
+// directory; /tmp when dir is too deep for a socket's path) and starts
+// serving h.
 func Listen(dir string, h Handler) (*Server, error) {
 	if dir == "" {
 		dir = os.TempDir()
+	}
+	// The socket's path must fit a sockaddr_un: a directory too deep for
+	// it (a long TMPDIR or XDG_RUNTIME_DIR) gives way to /tmp, where the
+	// socket is as private, in a 0700 directory of its own.
+	if len(dir)+len("/envsieve-shim-4294967295/s") > MaxSocketPath {
+		dir = "/tmp"
 	}
 	priv, err := os.MkdirTemp(dir, "envsieve-shim-")
 	if err != nil {

@@ -109,10 +109,25 @@ func LocateStart(lib string) (string, error) { return beside(lib, StartName) }
 func beside(lib, name string) (string, error) {
 	p := filepath.Join(filepath.Dir(lib), name)
 	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%s next to %s: %w", name, lib, ErrNotFound)
+		return "", &MissingError{Name: name, Path: p}
 	}
 	return p, nil
 }
+
+// MissingError is a companion of the shim (envsieve-start, envsieve-init)
+// that is not installed where the shim is. It names that program, not the
+// shim, and wraps ErrNotFound.
+type MissingError struct {
+	Name string // the program: StartName or InitName
+	Path string // where it was looked for
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s is not installed: no executable %s", e.Name, e.Path)
+}
+
+// Unwrap returns ErrNotFound.
+func (e *MissingError) Unwrap() error { return ErrNotFound }
 
 // Preload returns the LD_PRELOAD value that loads lib before what the
 // child's environment already preloads.

@@ -63,5 +63,5 @@ func findDaemonProgram() (string, error) {
 			return "", fmt.Errorf("find %s: %w", daemonProgram, err)
 		}
 	}
-	return "", fmt.Errorf("%s is not installed: looked in %s and %s ('make build' builds it into bin/; 'go install github.com/envsieve/envsieve/cmd/...' installs it beside envsieve)", daemonProgram, cands[0], cands[1])
+	return "", fmt.Errorf("%s is not installed: looked in %s and %s ('make build' builds it into bin/; 'go install github.com/envsieve/envsieve/cmd/...@latest' installs it beside envsieve)", daemonProgram, cands[0], cands[1])
 }

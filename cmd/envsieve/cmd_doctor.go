@@ -37,7 +37,8 @@ func doctorCmd(u *cli.UI) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor [--policy FILE] [--json]",
 		Short: "Say what of envsieve works on this machine, and how to fix what does not",
-		Long: `doctor checks the shim (found, and loading into a real program), user
+		Long: `doctor checks the shim (found, and loading into a real program) and the
+programs installed beside it (envsieve-start, envsieve-init), user
 namespaces (for --isolate and the seal), Landlock, the install key and the
 secret store (their permissions), the policy (valid, and where it came from),
 and the agents it knows (claude, codex, gemini, aider) with their own settings
@@ -56,7 +57,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	add := func(c doctor.Check) { r.Checks = append(r.Checks, c) }
 
 	// The policy, and what it needs of the rest.
-	needShim, needSeal := false, false
+	needShim, needSeal, needStart := false, false, false
 	quiet := cli.NewUI(u.Out, u.Err, false)
 	if p, err := cli.LoadPolicy(quiet, o.policy); err != nil {
 		add(doctor.Check{Name: "policy", Status: "fail", Required: true, Detail: firstLine(err.Error()), Fix: "envsieve check shows every error with its file, line and column"})
@@ -66,6 +67,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 			detail += ", narrowed by " + p.Local
 		}
 		add(doctor.Check{Name: "policy", Status: "ok", Detail: detail})
+		needStart = len(p.Rules) > 0
 		for _, pr := range p.Profiles() {
 			needShim = needShim || pr.Plan != nil && pr.Plan.BlockIteration
 			needSeal = needSeal || pr.Plan != nil && pr.Plan.Seal == "required"
@@ -84,6 +86,13 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	} else {
 		add(shimProbe(lib, needShim))
 	}
+	// The shim's companions: envsieve-start starts what the rules grant at
+	// exec; envsieve-init makes an isolated launch's namespaces (without
+	// it, envsieve does, a slower start).
+	add(companion(shim.LocateStart, exe, shim.StartName, needStart,
+		"starts the programs the rules grant at exec", "the rules grant nothing at exec"))
+	add(companion(shim.LocateInit, exe, shim.InitName, false,
+		"makes an isolated launch's namespaces", "envsieve makes the namespaces itself, a slower start"))
 
 	// User namespaces, for --isolate and the seal: the kernel's switches,
 	// then a real isolated start.
@@ -140,9 +149,9 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 		}
 	} else {
 		for _, c := range r.Checks {
-			fmt.Fprintf(u.Out, "%-6s %-12s %s\n", c.Status, c.Name, c.Detail)
+			fmt.Fprintf(u.Out, "%-6s %-14s %s\n", c.Status, c.Name, c.Detail)
 			if c.Fix != "" {
-				fmt.Fprintf(u.Out, "       %-12s fix: %s\n", "", c.Fix)
+				fmt.Fprintf(u.Out, "       %-14s fix: %s\n", "", c.Fix)
 			}
 		}
 	}
@@ -166,6 +175,29 @@ func shimProbe(lib string, required bool) doctor.Check {
 			c.Status = "warn"
 		}
 	}
+	return c
+}
+
+// companion checks a program installed beside the shim (envsieve-start,
+// envsieve-init): found with locate, what it does; else what is lost, and
+// the fix. required: the policy needs it.
+func companion(locate func(lib string) (string, error), exe, name string, required bool, does, lost string) doctor.Check {
+	c := doctor.Check{Name: name, Status: "ok", Required: required}
+	path := ""
+	lib, err := shim.Locate(envknob.Shim(), exe)
+	if err != nil {
+		c.Detail = "not installed (it goes beside the shim, which is missing): " + lost
+	} else if path, err = locate(lib); err != nil {
+		c.Detail = firstLine(err.Error()) + ": " + lost
+	} else {
+		c.Detail = path + ": " + does
+		return c
+	}
+	c.Status = "warn"
+	if required {
+		c.Status = "fail"
+	}
+	c.Fix = "make install (or make build) puts " + name + " beside libenvsieve.so, where envsieve looks; 'go install' builds neither"
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,6 +60,7 @@ var credentialDirs = map[string]bool{
 type verifyOptions struct {
 	policy, profile     string
 	isolate, seal, json bool
+	home                bool // verify --home: list what the seal leaves readable (verify_home.go)
 }
 
 func newVerifyCmd(u *cli.UI) *cobra.Command {
@@ -88,8 +90,19 @@ verify reports what leaked on each channel: exit 0 only when nothing did.
 
 With a CMD of your own, a canary counts as leaked when its value appears in
 the command's output (which passes through envsieve's redaction, as an agent
-would read it).`,
+would read it).
+
+With --home, verify looks at your own HOME instead: it lists the dotfiles and
+dot-directories' files whose content looks like a credential (by path and
+kind, never the value) that the seal of a launch with your policy and
+profile would leave readable, and exits 1 when there is one.`,
 		RunE: func(_ *cobra.Command, argv []string) error {
+			if o.home {
+				if len(argv) > 0 || o.isolate || o.seal {
+					return cli.UsageError{Err: errors.New("verify --home takes no command, --isolate or --seal")}
+				}
+				return runVerifyHome(u, &o)
+			}
 			return runVerify(u, &o, argv)
 		},
 	}
@@ -99,6 +112,7 @@ would read it).`,
 	c.Flags().BoolVar(&o.isolate, "isolate", false, "run with --isolate")
 	c.Flags().BoolVar(&o.seal, "seal", false, "run with --seal")
 	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	c.Flags().BoolVar(&o.home, "home", false, "list the credential files of your HOME the seal would leave readable")
 	return c
 }
 

@@ -17,17 +17,14 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
 // startDaemon starts `envsieve daemon` as a real process on a socket in a
 // private directory and returns it with a connected client.
 func startDaemon(t *testing.T) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "envsieve-daemon-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shimtest.SocketDir(t, "envsieve-daemon-") // a socket's path must fit, whatever TMPDIR is
 	sock := filepath.Join(dir, "d.sock")
 	cmd := exec.Command(binary(t, "envsieve"), "daemon", "--socket", sock)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_RUNTIME_DIR=" + dir, "LANG=C.UTF-8"}

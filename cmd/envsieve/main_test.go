@@ -39,8 +39,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(dir)
 	suiteAudit = filepath.Join(dir, "audit.jsonl")
+	// testscript.Main ends in os.Exit, which runs no deferred call: what
+	// the run made is removed in auditedRun.Run.
 	testscript.Main(auditedRun{m}, cmds)
 }
 
@@ -52,7 +53,8 @@ var suiteAudit string
 type auditedRun struct{ m *testing.M }
 
 func (a auditedRun) Run() int {
-	code := a.m.Run()
+	defer os.RemoveAll(filepath.Dir(suiteAudit))
+	code := shimtest.Main(a.m)
 	if code != 0 {
 		return code
 	}
@@ -111,6 +113,19 @@ func checkAuditLog(path string) error {
 // file.
 func TestScripts(t *testing.T) {
 	lib := shimtest.Lib(t)
+	// testscript removes the directory of its scripts' work only once every
+	// script has run: a filtered run (-run TestScripts/NAME) would leave it
+	// in TMPDIR. It makes it in GOTMPDIR: a directory of this test's own,
+	// removed at its end.
+	gotmp, had := os.LookupEnv("GOTMPDIR")
+	os.Setenv("GOTMPDIR", t.TempDir())
+	defer func() {
+		if had {
+			os.Setenv("GOTMPDIR", gotmp)
+		} else {
+			os.Unsetenv("GOTMPDIR")
+		}
+	}()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,

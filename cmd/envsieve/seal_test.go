@@ -52,8 +52,10 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 		".aws/credentials", ".config/gh/hosts.yml", ".ssh/id_ed25519", ".netrc", ".git-credentials",
 		".docker/config.json", ".kube/config", ".config/envsieve/secrets.age", ".local/share/envsieve/store.key",
 		".local/share/envsieve/redact.key",
+		// Of the wider list, and an SSH key found by its content only.
+		".config/git/credentials", ".pgpass", ".vault-token", ".mozilla/firefox/p.default/cookies.sqlite", ".ssh/work",
 	}
-	for _, f := range append(files, "notes.txt", ".config/envsieve/policy.yaml") {
+	for _, f := range append(files, "notes.txt", ".ssh/work.pub", ".config/envsieve/policy.yaml") {
 		p := filepath.Join(home, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -65,6 +67,12 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 		if f == "notes.txt" {
 			body = "ordinary\n"
 		}
+		if f == ".ssh/work" {
+			body = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + body
+		}
+		if f == ".ssh/work.pub" {
+			body = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 ordinary-public-key\n"
+		}
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +83,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 	probe := `cd "$HOME"; for f in ` + strings.Join(files, " ") + `; do cat "$f" 2>/dev/null; done; ` +
 		`echo "mode: audit" >> .config/envsieve/policy.yaml 2>/dev/null && echo POLICY-WRITTEN; ` +
 		`touch .config/envsieve/new 2>/dev/null && echo CONFIG-WRITTEN; ` +
-		`cat notes.txt; echo more >> notes.txt && echo notes-written`
+		`cat notes.txt .ssh/work.pub; echo more >> notes.txt && echo notes-written`
 	run := func(args ...string) string {
 		cmd := command(append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", probe)...)
 		out, err := cmd.CombinedOutput()
@@ -109,7 +117,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 			t.Errorf("under --seal: %s", bad)
 		}
 	}
-	if !strings.Contains(got, "ordinary") || !strings.Contains(got, "notes-written") {
+	if !strings.Contains(got, "ordinary\n") || !strings.Contains(got, "ordinary-public-key") || !strings.Contains(got, "notes-written") {
 		t.Errorf("under --seal an ordinary file of HOME is not usable: %q", strings.ReplaceAll(got, canary, "<canary>"))
 	}
 

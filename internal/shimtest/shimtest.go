@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -32,10 +33,29 @@ var CFlags = []string{"-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wextra",
 
 var (
 	once    sync.Once
+	libDir  string
 	libPath string
 	libErr  error
 	libOut  []byte
 )
+
+// Main runs the tests of a package that uses [Lib] and removes what Lib
+// built; a package's TestMain calls it: os.Exit(shimtest.Main(m)). Lib's
+// directory outlives each test (it is built once for all), so only the end
+// of the run can remove it.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	Cleanup()
+	return code
+}
+
+// Cleanup removes what [Lib] built. A later Lib builds it again.
+func Cleanup() {
+	if libDir != "" {
+		os.RemoveAll(libDir)
+	}
+	once, libDir, libPath, libErr, libOut = sync.Once{}, "", "", nil, nil
+}
 
 // StartCFlags are the flags envsieve-start is built with: statically, so
 // that LD_PRELOAD never loads the shim into it.
@@ -59,6 +79,7 @@ func Lib(t testing.TB) string {
 			libErr = err
 			return
 		}
+		libDir = dir
 		// Readable by an unprivileged user, for the tests that drop to one.
 		os.Chmod(dir, 0o755)
 		libPath = filepath.Join(dir, "libenvsieve.so")
@@ -129,4 +150,65 @@ func cc() string {
 		return p
 	}
 	return "gcc"
+}
+
+// SocketDir returns a new directory for a test's unix sockets, removed when
+// the test ends: in the temporary directory when a socket's path fits
+// beneath it, else in /tmp (a long TMPDIR must not break a test).
+func SocketDir(t testing.TB, prefix string) string {
+	t.Helper()
+	parent := os.TempDir()
+	if len(parent) > 60 {
+		parent = "/tmp"
+	}
+	dir, err := os.MkdirTemp(parent, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// leavesEnv marks the child run of [LeavesNothing].
+const leavesEnv = "ENVSIEVE_TEST_LEAVES_NOTHING"
+
+// LeavesNothing runs this test binary again, its tests matching run, with
+// TMPDIR a new directory too deep for a unix socket's path beneath it, and
+// fails t unless they pass and leave that directory empty: what the tests
+// make they remove, even what outlives each test (a TestMain's), and every
+// socket they make is placed where its path fits.
+func LeavesNothing(t *testing.T, run string) {
+	if os.Getenv(leavesEnv) != "" {
+		t.Skip("the child run of LeavesNothing")
+	}
+	base := t.TempDir()
+	// Reachable by the tests that drop to an unprivileged user.
+	for d := base; d != filepath.Clean(os.TempDir()) && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	tmp := filepath.Join(base, "a-temporary-directory-deeper-than-a-unix-socket-path-may-be-"+
+		"which-every-socket-of-the-tests-must-avoid")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", run, "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, leavesEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the tests %s with TMPDIR=%s (%d bytes): %v\n%s", run, tmp, len(tmp), err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS") || strings.Contains(string(out), "--- SKIP") {
+		t.Fatalf("the tests %s ran nothing, or skipped:\n%s", run, out)
+	}
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if len(left) > 0 {
+		t.Errorf("the tests %s left %q in TMPDIR", run, left)
+	}
 }
