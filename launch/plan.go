@@ -170,6 +170,11 @@ type Options struct {
 	// key), when the caller has them already (a daemon session computes
 	// them once); nil computes them from Parent.
 	Sensitive []redact.Secret
+	// EnvFile holds the values of an env file (run --env-file), by name:
+	// each is its name's source, whatever the policy names (the name must
+	// still be requested, and the engine's deny and masking apply). nil
+	// means none.
+	EnvFile map[string]string
 	// Builder builds the environment from the fetched secrets; nil is
 	// sieve.Build over Parent. The daemon gives its two layers here.
 	Builder func(in sieve.Input) (*sieve.Result, error)
@@ -294,6 +299,9 @@ func (e *FetchError) Error() string {
 }
 
 func (e *FetchError) Unwrap() error { return e.Err }
+
+// FromEnvFile is the source of a secret an env file gives ([Options.EnvFile]).
+const FromEnvFile policy.SecretFrom = "env-file"
 
 // notFetched stands in for a secret that a dry run does not fetch: it
 // starts nothing, so it runs no helper and opens no store.
@@ -488,6 +496,15 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 	}
 	for _, name := range names {
 		spec := p.SecretSpec(name)
+		if v, ok := l.opt.EnvFile[name]; ok {
+			// The user's file, read by the launcher: nested or not, it
+			// is nothing the launcher's tree could not read itself.
+			if err := got(name, FromEnvFile, v); err != nil {
+				return nil, nil, err
+			}
+			h.debugf("secret %s: from the env file, delivered as %s", name, spec.Deliver)
+			continue
+		}
 		if l.opt.DryRun {
 			if spec.From == policy.FromEnv || h.Nested != "" {
 				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
