@@ -509,7 +509,7 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 			if spec.From == policy.FromEnv || h.Nested != "" {
 				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
 					values[name], l.sources[name] = v, policy.FromEnv
-				} else if spec.FromDefault && h.Nested == "" {
+				} else if spec.FromDefault && h.Nested == "" && h.Store != nil {
 					// Not in the environment: the store would be asked,
 					// and a dry run opens no store.
 					values[name], l.sources[name] = notFetched, policy.FromStore
