@@ -49,6 +49,13 @@ type Host struct {
 	// Store opens the secret store for `from: store` secrets; nil means
 	// there is none, and such a secret is not found.
 	Store func() (secret.Source, error)
+	// DefaultStore looks a secret the policy names no source for
+	// (policy.Secret.FromDefault) up in Store when the environment lacks
+	// it (the CLI: `--secret NAME` finds what `envsieve secrets set NAME`
+	// stored). false keeps such a secret to the environment (the daemon,
+	// whose clients are agents: only a declared from: store reaches its
+	// store).
+	DefaultStore bool
 	// HelperEnv is the environment of `from: command` helpers, before
 	// the helper's own minimal filter (secret.Command).
 	HelperEnv []string
@@ -509,7 +516,7 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 			if spec.From == policy.FromEnv || h.Nested != "" {
 				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
 					values[name], l.sources[name] = v, policy.FromEnv
-				} else if spec.FromDefault && h.Nested == "" && h.Store != nil {
+				} else if spec.FromDefault && h.Nested == "" && h.Store != nil && h.DefaultStore {
 					// Not in the environment: the store would be asked,
 					// and a dry run opens no store.
 					values[name], l.sources[name] = notFetched, policy.FromStore
@@ -551,7 +558,7 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 			src = secret.Env(l.opt.Parent)
 		}
 		v, ferr := src.Fetch(ctx, name)
-		if errors.Is(ferr, secret.ErrNotFound) && spec.FromDefault && h.Store != nil {
+		if errors.Is(ferr, secret.ErrNotFound) && spec.FromDefault && h.Store != nil && h.DefaultStore {
 			// No source named: the environment first, then the store.
 			if src, err = openStore(); err != nil {
 				return nil, nil, &FetchError{Name: name, From: policy.FromStore, Err: err}

@@ -79,20 +79,22 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 		brokerFn = launch.BrokerProcess(prog)
 	}
 	h := &launch.Host{
-		Broker:     brokerFn,
-		Report:     u,
-		Stderr:     u.Err,
-		Key:        func() ([]byte, error) { return cli.InstallKeyFor(u) },
-		Store:      func() (secret.Source, error) { return cli.UserStore() },
-		HelperEnv:  os.Environ(),
-		RuntimeDir: envknob.RuntimeDir(),
-		SocketDir:  envknob.SocketDir(),
-		Shim:       envknob.Shim(),
-		Exe:        exe,
-		Home:       envknob.Home(),
-		ConfigDir:  envknob.ConfigDir(),
-		DataDir:    envknob.DataDir(),
-		AuditPath:  auditPath,
+		Broker: brokerFn,
+		Report: u,
+		Stderr: u.Err,
+		Key:    func() ([]byte, error) { return cli.InstallKeyFor(u) },
+		Store:  func() (secret.Source, error) { return cli.UserStore() },
+		// --secret NAME finds what `envsieve secrets set NAME` stored.
+		DefaultStore: true,
+		HelperEnv:    os.Environ(),
+		RuntimeDir:   envknob.RuntimeDir(),
+		SocketDir:    envknob.SocketDir(),
+		Shim:         envknob.Shim(),
+		Exe:          exe,
+		Home:         envknob.Home(),
+		ConfigDir:    envknob.ConfigDir(),
+		DataDir:      envknob.DataDir(),
+		AuditPath:    auditPath,
 	}
 	if why := cli.Nested(); why != "" {
 		// Inside an envsieve tree: only what the launch was given (no
