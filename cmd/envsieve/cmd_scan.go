@@ -39,8 +39,9 @@ something was found, 0 when not. "-" reads stdin.
 A directory is scanned through: its regular files (symbolic links are not
 followed), less .git directories, binary files (a NUL byte in the first 8000
 bytes, as git decides) and, in a git work tree, what git ignores (the
-tracked and untracked files git ls-files -co --exclude-standard lists).
-Outside a git work tree no ignore file is read. --all scans every regular
+tracked and untracked files git ls-files -co --exclude-standard lists; a
+nested repository or submodule is not entered: name it). Outside a git work
+tree no ignore file is read. --all scans every regular
 file. A file named outright is always scanned.
 
 --staged scans the lines git is about to commit (git diff --cached), and
