@@ -66,6 +66,9 @@ var (
 	ErrNotExecutable = errors.New("not executable")
 	// ErrNUL is returned for an argument or environment string holding NUL.
 	ErrNUL = errors.New("holds a NUL byte")
+	// ErrEmpty is returned (in a [FetchError]) for a secret whose source
+	// gives an empty value: an error, never an empty variable.
+	ErrEmpty = errors.New("its value is empty")
 	// ErrNested is returned (in a [FetchError]) for a secret a nested
 	// launch ([Host.Nested]) does not find in the environment it was
 	// given: inside an envsieve tree a secret comes from nowhere else.

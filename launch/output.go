@@ -150,7 +150,11 @@ func (l *Plan) OpenAudit(argv []string) (*audit.Log, error) {
 		}
 		for _, name := range l.Result.Injected {
 			spec := p.SecretSpec(name)
-			alog.Injected(name, string(spec.From), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
+			from := spec.From
+			if f := l.sources[name]; f != "" {
+				from = f // the source that gave it (the default: env or store)
+			}
+			alog.Injected(name, string(from), string(spec.Deliver), redact.AuditFingerprint(key, []byte(l.injected[name])))
 		}
 	}
 	if len(l.brokered) > 0 {

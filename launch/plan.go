@@ -49,6 +49,13 @@ type Host struct {
 	// Store opens the secret store for `from: store` secrets; nil means
 	// there is none, and such a secret is not found.
 	Store func() (secret.Source, error)
+	// DefaultStore looks a secret the policy names no source for
+	// (policy.Secret.FromDefault) up in Store when the environment lacks
+	// it (the CLI: `--secret NAME` finds what `envsieve secrets set NAME`
+	// stored). false keeps such a secret to the environment (the daemon,
+	// whose clients are agents: only a declared from: store reaches its
+	// store).
+	DefaultStore bool
 	// HelperEnv is the environment of `from: command` helpers, before
 	// the helper's own minimal filter (secret.Command).
 	HelperEnv []string
@@ -170,6 +177,11 @@ type Options struct {
 	// key), when the caller has them already (a daemon session computes
 	// them once); nil computes them from Parent.
 	Sensitive []redact.Secret
+	// EnvFile holds the values of an env file (run --env-file), by name:
+	// each is its name's source, whatever the policy names (the name must
+	// still be requested, and the engine's deny and masking apply). nil
+	// means none.
+	EnvFile map[string]string
 	// Builder builds the environment from the fetched secrets; nil is
 	// sieve.Build over Parent. The daemon gives its two layers here.
 	Builder func(in sieve.Input) (*sieve.Result, error)
@@ -192,8 +204,9 @@ type Plan struct {
 	// grants to a #!/usr/bin/env script (see checkInterpreter).
 	interp string
 	// injected holds the fetched secret values by name, for redaction
-	// and the audit log's fingerprints.
+	// and the audit log's fingerprints; sources the source that gave each.
 	injected map[string]string
+	sources  map[string]policy.SecretFrom
 	// secretEnv and secretFiles are the secrets the build was given, for
 	// the builds of exec-time grants.
 	secretEnv, secretFiles map[string]string
@@ -244,6 +257,10 @@ func (l *Plan) Injected() []string {
 	return names
 }
 
+// SecretSource returns the source that gave the named secret (for a dry
+// run, the one that would), "" when none did.
+func (l *Plan) SecretSource(name string) policy.SecretFrom { return l.sources[name] }
+
 // ExtraFiles returns the memory files of file-delivered secrets when the
 // host passes them as the child's descriptors 3 and on, in that order.
 func (l *Plan) ExtraFiles() []*os.File {
@@ -289,6 +306,9 @@ func (e *FetchError) Error() string {
 }
 
 func (e *FetchError) Unwrap() error { return e.Err }
+
+// FromEnvFile is the source of a secret an env file gives ([Options.EnvFile]).
+const FromEnvFile policy.SecretFrom = "env-file"
 
 // notFetched stands in for a secret that a dry run does not fetch: it
 // starts nothing, so it runs no helper and opens no store.
@@ -459,16 +479,50 @@ func marked(res *sieve.Result) *sieve.Result {
 func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[string]string, err error) {
 	h, p := l.host, l.opt.Policy
 	values = map[string]string{}
+	l.sources = map[string]policy.SecretFrom{}
 	var store secret.Source
+	openStore := func() (secret.Source, error) {
+		if store == nil {
+			if h.Store == nil {
+				return nil, fmt.Errorf("%w: there is no secret store here", secret.ErrNotFound)
+			}
+			s, err := h.Store()
+			if err != nil {
+				return nil, err
+			}
+			store = s
+		}
+		return store, nil
+	}
+	got := func(name string, from policy.SecretFrom, v string) error {
+		if v == "" {
+			return &FetchError{Name: name, From: from, Err: ErrEmpty}
+		}
+		values[name], l.sources[name] = v, from
+		return nil
+	}
 	for _, name := range names {
 		spec := p.SecretSpec(name)
+		if v, ok := l.opt.EnvFile[name]; ok {
+			// The user's file, read by the launcher: nested or not, it
+			// is nothing the launcher's tree could not read itself.
+			if err := got(name, FromEnvFile, v); err != nil {
+				return nil, nil, err
+			}
+			h.debugf("secret %s: from the env file, delivered as %s", name, spec.Deliver)
+			continue
+		}
 		if l.opt.DryRun {
 			if spec.From == policy.FromEnv || h.Nested != "" {
 				if v, err := secret.Env(l.opt.Parent).Fetch(ctx, name); err == nil {
-					values[name] = v
+					values[name], l.sources[name] = v, policy.FromEnv
+				} else if spec.FromDefault && h.Nested == "" && h.Store != nil && h.DefaultStore {
+					// Not in the environment: the store would be asked,
+					// and a dry run opens no store.
+					values[name], l.sources[name] = notFetched, policy.FromStore
 				}
 			} else {
-				values[name] = notFetched
+				values[name], l.sources[name] = notFetched, spec.From
 			}
 			continue
 		}
@@ -477,7 +531,9 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 			v, ferr := secret.Env(l.opt.Parent).Fetch(ctx, name)
 			switch {
 			case ferr == nil:
-				values[name] = v
+				if err := got(name, policy.FromEnv, v); err != nil {
+					return nil, nil, err
+				}
 				h.debugf("secret %s: from the launch's environment (nested: the policy's source, %s, is not used)", name, spec.From)
 			case errors.Is(ferr, secret.ErrNotFound):
 				return nil, nil, &FetchError{Name: name, From: spec.From, Err: ErrNested}
@@ -486,32 +542,40 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 			}
 			continue
 		}
+		from := spec.From
 		var src secret.Source
 		switch spec.From {
 		case policy.FromStore:
-			if store == nil {
-				if h.Store == nil {
-					return nil, nil, &FetchError{Name: name, From: spec.From, Err: fmt.Errorf("%w: there is no secret store here", secret.ErrNotFound)}
+			if src, err = openStore(); err != nil {
+				if errors.Is(err, secret.ErrNotFound) {
+					return nil, nil, &FetchError{Name: name, From: spec.From, Err: err}
 				}
-				if store, err = h.Store(); err != nil {
-					return nil, nil, err
-				}
+				return nil, nil, err
 			}
-			src = store
 		case policy.FromCommand:
 			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: h.HelperEnv, Stderr: h.stderr()}
 		default:
 			src = secret.Env(l.opt.Parent)
 		}
 		v, ferr := src.Fetch(ctx, name)
+		if errors.Is(ferr, secret.ErrNotFound) && spec.FromDefault && h.Store != nil && h.DefaultStore {
+			// No source named: the environment first, then the store.
+			if src, err = openStore(); err != nil {
+				return nil, nil, &FetchError{Name: name, From: policy.FromStore, Err: err}
+			}
+			from = policy.FromStore
+			v, ferr = src.Fetch(ctx, name)
+		}
 		if errors.Is(ferr, secret.ErrNotFound) && spec.From == policy.FromEnv {
 			continue // the engine reports a missing secret by name
 		}
 		if ferr != nil {
-			return nil, nil, &FetchError{Name: name, From: spec.From, Err: ferr}
+			return nil, nil, &FetchError{Name: name, From: from, Err: ferr}
 		}
-		values[name] = v
-		h.debugf("secret %s: fetched from %s, delivered as %s", name, spec.From, spec.Deliver)
+		if err := got(name, from, v); err != nil {
+			return nil, nil, err
+		}
+		h.debugf("secret %s: fetched from %s, delivered as %s", name, from, spec.Deliver)
 	}
 	for _, name := range names {
 		v, ok := values[name]

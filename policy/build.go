@@ -244,7 +244,7 @@ func (b *builder) secret(rs rawSecret) *Secret {
 		b.d.errorAt(rs.Name.Pos, "secrets: %q is not a variable name", rs.Name.V)
 		return nil
 	}
-	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, Deliver: DeliverEnv}
+	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, FromDefault: rs.From == nil, Deliver: DeliverEnv}
 	if rs.From != nil {
 		switch f := SecretFrom(rs.From.V); f {
 		case FromEnv, FromStore, FromCommand:

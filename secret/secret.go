@@ -5,7 +5,8 @@
 // and the child gets one only when it is asked for); [Command], a helper such
 // as `pass show x` or `op read op://...`; and [Store], an encrypted file managed
 // by `envsieve secrets`. [Files] delivers values as private files instead of
-// variables.
+// variables. [ParseDotenv] reads a dotenv file (run --env-file) strictly:
+// a line that does not parse is an error at its line and column.
 //
 // # Security
 //

@@ -65,15 +65,18 @@ type secretJSON struct {
 	Hosts   []string `json:"hosts,omitempty"`
 	BaseURL string   `json:"base_url,omitempty"`
 	Binding string   `json:"binding,omitempty"` // "policy" or "catalog"
+	// From is the source that gives the value: env, store or command
+	// (additive to schema v1).
+	From string `json:"from,omitempty"`
 }
 
 // secretsDoc lists the injected and brokered keys of a result.
-func secretsDoc(p *policy.Policy, res *sieve.Result, noBroker bool) []secretJSON {
+func secretsDoc(p *policy.Policy, res *sieve.Result, noBroker bool, source func(string) policy.SecretFrom) []secretJSON {
 	out := []secretJSON{}
 	names := append(slices.Clone(res.Injected), res.Brokered...)
 	slices.Sort(names)
 	for _, n := range slices.Compact(names) {
-		sj := secretJSON{Name: n, Hand: "real"}
+		sj := secretJSON{Name: n, Hand: "real", From: string(source(n))}
 		if slices.Contains(res.Brokered, n) && !noBroker {
 			b := p.Binding(n)
 			sj.Hand, sj.Hosts, sj.BaseURL, sj.Binding = "brokered", b.Hosts, b.BaseURL, "policy"
@@ -256,7 +259,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.NoRule = l.NoRule()
 	doc.Nested = cli.Nested()
 	doc.Redact = redactDoc(l)
-	doc.Secrets = secretsDoc(p, res, f.noBroker)
+	doc.Secrets = secretsDoc(p, res, f.noBroker, l.SecretSource)
 	doc.Shim = shimDoc(host(u, f), f, l, path)
 	if doc.Rule != nil {
 		doc.Rule.Children = "lose"
@@ -405,14 +408,14 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	}
 	for _, sj := range doc.Secrets {
 		if sj.Hand == "real" {
-			fmt.Fprintf(w, "secret:  %s real (the child gets the value itself)\n", sj.Name)
+			fmt.Fprintf(w, "secret:  %s real (the child gets the value itself)%s\n", sj.Name, fromNote(sj.From))
 			continue
 		}
 		where := strings.Join(sj.Hosts, ", ")
 		if sj.BaseURL != "" {
 			where = strings.TrimPrefix(where+", "+sj.BaseURL+"'s endpoint", ", ")
 		}
-		fmt.Fprintf(w, "secret:  %s brokered (the child gets a fake; the real value goes only to %s; %s binding)\n", sj.Name, where, sj.Binding)
+		fmt.Fprintf(w, "secret:  %s brokered (the child gets a fake; the real value goes only to %s; %s binding)%s\n", sj.Name, where, sj.Binding, fromNote(sj.From))
 	}
 	if len(doc.Command) > 0 {
 		fmt.Fprintf(w, "command: %s", strings.Join(doc.Command, " "))
@@ -471,4 +474,12 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 	}
 	return nil
+}
+
+// fromNote says which source gives a secret, "" when none is known.
+func fromNote(from string) string {
+	if from == "" {
+		return ""
+	}
+	return ", from " + from
 }

@@ -18,10 +18,18 @@ secret the policy withheld or injected could show up in CMD's output, it
 stays resident instead (non-dumpable) and masks those values in CMD's stdout
 and stderr as [HIDDEN:xxxxxxxx]; when stdout is a terminal, CMD runs on a pty.
 
+--env-file FILE reads a dotenv file (KEY=VALUE lines, "export KEY=VALUE",
+# comments, 'single' and "double" quotes, as docker run and op run read one):
+each name in it is requested as --secret NAME is, with the file's value as
+its source; the policy's deny entries, masking and audit apply to it as to
+any secret. A line that does not parse is an error at FILE:LINE:COLUMN, and
+nothing starts.
+
 The exit status is CMD's own; 125 when envsieve fails, 126 when CMD cannot be
 executed, 127 when it is not found.`,
 		Example: `  envsieve run --profile claude -- claude
-  envsieve run --secret GITHUB_TOKEN -- gh pr list`,
+  envsieve run --secret GITHUB_TOKEN -- gh pr list
+  envsieve run --env-file .env -- npm start`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, argv []string) error {
 			l, path, err := build(u, &f, argv)
@@ -33,5 +41,6 @@ executed, 127 when it is not found.`,
 	}
 	c.Flags().SetInterspersed(false)
 	f.register(c.Flags(), true)
+	c.Flags().StringArrayVar(&f.envFiles, "env-file", nil, "give each secret a dotenv `FILE` names (KEY=VALUE lines), with the file's value as its source (repeatable)")
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -17,11 +18,14 @@ import (
 
 // policyFlags are the flags of every verb that builds an environment.
 type policyFlags struct {
-	policy   string
-	profile  string
-	mode     string
-	tool     string
-	secrets  []string
+	policy  string
+	profile string
+	mode    string
+	tool    string
+	secrets []string
+	// envFiles are run's --env-file files: each name in them is
+	// requested, with the file's value as its source.
+	envFiles []string
 	audit    string
 	isolate  bool
 	seal     bool
@@ -75,20 +79,22 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 		brokerFn = launch.BrokerProcess(prog)
 	}
 	h := &launch.Host{
-		Broker:     brokerFn,
-		Report:     u,
-		Stderr:     u.Err,
-		Key:        func() ([]byte, error) { return cli.InstallKeyFor(u) },
-		Store:      func() (secret.Source, error) { return cli.UserStore() },
-		HelperEnv:  os.Environ(),
-		RuntimeDir: envknob.RuntimeDir(),
-		SocketDir:  envknob.SocketDir(),
-		Shim:       envknob.Shim(),
-		Exe:        exe,
-		Home:       envknob.Home(),
-		ConfigDir:  envknob.ConfigDir(),
-		DataDir:    envknob.DataDir(),
-		AuditPath:  auditPath,
+		Broker: brokerFn,
+		Report: u,
+		Stderr: u.Err,
+		Key:    func() ([]byte, error) { return cli.InstallKeyFor(u) },
+		Store:  func() (secret.Source, error) { return cli.UserStore() },
+		// --secret NAME finds what `envsieve secrets set NAME` stored.
+		DefaultStore: true,
+		HelperEnv:    os.Environ(),
+		RuntimeDir:   envknob.RuntimeDir(),
+		SocketDir:    envknob.SocketDir(),
+		Shim:         envknob.Shim(),
+		Exe:          exe,
+		Home:         envknob.Home(),
+		ConfigDir:    envknob.ConfigDir(),
+		DataDir:      envknob.DataDir(),
+		AuditPath:    auditPath,
 	}
 	if why := cli.Nested(); why != "" {
 		// Inside an envsieve tree: only what the launch was given (no
@@ -132,10 +138,16 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if err != nil {
 		return nil, err
 	}
+	envFile, names, err := readEnvFiles(f.envFiles)
+	if err != nil {
+		return nil, err
+	}
+	req.Secrets = append(req.Secrets, names...)
 	parent := os.Environ()
 	l, err := launch.Build(context.Background(), host(u, f), launch.Options{
 		Policy: p, Parent: parent, Request: req, DryRun: how&dryRun != 0, RunsCommand: how&runsCommand != 0,
 		Isolate: f.isolate, Seal: f.seal, NoShim: f.noShim, NoBroker: f.noBroker, ForceMask: f.forceMask,
+		EnvFile: envFile,
 	})
 	if err != nil {
 		return nil, err
@@ -165,4 +177,40 @@ func kept(res *sieve.Result) int {
 		}
 	}
 	return n
+}
+
+// readEnvFiles reads dotenv files (secret.ParseDotenv) and returns their
+// values by name and the names in file order; nil, nil when there are
+// none. A name in two files, and an op:// reference (the `from: op` source
+// does not exist yet), are errors at their position; no value is ever in
+// an error.
+func readEnvFiles(paths []string) (map[string]string, []string, error) {
+	if len(paths) == 0 {
+		return nil, nil, nil
+	}
+	values := map[string]string{}
+	where := map[string]string{}
+	var names []string
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--env-file: %w", err)
+		}
+		entries, err := secret.ParseDotenv(path, data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--env-file: %w", err)
+		}
+		for _, e := range entries {
+			pos := fmt.Sprintf("%s:%d:%d", path, e.Line, e.Col)
+			if first, ok := where[e.Key]; ok {
+				return nil, nil, fmt.Errorf("--env-file: %s: %s is given twice (first at %s)", pos, e.Key, first)
+			}
+			if strings.HasPrefix(e.Value, "op://") {
+				return nil, nil, fmt.Errorf("--env-file: %s: %s is an op:// reference, and op:// references need the `from: op` source, which envsieve does not have yet", pos, e.Key)
+			}
+			values[e.Key], where[e.Key] = e.Value, pos
+			names = append(names, e.Key)
+		}
+	}
+	return values, names, nil
 }

@@ -214,4 +214,16 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 			t.Errorf("%v: a nested envsieve delivered a stored secret, or did not name it: %q", args, strings.ReplaceAll(out, stored, "<stored>"))
 		}
 	}
+	// The store is a source by default too (a policy that names no
+	// source): the top level reads it, a nested envsieve still does not.
+	os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\n"), 0o644)
+	top = command("run", "--no-shim", "--policy", pol, "--secret", "TWILIO_AUTH_TOKEN", "--", "printenv", "TWILIO_AUTH_TOKEN")
+	if out, _ := top.CombinedOutput(); !strings.Contains(string(out), stored) {
+		t.Fatalf("control: a top-level envsieve should read the store by default: %q", strings.ReplaceAll(string(out), stored, "<stored>"))
+	}
+	for _, args := range [][]string{nil, {"--seal"}} {
+		if out := nested(args...); strings.Contains(out, stored) || !strings.Contains(out, "TWILIO_AUTH_TOKEN") {
+			t.Errorf("default source, %v: a nested envsieve delivered a stored secret, or did not name it: %q", args, strings.ReplaceAll(out, stored, "<stored>"))
+		}
+	}
 }

@@ -271,12 +271,16 @@ const (
 // name the policy does not declare comes from the launcher's environment, as
 // an environment variable.
 type Secret struct {
-	Name    string
-	Pos     Pos
-	From    SecretFrom
-	Command []string      // FromCommand: the helper and its arguments
-	Timeout time.Duration // FromCommand: zero means DefaultSecretTimeout
-	Deliver Delivery
+	Name string
+	Pos  Pos
+	From SecretFrom
+	// FromDefault says the policy names no source for the secret (it is
+	// not listed, or listed without from:): it comes from the launcher's
+	// environment, else from the store.
+	FromDefault bool
+	Command     []string      // FromCommand: the helper and its arguments
+	Timeout     time.Duration // FromCommand: zero means DefaultSecretTimeout
+	Deliver     Delivery
 	// Broker is the secret's own binding (secrets.NAME.broker): wherever
 	// it reaches a child, the child gets a fake and the broker keeps the
 	// real value. nil when the policy gives none (the catalog may; see
