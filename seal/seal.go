@@ -3,7 +3,11 @@
 // git, package registries, containers, Kubernetes, SSH private keys, GnuPG,
 // pass), envsieve's own store and keys, masked (empty, read-only), and the
 // user's envsieve config directory read-only, so the tree can neither read
-// a stored secret nor rewrite the policy for later launches.
+// a stored secret nor rewrite the policy for later launches. A [Spec]'s
+// read-only paths may have write places beneath them ([Spec.Write]): the
+// launcher makes HOME read-only but for the tree's work and caches, so the
+// tree plants nothing that runs later outside it (shell start-up files,
+// git and ssh config, user units, programs early in PATH).
 //
 // Two mechanisms give the same guarantee; [Choose] picks the best this
 // system offers:
@@ -12,6 +16,14 @@
 //     runs in the namespace's init, before the program starts and before
 //     the init drops its capabilities, so the program cannot unmount the
 //     masks. A masked file reads as empty, a masked directory as empty.
+//     Since the kernel undoes a mount in the tree's namespace when its
+//     mount point is renamed over or deleted outside it, the init then
+//     enters the Landlock domain of [MaskRuleset] ([EnterRuleset]), which
+//     denies reading beneath the masked paths by the files they lie in, so
+//     a mask holds while the user works (a file replaced by rename,
+//     deleted and made anew, its directory renamed and a new one made):
+//     the new file is not readable (EACCES). Without Landlock the masks are
+//     the mounts alone.
 //   - [Landlock], where unprivileged user namespaces are refused (Ubuntu
 //     24.04's AppArmor restriction, a container's seccomp filter):
 //     [Restrict] puts the program in a Landlock domain (ABI 3 or later)
@@ -22,7 +34,8 @@
 //     grants, by file: so a new entry directly in a directory above a
 //     sealed path (HOME, ~/.config, ~/.ssh, ~/.aws, ~/.local/share) cannot
 //     be made in the tree, and what exists there at the start stays fully
-//     usable. A hard link to a masked file made before the start, or a
+//     usable. Its rules are bound to files, not names, so a mask holds
+//     while the user works here too. A hard link to a masked file made before the start, or a
 //     bind mount of one elsewhere, is not masked (by either mechanism).
 //
 // A [Spec] is a plain list of paths; [Default] builds the one envsieve
@@ -34,6 +47,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -62,13 +76,19 @@ func Choose() (Mechanism, error) {
 	return "", fmt.Errorf("%v; and %v", nsErr, llErr)
 }
 
-// Spec is what a sealed tree cannot read (Mask) or write (ReadOnly).
+// Spec is what a sealed tree cannot read (Mask) or write (ReadOnly, but
+// for Write).
 type Spec struct {
 	// Mask are files and directories whose content the tree must not see:
 	// a file reads as empty, a directory as empty; neither can be written.
+	// A mask wins over every other path.
 	Mask []string
 	// ReadOnly are files and directories the tree may read but not change.
 	ReadOnly []string
+	// Write are places beneath a ReadOnly path that the tree may change
+	// all the same (its work, caches). Of the ReadOnly and Write paths at
+	// or above a file, the deepest decides.
+	Write []string
 }
 
 // credentialFiles is DESIGN.md section 12's list, relative to HOME.
@@ -123,14 +143,37 @@ func (s Spec) Overlaps(path string) bool {
 	return false
 }
 
-// Encode writes s as lines "m PATH" and "r PATH", for the init of the
-// namespace; a path holding a newline is an error.
+// bind is a path of a read-only or write list, in the order the mounts of
+// a namespace seal bind them.
+type bind struct {
+	path  string
+	write bool
+}
+
+// binds returns s's read-only and write paths, the deepest first (a
+// longer clean path is never above a shorter one), so that each one's bind
+// holds the deeper ones already made: the deepest decides, and at the
+// same path read-only.
+func binds(s Spec) []bind {
+	var out []bind
+	for _, p := range s.Write {
+		out = append(out, bind{filepath.Clean(p), true})
+	}
+	for _, p := range s.ReadOnly { // after: at the same path, read-only wins
+		out = append(out, bind{filepath.Clean(p), false})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) > len(out[j].path) })
+	return out
+}
+
+// Encode writes s as lines "m PATH", "r PATH" and "w PATH", for the init
+// of the namespace; a path holding a newline is an error.
 func (s Spec) Encode() (string, error) {
 	var b strings.Builder
 	for _, l := range []struct {
 		tag   string
 		paths []string
-	}{{"m", s.Mask}, {"r", s.ReadOnly}} {
+	}{{"m", s.Mask}, {"r", s.ReadOnly}, {"w", s.Write}} {
 		for _, p := range l.paths {
 			if strings.ContainsAny(p, "\n\x00") || !filepath.IsAbs(p) {
 				return "", fmt.Errorf("seal: %q is not an absolute path on one line", p)
@@ -156,6 +199,8 @@ func Decode(text string) (Spec, error) {
 			s.Mask = append(s.Mask, p)
 		case tag == "r":
 			s.ReadOnly = append(s.ReadOnly, p)
+		case tag == "w":
+			s.Write = append(s.Write, p)
 		default:
 			return Spec{}, errors.New("seal: malformed spec line")
 		}

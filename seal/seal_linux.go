@@ -38,9 +38,11 @@ func Available() error {
 // Apply masks and write-protects s's paths in the calling thread's mount
 // namespace, which must be a private one of its own (--isolate's): a
 // masked directory gets an empty read-only tmpfs over it, a masked file
-// /dev/null bound read-only over it, a read-only path itself bound
-// read-only. A path that does not exist is skipped (nothing to hide); any
-// other failure is an error, and the caller must not start the program.
+// /dev/null bound read-only over it; then each read-only and each write
+// path, the deepest first, is bound on itself (recursively, so what is
+// already bound beneath it stays), read-only or as it is. A path that does
+// not exist is skipped (nothing to hide, nothing to write); any other
+// failure is an error, and the caller must not start the program.
 func Apply(s Spec) error {
 	for _, p := range s.Mask {
 		fi, err := os.Stat(p) // follows links: the target is what is masked
@@ -59,12 +61,18 @@ func Apply(s Spec) error {
 			return fmt.Errorf("seal %s: %w", p, err)
 		}
 	}
-	for _, p := range s.ReadOnly {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	for _, b := range binds(s) {
+		if _, err := os.Stat(b.path); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := readOnlyBind(p, p); err != nil {
-			return fmt.Errorf("seal %s read-only: %w", p, err)
+		var err error
+		if b.write {
+			err = unix.Mount(b.path, b.path, "", unix.MS_BIND|unix.MS_REC, "")
+		} else {
+			err = readOnlyBind(b.path, b.path)
+		}
+		if err != nil {
+			return fmt.Errorf("seal %s %s: %w", b.path, map[bool]string{false: "read-only", true: "writable"}[b.write], err)
 		}
 	}
 	return nil

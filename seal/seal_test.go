@@ -41,6 +41,8 @@ func TestOverlaps(t *testing.T) {
 
 func TestEncodeDecode(t *testing.T) {
 	s := Default("/home/u", "/c", "/d", nil)
+	s.ReadOnly = append(s.ReadOnly, "/home/u")
+	s.Write = []string{"/home/u/proj", "/home/u/.cache"}
 	text, err := s.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -54,10 +56,22 @@ func TestEncodeDecode(t *testing.T) {
 			t.Errorf("Encode(%q) gave no error", bad)
 		}
 	}
-	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n"} {
+	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n", "w relative\n", "w  /a\n"} {
 		if _, err := Decode(bad); err == nil {
 			t.Errorf("Decode(%q) gave no error", bad)
 		}
+	}
+}
+
+// TestBinds: the read-only and write paths are bound the deepest first,
+// and at the same path the write path first, so that read-only wins.
+func TestBinds(t *testing.T) {
+	s := Spec{ReadOnly: []string{"/home/u", "/home/u/.config/envsieve", "/home/u/x"},
+		Write: []string{"/home/u/.config", "/home/u/x/", "/home/u/proj"}}
+	want := []bind{{"/home/u/.config/envsieve", false}, {"/home/u/.config", true}, {"/home/u/proj", true},
+		{"/home/u/x", true}, {"/home/u/x", false}, {"/home/u", false}}
+	if got := binds(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("binds = %v, want %v", got, want)
 	}
 }
 
@@ -66,6 +80,7 @@ func TestEncodeDecode(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add("m /home/u/.aws/credentials\nr /home/u/.config/envsieve\n")
 	f.Add("m /a\n\nr /b")
+	f.Add("r /home/u\nw /home/u/proj\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Decode(text)
 		if err != nil {

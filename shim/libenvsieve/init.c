@@ -8,14 +8,18 @@
  *   1. make the mount tree private and mount a /proc of the new pid
  *      namespace;
  *   2. apply the seal given in ENVSIEVE_INIT_SEAL ("m PATH" masks, "r PATH"
- *      read-only, one per line; package seal): a masked directory gets an
- *      empty read-only tmpfs, a masked file /dev/null bound read-only, a
- *      read-only path itself bound read-only; a path that does not exist is
- *      skipped, any other failure ends the init (exit 125) before the
- *      program starts;
+ *      read-only, "w PATH" writable beneath a read-only path, one per line;
+ *      package seal): a masked directory gets an empty read-only tmpfs, a
+ *      masked file /dev/null bound read-only; then each read-only and
+ *      write path, the deepest first, is bound on itself, read-only or as
+ *      it is; a path that does not exist is skipped, any other failure
+ *      ends the init (exit 125) before the program starts;
  *   3. drop every capability (ambient, bounding, inheritable), so that the
- *      program holds none, even as uid 0 in the namespace;
- *   4. start the program with its environment (ENVSIEVE_INIT_SEAL removed,
+ *      program holds none, even as uid 0 in the namespace; then enter the
+ *      Landlock ruleset ENVSIEVE_INIT_LANDLOCK names, when it names one
+ *      (the masks' own domain: seal.MaskRuleset);
+ *   4. start the program with its environment (ENVSIEVE_INIT_SEAL and
+ *      ENVSIEVE_INIT_LANDLOCK removed,
  *      ENVSIEVE_INIT_LD_PRELOAD put back as LD_PRELOAD), pass the launcher's
  *      signals on to it, reap every orphan as pid 1, and exit with the
  *      program's status (128+N for a signal; 127 not found, 126 not
@@ -47,6 +51,22 @@
 
 #define SEAL_VAR "ENVSIEVE_INIT_SEAL="
 #define PRELOAD_VAR "ENVSIEVE_INIT_LD_PRELOAD="
+#define LANDLOCK_VAR "ENVSIEVE_INIT_LANDLOCK="
+
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+/* Landlock's rule of a file and what lies beneath it (linux/landlock.h),
+ * declared here as the capabilities are. */
+#define LANDLOCK_RULE_PATH_BENEATH 1
+#define LANDLOCK_ACCESS_FS_READ_FILE (1ULL << 2)
+struct landlock_path_beneath_attr {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
 
 extern char **environ;
 
@@ -66,44 +86,75 @@ static int read_only_bind(const char *src, const char *dst) {
 	return mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
 }
 
-/* seal applies the spec, masks first, then the read-only paths, as
- * seal.Apply does. The spec is modified in place. */
+/* bind_order sorts read-only ("r") and write ("w") lines the deepest
+ * first (a longer clean path is never above a shorter one), and at the
+ * same path the write line first, so that read-only wins: as seal.binds. */
+static int bind_order(const void *a, const void *b) {
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t lx = strlen(x), ly = strlen(y);
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return (x[0] == 'r') - (y[0] == 'r');
+}
+
+/* seal applies the spec as seal.Apply does: the masks first, then each
+ * read-only and write path, the deepest first, bound on itself
+ * (recursively, so that what is bound beneath it stays), read-only or as
+ * it is. The spec is modified in place (its lines split). */
 static int seal(char *spec) {
-	for (int pass = 0; pass < 2; pass++) {
-		char want = pass == 0 ? 'm' : 'r';
-		for (char *line = spec; line && *line;) {
-			char *next = strchr(line, '\n');
-			if (next)
-				*next = 0;
-			if (line[0] != 'm' && line[0] != 'r') {
-				errno = EINVAL;
-				return fail("seal: a malformed spec line", NULL);
-			}
-			if (line[1] != ' ' || line[2] != '/') {
-				errno = EINVAL;
-				return fail("seal: a malformed spec line", NULL);
-			}
-			if (line[0] == want) {
-				const char *p = line + 2;
-				struct stat st;
-				if (stat(p, &st) != 0) { /* follows links: the target is masked */
-					if (errno != ENOENT && errno != ENOTDIR)
-						return fail("seal", p);
-				} else if (want == 'r') {
-					if (read_only_bind(p, p) != 0)
-						return fail("seal read-only", p);
-				} else if (S_ISDIR(st.st_mode)) {
-					if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
-						return fail("seal", p);
-				} else if (read_only_bind("/dev/null", p) != 0) {
-					return fail("seal", p);
-				}
-			}
-			if (next)
-				*next = '\n';
-			line = next ? next + 1 : NULL;
+	size_t n = 0;
+	for (char *c = spec; *c; c++)
+		n += *c == '\n';
+	char **binds = calloc(n + 1, sizeof *binds);
+	if (binds == NULL)
+		return fail("seal: allocate", NULL);
+	size_t nb = 0;
+	for (char *line = spec; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if ((line[0] != 'm' && line[0] != 'r' && line[0] != 'w') || line[1] != ' ' || line[2] != '/') {
+			free(binds);
+			errno = EINVAL;
+			return fail("seal: a malformed spec line", NULL);
 		}
+		const char *p = line + 2;
+		struct stat st;
+		if (line[0] != 'm') {
+			binds[nb++] = line;
+		} else if (stat(p, &st) != 0) { /* follows links: the target is masked */
+			if (errno != ENOENT && errno != ENOTDIR) {
+				free(binds);
+				return fail("seal", p);
+			}
+		} else if (S_ISDIR(st.st_mode)) {
+			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0) {
+				free(binds);
+				return fail("seal", p);
+			}
+		} else if (read_only_bind("/dev/null", p) != 0) {
+			free(binds);
+			return fail("seal", p);
+		}
+		line = next;
 	}
+	qsort(binds, nb, sizeof *binds, bind_order);
+	for (size_t i = 0; i < nb; i++) {
+		const char *p = binds[i] + 2;
+		int write = binds[i][0] == 'w';
+		struct stat st;
+		if (stat(p, &st) != 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+		} else if (write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) == 0 : read_only_bind(p, p) == 0) {
+			continue;
+		}
+		int e = errno;
+		free(binds);
+		errno = e;
+		return fail(write ? "seal writable" : "seal read-only", p);
+	}
+	free(binds);
 	return 0;
 }
 
@@ -131,6 +182,37 @@ static int drop_capabilities(void) {
 	data[0].inheritable = data[1].inheritable = 0;
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		return fail("capset", NULL);
+	return 0;
+}
+
+/* enter_ruleset puts this process, and the program, in the Landlock
+ * domain of the ruleset whose descriptor number is text (the launcher made
+ * it: seal.MaskRuleset), and closes it: after the mounts, which a domain
+ * forbids. The masks then hold by the files they lie beneath, whatever
+ * happens to their names outside the tree. */
+static int enter_ruleset(const char *text) {
+	char *end;
+	errno = 0;
+	long fd = strtol(text, &end, 10);
+	if (errno != 0 || end == text || *end != 0 || fd < 3 || fd > 1 << 20) {
+		errno = EINVAL;
+		return fail("seal: a malformed Landlock ruleset descriptor", NULL);
+	}
+	/* The namespace's own /proc was mounted after the ruleset was made: no
+	 * rule names its root, and Landlock passes over its mount point to the
+	 * directory above it, so it is made readable here (seal.EnterRuleset). */
+	int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return fail("seal: open", "/proc");
+	struct landlock_path_beneath_attr rule = {LANDLOCK_ACCESS_FS_READ_FILE, proc};
+	if (syscall(SYS_landlock_add_rule, (int)fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
+		return fail("seal: landlock_add_rule", "/proc");
+	close(proc);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return fail("seal: no_new_privs", NULL);
+	if (syscall(SYS_landlock_restrict_self, (int)fd, 0) != 0)
+		return fail("seal: landlock_restrict_self", NULL);
+	close((int)fd);
 	return 0;
 }
 
@@ -186,12 +268,14 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	char **env = calloc(n + 1, sizeof *env);
 	if (env == NULL)
 		return fail("allocate the environment", NULL);
-	char *spec = NULL;
+	char *spec = NULL, *ruleset = NULL;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		char *kv = environ[i];
 		if (strncmp(kv, SEAL_VAR, sizeof SEAL_VAR - 1) == 0) {
 			spec = kv + sizeof SEAL_VAR - 1;
+		} else if (strncmp(kv, LANDLOCK_VAR, sizeof LANDLOCK_VAR - 1) == 0) {
+			ruleset = kv + sizeof LANDLOCK_VAR - 1;
 		} else if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0) {
 			/* "ENVSIEVE_INIT_LD_PRELOAD=v" becomes "LD_PRELOAD=v", in place. */
 			env[k++] = kv + sizeof "ENVSIEVE_INIT_" - 1;
@@ -203,6 +287,8 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	if (spec && seal(spec) != 0)
 		return 125;
 	if (drop_capabilities() != 0)
+		return 125;
+	if (ruleset && enter_ruleset(ruleset) != 0)
 		return 125;
 
 	/* Signals the launcher passes on go on to the program; blocked until
