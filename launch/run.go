@@ -299,12 +299,16 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 		places = append(places, place{path: p, what: "seal.write " + w, make: true, named: true})
 	}
 	for _, c := range toolCaches {
+		p := filepath.Join(home, c.dir)
 		mk := c.prog == ""
 		if !mk {
-			_, err := LookPath(c.prog, l.Env)
-			mk = err == nil
+			// The PATH is searched only for a cache that is missing.
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				_, err := LookPath(c.prog, l.Env)
+				mk = err == nil
+			}
 		}
-		places = append(places, place{path: filepath.Join(home, c.dir), make: mk})
+		places = append(places, place{path: p, make: mk})
 	}
 	// A place named by HOME's real path (the working directory, when HOME
 	// is a link: /home on /var/home) is named by HOME, as the seal's
