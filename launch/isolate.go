@@ -35,8 +35,3 @@ const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 // removes it before the program starts (the tree does not exist yet, and
 // never sees it).
 const initSeal = "ENVSIEVE_INIT_SEAL="
-
-// initLandlock carries to a sealed init the number of the descriptor of
-// the Landlock ruleset it enters after its mounts (seal.MaskRuleset); the
-// init closes it, and removes the variable, before the program starts.
-const initLandlock = "ENVSIEVE_INIT_LANDLOCK="

@@ -9,8 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -69,7 +67,7 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 func programEnv() []string {
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, initSeal) || strings.HasPrefix(kv, initLandlock) {
+		if strings.HasPrefix(kv, initSeal) {
 			continue // the init's, not the program's
 		}
 		if v, ok := strings.CutPrefix(kv, initPreload); ok {
@@ -98,55 +96,21 @@ func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
 // IsolateSealed is [Isolate] with a sealed filesystem view: the init masks
 // and write-protects spec's paths in the new mount namespace before the
 // program starts (see package seal).
-func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, nil, "") }
+func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, "") }
 
 // isolateSealedWith is [IsolateSealed] with init as the init (see
-// isolateWith), which enters the Landlock ruleset open at ruleset after
-// its mounts (nil for none: seal.MaskRuleset). The ruleset is the Cmd's
-// from here: inherited at its own number, closed once the init started.
-func isolateSealedWith(c *Cmd, spec seal.Spec, ruleset *os.File, init string) (*Cmd, error) {
+// isolateWith).
+func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	text, err := spec.Encode()
 	if err != nil {
-		ruleset.Close()
 		return nil, err
 	}
 	ic, err := isolateWith(c, init)
 	if err != nil {
-		ruleset.Close()
 		return nil, err
 	}
 	ic.Env = append(ic.Env, initSeal+text)
-	switch {
-	case ruleset == nil:
-	case len(ic.ExtraFiles) > 0:
-		// The child gets exactly these at 3 and on: one inherited at its
-		// own number there could be replaced.
-		ic.ExtraFiles = append(slices.Clip(ic.ExtraFiles), ruleset)
-		ic.Env = append(ic.Env, initLandlock+strconv.Itoa(2+len(ic.ExtraFiles)))
-		ic.closeAfterStart = append(ic.closeAfterStart, ruleset)
-	default:
-		if _, err := unix.FcntlInt(ruleset.Fd(), unix.F_SETFD, 0); err != nil {
-			ruleset.Close()
-			return nil, fmt.Errorf("seal: pass the mask ruleset on: %w", err)
-		}
-		ic.Env = append(ic.Env, initLandlock+strconv.Itoa(int(ruleset.Fd())))
-		ic.closeAfterStart = append(ic.closeAfterStart, ruleset)
-	}
 	return ic, nil
-}
-
-// initRuleset returns the descriptor of the Landlock ruleset the init was
-// given (initLandlock), -1 when none; a malformed one is an error.
-func initRuleset() (int, error) {
-	v, ok := os.LookupEnv(strings.TrimSuffix(initLandlock, "="))
-	if !ok {
-		return -1, nil
-	}
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
-		return -1, errors.New("seal: a malformed Landlock ruleset descriptor")
-	}
-	return fd, nil
 }
 
 // isolateAttr returns the clone attributes of an isolated init: the user's
@@ -181,17 +145,6 @@ func IsolateInit(args []string) int {
 		return 125
 	}
 	if _, err := applySeal(seal.Apply); err != nil {
-		fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
-		return 125
-	}
-	// After the mounts, which a Landlock domain forbids: the masks hold
-	// by the files they lie beneath, whatever happens to their names
-	// outside (seal.MaskRuleset).
-	rfd, err := initRuleset()
-	if err == nil && rfd >= 0 {
-		err = seal.EnterRuleset(rfd, "/proc")
-	}
-	if err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
 		return 125
 	}

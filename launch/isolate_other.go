@@ -23,7 +23,7 @@ func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolat
 
 func isolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
 
-func isolateSealedWith(c *Cmd, spec seal.Spec, ruleset *os.File, init string) (*Cmd, error) {
+func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	return nil, errIsolateLinux
 }
 

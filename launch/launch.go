@@ -218,9 +218,6 @@ type Cmd struct {
 
 	cmd     *exec.Cmd
 	isolate bool // set by Isolate: start in new namespaces
-	// closeAfterStart are the launcher's copies of what the child
-	// inherits at their own numbers (a seal's Landlock ruleset).
-	closeAfterStart []*os.File
 }
 
 // Command builds the environment for argv under p from the parent environment
@@ -301,11 +298,7 @@ func (c *Cmd) StartContext(ctx context.Context) error {
 		cmd.SysProcAttr = isolateAttr()
 	}
 	c.cmd = cmd
-	err := cmd.Start()
-	for _, f := range c.closeAfterStart {
-		f.Close()
-	}
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		return c.startError(err)
 	}
 	return nil

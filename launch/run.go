@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"github.com/envsieve/envsieve/audit"
@@ -25,9 +23,8 @@ import (
 // ChooseSeal settles the launch's seal: the stronger of the options' Seal
 // and what the policy asks (sieve.Result.Seal), and the mechanism (package
 // seal): the namespaces of --isolate where this system allows them, else
-// Landlock (and Landlock first in a nested launch). Where it offers
-// neither, `on` runs without the seal, with a warning; `required` is an
-// error and nothing starts.
+// Landlock. Where it offers neither, `on` runs without the seal, with a
+// warning; `required` is an error and nothing starts.
 func (l *Plan) ChooseSeal() error {
 	mode := l.Result.Seal.Stronger(policy.SealOff)
 	if l.opt.Seal {
@@ -45,11 +42,6 @@ func (l *Plan) ChooseSeal() error {
 		l.host.warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
 		l.opt.Seal = false
 		return nil
-	}
-	if by == seal.Namespaces && l.host.Nested != "" && seal.LandlockAvailable() == nil {
-		// The outer tree may be in a Landlock domain (its seal's, or its
-		// masks'), where no mount can be made: Landlock stacks.
-		by = seal.Landlock
 	}
 	l.opt.Seal, l.sealBy = true, by
 	if by == seal.Namespaces {
@@ -148,17 +140,6 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 				return fmt.Errorf("seal: find envsieve's own executable: %w", err)
 			}
 		}
-		rs, err := l.maskRuleset(spec)
-		if err != nil {
-			return err
-		}
-		if rs != nil {
-			// Inherited by the init at its own number, as it is exec'd.
-			if _, err := unix.FcntlInt(rs.Fd(), unix.F_SETFD, 0); err != nil {
-				return fmt.Errorf("seal: pass the mask ruleset on: %w", err)
-			}
-			env = append(env, initLandlock+strconv.Itoa(int(rs.Fd())))
-		}
 		l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 	}
 	if l.pinned != nil {
@@ -218,6 +199,7 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 	if l.host.Home != "" {
 		spec.ReadOnly = append(spec.ReadOnly, l.host.Home)
 		spec.Write = writes
+		spec.Hold = seal.HoldDirs(spec.Mask, l.host.Home)
 	}
 	l.sealed = &spec
 	return spec, nil
@@ -250,6 +232,18 @@ var toolCaches = []struct{ prog, dir string }{
 	{"npm", ".npm"},              // npm's cache and logs
 	{"cargo", ".cargo/registry"}, // cargo's downloaded crates
 	{"cargo", ".cargo/git"},      // cargo's git dependencies
+}
+
+// CachePlaces returns the caches under home a sealed tree may write
+// (DESIGN.md section 12), whether or not they exist: ~/.cache and the
+// toolchains' defaults. A policy file there is one the tree could have
+// written.
+func CachePlaces(home string) []string {
+	out := make([]string, 0, len(toolCaches))
+	for _, c := range toolCaches {
+		out = append(out, filepath.Join(home, c.dir))
+	}
+	return out
 }
 
 // writePlaces returns the places under HOME the sealed tree may write
@@ -348,44 +342,6 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// maskRuleset is the Landlock ruleset a namespace seal's init enters after
-// its mounts, so that a mask holds while the user works (seal.MaskRuleset);
-// nil, with a debug line, where the kernel has no Landlock: the masks are
-// the mounts alone then, which a file replaced outside the tree uncovers
-// (docs/design.md).
-//
-// A mask in the tree's temp directory is left to its mount: a domain that
-// denies reading beneath it would deny reading what the tree makes there
-// (Landlock grants beneath a directory, and no rule can name a file made
-// after the start), and HOME lies there only in tests and throwaway
-// sandboxes.
-func (l *Plan) maskRuleset(spec seal.Spec) (*os.File, error) {
-	if _, err := seal.LandlockABI(); err != nil {
-		l.host.debugf("seal: no Landlock here (%v): the masks are mounts only", err)
-		return nil, nil
-	}
-	tmp := []string{"/tmp", os.TempDir()}
-	for _, kv := range l.Env {
-		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
-			tmp = append(tmp, v)
-		}
-	}
-	var masks []string
-	for _, m := range spec.Mask {
-		if atOrIn(filepath.Clean(m), tmp) {
-			continue
-		}
-		masks = append(masks, m)
-	}
-	if len(masks) < len(spec.Mask) {
-		l.host.debugf("seal: %d masks lie in the temp directory: mounts only", len(spec.Mask)-len(masks))
-	}
-	if len(masks) == 0 {
-		return nil, nil
-	}
-	return seal.MaskRuleset(seal.Spec{Mask: masks})
 }
 
 // execInPlace replaces the launcher with the program, when nothing needs
@@ -518,11 +474,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 			if err != nil {
 				return 0, err
 			}
-			rs, err := l.maskRuleset(spec)
-			if err != nil {
-				return 0, err
-			}
-			if c, err = isolateSealedWith(c, spec, rs, l.isolateInit()); err != nil {
+			if c, err = isolateSealedWith(c, spec, l.isolateInit()); err != nil {
 				return 0, err
 			}
 			l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))

@@ -77,14 +77,6 @@ func ScopeInit(args []string) int {
 	// no_new_privs and the domain are the thread's: set both, and exec,
 	// from this one.
 	runtime.LockOSThread()
-	// A namespace seal's ruleset, when the C init fell back to this one:
-	// the Landlock seal below is whole without it.
-	if fd, err := initRuleset(); err != nil {
-		fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
-		return 125
-	} else if fd >= 0 {
-		unix.Close(fd)
-	}
 	if sealed, err := applySeal(seal.Restrict); sealed || err != nil {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)

@@ -85,52 +85,6 @@ func Restrict(s Spec) error {
 	return enter(rfd)
 }
 
-// MaskRuleset returns a Landlock ruleset (ABI 1 or later) that denies
-// reading what s masks, and handles nothing else, for the init of a
-// namespace seal to enter after its mounts ([EnterRuleset]). A mount over
-// a masked file is undone in the tree's namespace when the file is
-// replaced outside it (a rename over it, a delete and a new file, its
-// directory renamed); the domain holds all the same, being bound to the
-// files the masked paths lie beneath, not to their names (package doc).
-// It is made outside the namespace, by the launcher, so that the C init
-// need not plan it.
-func MaskRuleset(s Spec) (*os.File, error) {
-	if _, err := LandlockABI(); err != nil {
-		return nil, err
-	}
-	rfd, err := ruleset(Spec{Mask: s.Mask}, llRead)
-	if err != nil {
-		return nil, err
-	}
-	return os.NewFile(uintptr(rfd), "landlock-ruleset"), nil
-}
-
-// EnterRuleset puts the calling thread, and what it then executes, in the
-// Landlock domain of the ruleset open at fd ([MaskRuleset]), setting
-// no_new_privs, and closes fd. Each path of readable is made readable
-// first: a file system mounted after the ruleset was made (the
-// namespace's own /proc), whose root no rule names, and whose mount point
-// Landlock passes over to the directory above it. The caller must hold
-// its OS thread locked; on error it must not start the program.
-func EnterRuleset(fd int, readable ...string) error {
-	for _, p := range readable {
-		pfd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("seal: open %s: %w", p, err)
-		}
-		pb := unix.LandlockPathBeneathAttr{Allowed_access: llRead, Parent_fd: int32(pfd)}
-		_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(fd), unix.LANDLOCK_RULE_PATH_BENEATH,
-			uintptr(unsafe.Pointer(&pb)), 0, 0, 0)
-		unix.Close(pfd)
-		if errno != 0 {
-			unix.Close(fd)
-			return fmt.Errorf("seal: landlock_add_rule %s: %v", p, errno)
-		}
-	}
-	return enter(fd)
-}
-
 // ruleset creates a Landlock ruleset that handles the rights handled and
 // holds the rules of s's seal (planLandlock); the caller owns the
 // descriptor.

@@ -312,30 +312,3 @@ func BenchmarkLandlockPlan(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "rules")
 }
-
-// BenchmarkMaskRuleset is what the namespace seal's mask domain costs a
-// launch before the start: the walk of the read spine (masks only) and the
-// ruleset, for the HOME of BenchmarkLandlockPlan.
-func BenchmarkMaskRuleset(b *testing.B) {
-	home, err := os.MkdirTemp("/var/tmp", "envsieve-bench-home-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(home) })
-	for i := range 100 {
-		os.WriteFile(filepath.Join(home, fmt.Sprintf("file%03d", i)), nil, 0o600)
-	}
-	for _, f := range []string{".netrc", ".aws/credentials", ".ssh/id_ed25519", ".ssh/config", ".config/gh/hosts.yml",
-		".config/envsieve/policy.yaml", ".local/share/envsieve/redact.key"} {
-		os.MkdirAll(filepath.Join(home, filepath.Dir(f)), 0o700)
-		os.WriteFile(filepath.Join(home, f), nil, 0o600)
-	}
-	spec := Default(home, filepath.Join(home, ".config/envsieve"), filepath.Join(home, ".local/share/envsieve"), nil)
-	for b.Loop() {
-		f, err := MaskRuleset(spec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.Close()
-	}
-}

@@ -16,14 +16,11 @@
 //     runs in the namespace's init, before the program starts and before
 //     the init drops its capabilities, so the program cannot unmount the
 //     masks. A masked file reads as empty, a masked directory as empty.
-//     Since the kernel undoes a mount in the tree's namespace when its
-//     mount point is renamed over or deleted outside it, the init then
-//     enters the Landlock domain of [MaskRuleset] ([EnterRuleset]), which
-//     denies reading beneath the masked paths by the files they lie in, so
-//     a mask holds while the user works (a file replaced by rename,
-//     deleted and made anew, its directory renamed and a new one made):
-//     the new file is not readable (EACCES). Without Landlock the masks are
-//     the mounts alone.
+//     HOME and each directory between it and a masked path ([HoldDirs])
+//     are replaced by read-only copies of their entries (bound back, the
+//     masked ones empty stand-ins), so a mask holds while the user works:
+//     a file renamed over, deleted and made anew, or a directory renamed
+//     and another made in its place outside does not reach the tree.
 //   - [Landlock], where unprivileged user namespaces are refused (Ubuntu
 //     24.04's AppArmor restriction, a container's seccomp filter):
 //     [Restrict] puts the program in a Landlock domain (ABI 3 or later)
@@ -89,6 +86,12 @@ type Spec struct {
 	// all the same (its work, caches). Of the ReadOnly and Write paths at
 	// or above a file, the deepest decides.
 	Write []string
+	// Hold are directories a namespace seal replaces, in the tree's view,
+	// by a read-only copy of their entries as they were at the start, the
+	// masked ones left empty ([Apply]), so that the masks hold while the
+	// user works outside the tree: the directories between HOME and its
+	// masked paths ([HoldDirs]).
+	Hold []string
 }
 
 // credentialFiles is DESIGN.md section 12's list, relative to HOME.
@@ -166,14 +169,45 @@ func binds(s Spec) []bind {
 	return out
 }
 
-// Encode writes s as lines "m PATH", "r PATH" and "w PATH", for the init
-// of the namespace; a path holding a newline is an error.
+// HoldDirs returns the directories a namespace seal replaces by copies so
+// that the masks beneath root hold while the user works (Spec.Hold): each
+// directory from root down to the parent of a masked path beneath it, by
+// clean name, the shallowest first.
+func HoldDirs(masks []string, root string) []string {
+	root = filepath.Clean(root)
+	var dirs []string
+	seen := map[string]bool{}
+	for _, m := range masks {
+		m = filepath.Clean(m)
+		if root == "/" || !strings.HasPrefix(m, root+"/") {
+			continue
+		}
+		for d := filepath.Dir(m); !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+			if d == root {
+				break
+			}
+		}
+	}
+	sortShallowFirst(dirs)
+	return dirs
+}
+
+// sortShallowFirst sorts clean paths so that each comes after the ones
+// above it (a shorter path is never beneath a longer one).
+func sortShallowFirst(dirs []string) {
+	sort.SliceStable(dirs, func(i, j int) bool { return len(dirs[i]) < len(dirs[j]) })
+}
+
+// Encode writes s as lines "m PATH", "r PATH", "w PATH" and "h PATH",
+// for the init of the namespace; a path holding a newline is an error.
 func (s Spec) Encode() (string, error) {
 	var b strings.Builder
 	for _, l := range []struct {
 		tag   string
 		paths []string
-	}{{"m", s.Mask}, {"r", s.ReadOnly}, {"w", s.Write}} {
+	}{{"m", s.Mask}, {"r", s.ReadOnly}, {"w", s.Write}, {"h", s.Hold}} {
 		for _, p := range l.paths {
 			if strings.ContainsAny(p, "\n\x00") || !filepath.IsAbs(p) {
 				return "", fmt.Errorf("seal: %q is not an absolute path on one line", p)
@@ -201,6 +235,8 @@ func Decode(text string) (Spec, error) {
 			s.ReadOnly = append(s.ReadOnly, p)
 		case tag == "w":
 			s.Write = append(s.Write, p)
+		case tag == "h":
+			s.Hold = append(s.Hold, p)
 		default:
 			return Spec{}, errors.New("seal: malformed spec line")
 		}

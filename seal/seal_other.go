@@ -2,10 +2,7 @@
 
 package seal
 
-import (
-	"errors"
-	"os"
-)
+import "errors"
 
 // Available is Linux-only: elsewhere it says so.
 func Available() error {
@@ -29,12 +26,3 @@ func Restrict(Spec) error {
 
 // LandlockABI is Linux-only: elsewhere it says so.
 func LandlockABI() (int, error) { return 0, errors.New("the kernel has no Landlock (Linux only)") }
-
-// MaskRuleset is Linux-only: elsewhere it says so.
-func MaskRuleset(Spec) (*os.File, error) {
-	return nil, errors.New("the kernel has no Landlock (Linux only)")
-}
-
-// EnterRuleset is Linux-only: elsewhere it returns an error, and the
-// caller must not start the program.
-func EnterRuleset(int, ...string) error { return errors.New("seal: Landlock is Linux-only") }

@@ -43,6 +43,7 @@ func TestEncodeDecode(t *testing.T) {
 	s := Default("/home/u", "/c", "/d", nil)
 	s.ReadOnly = append(s.ReadOnly, "/home/u")
 	s.Write = []string{"/home/u/proj", "/home/u/.cache"}
+	s.Hold = HoldDirs(s.Mask, "/home/u")
 	text, err := s.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestBinds(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add("m /home/u/.aws/credentials\nr /home/u/.config/envsieve\n")
 	f.Add("m /a\n\nr /b")
-	f.Add("r /home/u\nw /home/u/proj\n")
+	f.Add("r /home/u\nw /home/u/proj\nh /home/u\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Decode(text)
 		if err != nil {
@@ -95,4 +96,19 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip: %+v, %v", s2, err)
 		}
 	})
+}
+
+// TestHoldDirs: the directories held are HOME and each one between it and
+// a masked path beneath it, the shallowest first; a mask outside HOME adds
+// none.
+func TestHoldDirs(t *testing.T) {
+	got := HoldDirs([]string{"/home/u/.aws/credentials", "/home/u/.netrc", "/home/u/.config/gh/hosts.yml",
+		"/home/u/.config/gcloud", "/etc/app/key", "/home/u2/x"}, "/home/u/")
+	want := []string{"/home/u", "/home/u/.aws", "/home/u/.config", "/home/u/.config/gh"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("HoldDirs = %q, want %q", got, want)
+	}
+	if got := HoldDirs([]string{"/a/b"}, "/"); len(got) != 0 {
+		t.Errorf("HoldDirs under / = %q", got)
+	}
 }

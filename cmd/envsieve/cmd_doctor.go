@@ -104,7 +104,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	// domain that keeps the tree out of the programs grants start.
 	ll := doctor.Check{Name: "landlock", Status: "ok", Required: needSeal && ns.Status == "fail"}
 	if abi, err := seal.LandlockABI(); err != nil {
-		ll.Status, ll.Detail = "warn", err.Error()+": exec-time grants start nothing, the seal needs namespaces, and its masks are mounts only (a file replaced outside a running tree shows in it)"
+		ll.Status, ll.Detail = "warn", err.Error()+": exec-time grants start nothing, and the seal needs namespaces"
 	} else if err := seal.LandlockAvailable(); err != nil {
 		ll.Status, ll.Detail = "warn", err.Error()+": the seal needs namespaces"
 	} else {

@@ -8,18 +8,20 @@
  *   1. make the mount tree private and mount a /proc of the new pid
  *      namespace;
  *   2. apply the seal given in ENVSIEVE_INIT_SEAL ("m PATH" masks, "r PATH"
- *      read-only, "w PATH" writable beneath a read-only path, one per line;
+ *      read-only, "w PATH" writable beneath a read-only path, "h PATH" held,
+ *      one per line;
  *      package seal): a masked directory gets an empty read-only tmpfs, a
  *      masked file /dev/null bound read-only; then each read-only and
  *      write path, the deepest first, is bound on itself, read-only or as
- *      it is; a path that does not exist is skipped, any other failure
- *      ends the init (exit 125) before the program starts;
+ *      it is; then each held directory ("h PATH": HOME and those between
+ *      it and a mask) is replaced by a read-only tmpfs copy of its entries,
+ *      bound back, the masked ones left empty, so that a mask holds while
+ *      the user works (seal.Apply); a path that does not exist is skipped,
+ *      any other failure ends the init (exit 125) before the program
+ *      starts;
  *   3. drop every capability (ambient, bounding, inheritable), so that the
- *      program holds none, even as uid 0 in the namespace; then enter the
- *      Landlock ruleset ENVSIEVE_INIT_LANDLOCK names, when it names one
- *      (the masks' own domain: seal.MaskRuleset);
- *   4. start the program with its environment (ENVSIEVE_INIT_SEAL and
- *      ENVSIEVE_INIT_LANDLOCK removed,
+ *      program holds none, even as uid 0 in the namespace;
+ *   4. start the program with its environment (ENVSIEVE_INIT_SEAL removed,
  *      ENVSIEVE_INIT_LD_PRELOAD put back as LD_PRELOAD), pass the launcher's
  *      signals on to it, reap every orphan as pid 1, and exit with the
  *      program's status (128+N for a signal; 127 not found, 126 not
@@ -47,26 +49,12 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define SEAL_VAR "ENVSIEVE_INIT_SEAL="
 #define PRELOAD_VAR "ENVSIEVE_INIT_LD_PRELOAD="
-#define LANDLOCK_VAR "ENVSIEVE_INIT_LANDLOCK="
-
-#ifndef SYS_landlock_add_rule
-#define SYS_landlock_add_rule 445
-#endif
-#ifndef SYS_landlock_restrict_self
-#define SYS_landlock_restrict_self 446
-#endif
-/* Landlock's rule of a file and what lies beneath it (linux/landlock.h),
- * declared here as the capabilities are. */
-#define LANDLOCK_RULE_PATH_BENEATH 1
-#define LANDLOCK_ACCESS_FS_READ_FILE (1ULL << 2)
-struct landlock_path_beneath_attr {
-	uint64_t allowed_access;
-	int32_t parent_fd;
-} __attribute__((packed));
 
 extern char **environ;
 
@@ -97,65 +85,180 @@ static int bind_order(const void *a, const void *b) {
 	return (x[0] == 'r') - (y[0] == 'r');
 }
 
+/* by_length sorts paths the shallowest first (as seal.sortShallowFirst:
+ * a shorter clean path is never beneath a longer one). */
+static int by_length(const void *a, const void *b) {
+	size_t la = strlen(*(const char *const *)a), lb = strlen(*(const char *const *)b);
+	return la < lb ? -1 : la > lb;
+}
+
+/* freeze replaces dir by a read-only tmpfs holding its entries as they are
+ * now, as seal.freeze does: each bound back from where it is (through the
+ * descriptor of the directory, recursively), a symbolic link made anew, a
+ * masked one (named in masks, "m PATH" lines) an empty file or directory
+ * in its place. So the masks hold while the user works outside the tree:
+ * what happens to the real directory's names does not reach the copy. A
+ * directory that does not exist is skipped. Returns 0, or -1 with errno
+ * set. */
+static int freeze(const char *dir, char **masks, size_t nm) {
+	int src = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (src < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	int ret = -1, e = 0;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct stat st;
+	char from[PATH_MAX], p[PATH_MAX];
+	snprintf(from, sizeof from, "/proc/self/fd/%d", src);
+	DIR *d = NULL;
+	if (fstat(src, &st) != 0 || (d = opendir(from)) == NULL)
+		goto out;
+	for (struct dirent *ent; (errno = 0, ent = readdir(d)) != NULL;) {
+		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			char **more = realloc(names, cap * sizeof *names);
+			if (more == NULL)
+				goto out;
+			names = more;
+		}
+		if ((names[n] = strdup(ent->d_name)) == NULL)
+			goto out;
+		n++;
+	}
+	if (errno != 0)
+		goto out;
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct stat est;
+		if (fstatat(src, names[i], &est, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOENT)
+				continue; /* gone since the listing */
+			goto out;
+		}
+		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, names[i]) >= sizeof p ||
+		    (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", src, names[i]) >= sizeof from) {
+			errno = ENAMETOOLONG;
+			goto out;
+		}
+		if (S_ISLNK(est.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t got = readlinkat(src, names[i], target, sizeof target - 1);
+			if (got < 0)
+				goto out;
+			target[got] = 0;
+			if (symlink(target, p) != 0)
+				goto out;
+			continue;
+		}
+		if (S_ISDIR(est.st_mode)) {
+			if (mkdir(p, 0500) != 0)
+				goto out;
+		} else {
+			int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400);
+			if (fd < 0)
+				goto out;
+			close(fd);
+		}
+		int is_masked = 0;
+		for (size_t k = 0; k < nm && !is_masked; k++)
+			is_masked = strcmp(masks[k] + 2, p) == 0;
+		if (!is_masked && mount(from, p, NULL, MS_BIND | MS_REC, NULL) != 0)
+			goto out;
+	}
+	if (chmod(dir, st.st_mode & 07777) != 0)
+		goto out;
+	ret = mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+out:
+	e = errno;
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	close(src);
+	errno = e;
+	return ret;
+}
+
 /* seal applies the spec as seal.Apply does: the masks first, then each
  * read-only and write path, the deepest first, bound on itself
  * (recursively, so that what is bound beneath it stays), read-only or as
- * it is. The spec is modified in place (its lines split). */
+ * it is; then each held directory ("h PATH"), the shallowest first, is
+ * replaced by its copy (freeze). The spec is modified in place (its lines
+ * split). */
 static int seal(char *spec) {
-	size_t n = 0;
+	size_t n = 1;
 	for (char *c = spec; *c; c++)
 		n += *c == '\n';
-	char **binds = calloc(n + 1, sizeof *binds);
-	if (binds == NULL)
-		return fail("seal: allocate", NULL);
-	size_t nb = 0;
+	char **binds = calloc(n, sizeof *binds), **masks = calloc(n, sizeof *masks), **holds = calloc(n, sizeof *holds);
+	size_t nb = 0, nm = 0, nh = 0;
+	const char *what = "seal", *p = NULL;
+	int ret = -1;
+	if (binds == NULL || masks == NULL || holds == NULL) {
+		what = "seal: allocate";
+		goto out;
+	}
 	for (char *line = spec; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		if ((line[0] != 'm' && line[0] != 'r' && line[0] != 'w') || line[1] != ' ' || line[2] != '/') {
-			free(binds);
+		if (!strchr("mrwh", line[0]) || line[1] != ' ' || line[2] != '/') {
 			errno = EINVAL;
-			return fail("seal: a malformed spec line", NULL);
+			what = "seal: a malformed spec line";
+			goto out;
 		}
-		const char *p = line + 2;
+		p = line + 2;
 		struct stat st;
-		if (line[0] != 'm') {
+		if (line[0] == 'h') {
+			holds[nh++] = line + 2;
+		} else if (line[0] != 'm') {
 			binds[nb++] = line;
-		} else if (stat(p, &st) != 0) { /* follows links: the target is masked */
-			if (errno != ENOENT && errno != ENOTDIR) {
-				free(binds);
-				return fail("seal", p);
-			}
+		} else if (masks[nm++] = line, stat(p, &st) != 0) { /* follows links: the target is masked */
+			if (errno != ENOENT && errno != ENOTDIR)
+				goto out;
 		} else if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0) {
-				free(binds);
-				return fail("seal", p);
-			}
+			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
+				goto out;
 		} else if (read_only_bind("/dev/null", p) != 0) {
-			free(binds);
-			return fail("seal", p);
+			goto out;
 		}
 		line = next;
 	}
 	qsort(binds, nb, sizeof *binds, bind_order);
 	for (size_t i = 0; i < nb; i++) {
-		const char *p = binds[i] + 2;
+		p = binds[i] + 2;
 		int write = binds[i][0] == 'w';
+		what = write ? "seal writable" : "seal read-only";
 		struct stat st;
 		if (stat(p, &st) != 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
 				continue;
-		} else if (write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) == 0 : read_only_bind(p, p) == 0) {
-			continue;
+			goto out;
 		}
+		if ((write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
+			goto out;
+	}
+	qsort(holds, nh, sizeof *holds, by_length);
+	what = "seal";
+	for (size_t i = 0; i < nh; i++) {
+		p = holds[i];
+		if (freeze(p, masks, nm) != 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	if (ret != 0) {
 		int e = errno;
-		free(binds);
+		fail(what, p);
 		errno = e;
-		return fail(write ? "seal writable" : "seal read-only", p);
 	}
 	free(binds);
-	return 0;
+	free(masks);
+	free(holds);
+	return ret == 0 ? 0 : 125;
 }
 
 /* capget and capset, version 3, declared here: musl's headers do not
@@ -182,37 +285,6 @@ static int drop_capabilities(void) {
 	data[0].inheritable = data[1].inheritable = 0;
 	if (syscall(SYS_capset, &hdr, data) != 0)
 		return fail("capset", NULL);
-	return 0;
-}
-
-/* enter_ruleset puts this process, and the program, in the Landlock
- * domain of the ruleset whose descriptor number is text (the launcher made
- * it: seal.MaskRuleset), and closes it: after the mounts, which a domain
- * forbids. The masks then hold by the files they lie beneath, whatever
- * happens to their names outside the tree. */
-static int enter_ruleset(const char *text) {
-	char *end;
-	errno = 0;
-	long fd = strtol(text, &end, 10);
-	if (errno != 0 || end == text || *end != 0 || fd < 3 || fd > 1 << 20) {
-		errno = EINVAL;
-		return fail("seal: a malformed Landlock ruleset descriptor", NULL);
-	}
-	/* The namespace's own /proc was mounted after the ruleset was made: no
-	 * rule names its root, and Landlock passes over its mount point to the
-	 * directory above it, so it is made readable here (seal.EnterRuleset). */
-	int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (proc < 0)
-		return fail("seal: open", "/proc");
-	struct landlock_path_beneath_attr rule = {LANDLOCK_ACCESS_FS_READ_FILE, proc};
-	if (syscall(SYS_landlock_add_rule, (int)fd, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
-		return fail("seal: landlock_add_rule", "/proc");
-	close(proc);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-		return fail("seal: no_new_privs", NULL);
-	if (syscall(SYS_landlock_restrict_self, (int)fd, 0) != 0)
-		return fail("seal: landlock_restrict_self", NULL);
-	close((int)fd);
 	return 0;
 }
 
@@ -268,14 +340,12 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	char **env = calloc(n + 1, sizeof *env);
 	if (env == NULL)
 		return fail("allocate the environment", NULL);
-	char *spec = NULL, *ruleset = NULL;
+	char *spec = NULL;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		char *kv = environ[i];
 		if (strncmp(kv, SEAL_VAR, sizeof SEAL_VAR - 1) == 0) {
 			spec = kv + sizeof SEAL_VAR - 1;
-		} else if (strncmp(kv, LANDLOCK_VAR, sizeof LANDLOCK_VAR - 1) == 0) {
-			ruleset = kv + sizeof LANDLOCK_VAR - 1;
 		} else if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0) {
 			/* "ENVSIEVE_INIT_LD_PRELOAD=v" becomes "LD_PRELOAD=v", in place. */
 			env[k++] = kv + sizeof "ENVSIEVE_INIT_" - 1;
@@ -287,8 +357,6 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	if (spec && seal(spec) != 0)
 		return 125;
 	if (drop_capabilities() != 0)
-		return 125;
-	if (ruleset && enter_ruleset(ruleset) != 0)
 		return 125;
 
 	/* Signals the launcher passes on go on to the program; blocked until
