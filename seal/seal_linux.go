@@ -103,8 +103,9 @@ func Apply(s Spec) error {
 // outside it, and the new file would show; in the copy, the masked name
 // is nobody's mount point, and what happens to the real directory's names
 // (a file replaced, deleted and made anew, a directory renamed and another
-// made in its place) does not reach it. A directory that does not exist
-// is skipped.
+// made in its place) does not reach it. An entry that cannot be reached
+// (a dead FUSE mount) is left out, or stays an empty stand-in. A
+// directory that does not exist is skipped.
 func freeze(dir string, masked map[string]bool) error {
 	src, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
@@ -134,20 +135,18 @@ func freeze(dir string, masked map[string]bool) error {
 		p := filepath.Join(dir, name)
 		from := fmt.Sprintf("/proc/self/fd/%d/%s", src, name)
 		var est unix.Stat_t
-		if err := unix.Fstatat(src, name, &est, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
-			continue // gone since the listing
-		} else if err != nil {
-			return err
+		if err := unix.Fstatat(src, name, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			// Gone since the listing, or unreachable (a FUSE mount whose
+			// server died): left out of the copy.
+			continue
 		}
 		isDir := est.Mode&unix.S_IFMT == unix.S_IFDIR
 		switch {
 		case est.Mode&unix.S_IFMT == unix.S_IFLNK:
-			target, err := readlinkat(src, name)
-			if err == nil {
-				err = unix.Symlink(target, p)
-			}
-			if err != nil {
-				return err
+			if target, err := readlinkat(src, name); err == nil {
+				if err := unix.Symlink(target, p); err != nil {
+					return err
+				}
 			}
 			continue
 		case isDir:
@@ -165,9 +164,9 @@ func freeze(dir string, masked map[string]bool) error {
 		if masked[p] {
 			continue // the empty stand-in
 		}
-		if err := unix.Mount(from, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s back: %w", name, err)
-		}
+		// One that cannot be bound back (unreachable) stays an empty
+		// stand-in: nothing of it shows.
+		_ = unix.Mount(from, p, "", unix.MS_BIND|unix.MS_REC, "")
 	}
 	// The directory's own mode, once its entries are in.
 	if err := unix.Chmod(dir, st.Mode&0o7777); err != nil {

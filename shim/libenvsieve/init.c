@@ -97,7 +97,8 @@ static int by_length(const void *a, const void *b) {
  * descriptor of the directory, recursively), a symbolic link made anew, a
  * masked one (named in masks, "m PATH" lines) an empty file or directory
  * in its place. So the masks hold while the user works outside the tree:
- * what happens to the real directory's names does not reach the copy. A
+ * what happens to the real directory's names does not reach the copy. An
+ * entry that cannot be reached is left out, or stays an empty stand-in. A
  * directory that does not exist is skipped. Returns 0, or -1 with errno
  * set. */
 static int freeze(const char *dir, char **masks, size_t nm) {
@@ -133,11 +134,8 @@ static int freeze(const char *dir, char **masks, size_t nm) {
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct stat est;
-		if (fstatat(src, names[i], &est, AT_SYMLINK_NOFOLLOW) != 0) {
-			if (errno == ENOENT)
-				continue; /* gone since the listing */
-			goto out;
-		}
+		if (fstatat(src, names[i], &est, AT_SYMLINK_NOFOLLOW) != 0)
+			continue; /* gone since the listing, or unreachable: left out */
 		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, names[i]) >= sizeof p ||
 		    (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", src, names[i]) >= sizeof from) {
 			errno = ENAMETOOLONG;
@@ -147,7 +145,7 @@ static int freeze(const char *dir, char **masks, size_t nm) {
 			char target[PATH_MAX];
 			ssize_t got = readlinkat(src, names[i], target, sizeof target - 1);
 			if (got < 0)
-				goto out;
+				continue;
 			target[got] = 0;
 			if (symlink(target, p) != 0)
 				goto out;
@@ -165,8 +163,10 @@ static int freeze(const char *dir, char **masks, size_t nm) {
 		int is_masked = 0;
 		for (size_t k = 0; k < nm && !is_masked; k++)
 			is_masked = strcmp(masks[k] + 2, p) == 0;
-		if (!is_masked && mount(from, p, NULL, MS_BIND | MS_REC, NULL) != 0)
-			goto out;
+		/* One that cannot be bound back (unreachable) stays an empty
+		 * stand-in: nothing of it shows. */
+		if (!is_masked)
+			(void)!mount(from, p, NULL, MS_BIND | MS_REC, NULL);
 	}
 	if (chmod(dir, st.st_mode & 07777) != 0)
 		goto out;
