@@ -221,6 +221,7 @@ type Plan struct {
 	sealMode     policy.SealMode
 	sealBy       seal.Mechanism
 	sealIsolates bool
+	sealed       *seal.Spec // the launch's seal, once sealSpec made it
 	mask         []redact.Secret
 	ownKey       []byte // the launch's own key when the host has none
 	// broker is the running broker; brokerEnv what it put in Env, by

@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,12 +62,11 @@ func (l *Plan) scope(c *Cmd, sh *ShimRun) (*Cmd, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.makeStateDirs(spec)
 		sc, err := ScopeSealed(c, spec)
 		if err != nil {
 			return nil, err
 		}
-		l.host.debugf("seal: landlock; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+		l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 		return sc, nil
 	}
 	if sh.Grants() {
@@ -139,11 +139,8 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 			if fallback, err = os.Executable(); err != nil {
 				return fmt.Errorf("seal: find envsieve's own executable: %w", err)
 			}
-			// For the Landlock seal the init falls back to (see
-			// makeStateDirs); namespaces mask over what is missing.
-			l.makeStateDirs(spec)
 		}
-		l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+		l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 	}
 	if l.pinned != nil {
 		// As execInPlace: the init and its program inherit it.
@@ -178,13 +175,23 @@ func (l *Plan) auditFailed(alog *audit.Log) error {
 	return nil
 }
 
-// sealSpec is the launch's seal. The config dir is made first when it is
-// missing: a seal cannot protect what does not exist, and a tree that
-// could create it could write the policy of every later launch.
+// sealSpec is the launch's seal (made once, kept): what the policy and
+// package seal mask and keep read-only; HOME read-only besides, but for the
+// places the tree writes its work (writePlaces), each made first when it
+// is missing and can be. The config dir is made first too when it is
+// missing: a tree that could create it could write the policy of every
+// later launch. Where the launcher cannot make either (a read-only HOME:
+// Nix, a read-only container, CI), neither can the tree, which runs as
+// the same user with less: the launch goes on with what exists.
 func (l *Plan) sealSpec() (seal.Spec, error) {
+	if l.sealed != nil {
+		return *l.sealed, nil
+	}
 	if l.host.ConfigDir != "" {
-		if err := os.MkdirAll(l.host.ConfigDir, 0o700); err != nil {
+		if err := os.MkdirAll(l.host.ConfigDir, 0o700); err != nil && !cannotWrite(err) {
 			return seal.Spec{}, fmt.Errorf("seal: make the config dir: %w", err)
+		} else if err != nil {
+			l.host.debugf("seal: the config dir cannot be made (%v), nor can the tree make it", err)
 		}
 	}
 	// The policy's own masks: one that cannot be placed (a "~/" path with
@@ -197,7 +204,157 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		}
 		extra = append(extra, p)
 	}
-	return seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra), nil
+	spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	writes, err := l.writePlaces(spec)
+	if err != nil {
+		return seal.Spec{}, err
+	}
+	if l.host.Home != "" {
+		spec.ReadOnly = append(spec.ReadOnly, l.host.Home)
+		spec.Write = writes
+		spec.Hold = seal.HoldDirs(spec.Mask, l.host.Home)
+	}
+	l.sealed = &spec
+	return spec, nil
+}
+
+// cannotWrite reports whether err says the caller may not write there
+// (permissions, a read-only filesystem).
+func cannotWrite(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+// atOrIn reports whether the clean path p is one of paths or lies in one.
+func atOrIn(p string, paths []string) bool {
+	for _, d := range paths {
+		d = filepath.Clean(d)
+		if p == d || d == "/" || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// toolCaches are the caches under HOME a sealed tree writes (DESIGN.md
+// section 12), by the program that uses them; "" for every tree. The
+// defaults only: GOMODCACHE, GOCACHE, npm's cache, CARGO_HOME moved
+// elsewhere are outside HOME, or named by seal.write.
+var toolCaches = []struct{ prog, dir string }{
+	{"", ".cache"},               // XDG: GOCACHE's ~/.cache/go-build, pip's ~/.cache/pip, ...
+	{"go", "go/pkg/mod"},         // GOMODCACHE: $GOPATH/pkg/mod
+	{"npm", ".npm"},              // npm's cache and logs
+	{"cargo", ".cargo/registry"}, // cargo's downloaded crates
+	{"cargo", ".cargo/git"},      // cargo's git dependencies
+}
+
+// CachePlaces returns the caches under home a sealed tree may write
+// (DESIGN.md section 12), whether or not they exist: ~/.cache and the
+// toolchains' defaults. A policy file there is one the tree could have
+// written.
+func CachePlaces(home string) []string {
+	out := make([]string, 0, len(toolCaches))
+	for _, c := range toolCaches {
+		out = append(out, filepath.Join(home, c.dir))
+	}
+	return out
+}
+
+// writePlaces returns the places under HOME the sealed tree may write
+// (DESIGN.md section 12, promise 2): the working directory, the profile's
+// state_dirs, the temp directory, the caches (toolCaches) and the policy's
+// seal.write. Each missing one is made (0700) when the launcher can: a
+// state dir, a seal.write path and ~/.cache always, a tool's cache when
+// the tool is on the tree's PATH (no ~/go for a tree without go). None
+// may be HOME, nor lie at or in a path base masks or keeps read-only
+// (envsieve's config dir): the working directory, a state dir or a
+// seal.write path there is warned about, the others dropped quietly.
+// Outside HOME nothing changes, and a place there is left out.
+func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
+	home := l.host.Home
+	if home == "" {
+		return nil, nil
+	}
+	home = filepath.Clean(home)
+	type place struct {
+		path        string
+		what        string // for a warning; "" drops it quietly
+		make, named bool   // make it when missing; named by the policy
+	}
+	var places []place
+	if wd, err := os.Getwd(); err == nil {
+		places = append(places, place{path: wd, what: "the working directory"})
+	}
+	tmp := "/tmp"
+	for _, kv := range l.Env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && filepath.IsAbs(v) {
+			tmp = v
+		}
+	}
+	places = append(places, place{path: tmp})
+	if l.opt.Policy != nil {
+		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+			for _, d := range plan.StateDirs {
+				places = append(places, place{path: filepath.Join(home, strings.TrimPrefix(d, "~/")), what: "state dir " + d, make: true, named: true})
+			}
+		}
+	}
+	for _, w := range l.Result.SealWrite {
+		p, err := l.host.expandHome(w)
+		if err != nil {
+			return nil, fmt.Errorf("seal: write %w", err)
+		}
+		places = append(places, place{path: p, what: "seal.write " + w, make: true, named: true})
+	}
+	for _, c := range toolCaches {
+		p := filepath.Join(home, c.dir)
+		mk := c.prog == ""
+		if !mk {
+			// The PATH is searched only for a cache that is missing.
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				_, err := LookPath(c.prog, l.Env)
+				mk = err == nil
+			}
+		}
+		places = append(places, place{path: p, make: mk})
+	}
+	// A place named by HOME's real path (the working directory, when HOME
+	// is a link: /home on /var/home) is named by HOME, as the seal's
+	// other paths are.
+	realHome, err := filepath.EvalSymlinks(home)
+	if err != nil {
+		realHome = home
+	}
+	var out []string
+	for _, p := range places {
+		path := filepath.Clean(p.path)
+		if rest, ok := strings.CutPrefix(path, realHome+"/"); ok && realHome != home {
+			path = filepath.Join(home, rest)
+		} else if path == realHome {
+			path = home
+		}
+		if path != home && !strings.HasPrefix(path, home+"/") {
+			continue // outside HOME: the system's, unchanged
+		}
+		if path == home || atOrIn(path, base.ReadOnly) || atOrIn(path, base.Mask) {
+			if p.what != "" {
+				l.host.warnf("seal: %s is HOME or at or in a sealed path (%s): not made, and the tree cannot write it", p.what, path)
+			}
+			continue
+		}
+		if p.make {
+			if err := os.MkdirAll(path, 0o700); err != nil {
+				if p.named && !cannotWrite(err) {
+					l.host.warnf("seal: %s: %v", p.what, err)
+				} else {
+					l.host.debugf("seal: %s cannot be made (%v): the tree cannot write it", path, err)
+				}
+			}
+		}
+		if !slices.Contains(out, path) {
+			out = append(out, path)
+		}
+	}
+	return out, nil
 }
 
 // execInPlace replaces the launcher with the program, when nothing needs
@@ -209,12 +366,11 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 		if err != nil {
 			return err
 		}
-		l.makeStateDirs(spec)
 		runtime.LockOSThread()
 		if err := seal.Restrict(spec); err != nil {
 			return err
 		}
-		l.host.debugf("seal: landlock; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+		l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 	}
 	l.host.debugf("exec %s", path)
 	alog.Exec(path)
@@ -253,31 +409,6 @@ func (l *Plan) command(path string, argv []string) (*Cmd, error) {
 		}
 	}
 	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}, nil
-}
-
-// makeStateDirs makes the profile's state_dirs that are missing (0700),
-// before a Landlock seal: the sealed tree could not make a new directory
-// in HOME or another directory above a sealed path. One at, in or above a
-// sealed path is left alone, with a warning; one that cannot be made is
-// warned about, and the agent finds it missing as it would unsealed.
-func (l *Plan) makeStateDirs(spec seal.Spec) {
-	if l.host.Home == "" || l.opt.Policy == nil {
-		return
-	}
-	plan, err := l.opt.Policy.Plan(l.Result.Profile)
-	if err != nil {
-		return
-	}
-	for _, d := range plan.StateDirs {
-		p := filepath.Join(l.host.Home, strings.TrimPrefix(d, "~/"))
-		if spec.Overlaps(p) {
-			l.host.warnf("seal: state dir %s is at, in or above a sealed path: not made", d)
-			continue
-		}
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			l.host.warnf("seal: state dir %s: %v", d, err)
-		}
-	}
 }
 
 // Run runs the planned launch of the program at path (found with
@@ -380,7 +511,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 			if c, err = isolateSealedWith(c, spec, l.isolateInit()); err != nil {
 				return 0, err
 			}
-			l.host.debugf("seal: namespaces; %d paths masked, %d read-only", len(spec.Mask), len(spec.ReadOnly))
+			l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 		} else if c, err = isolateWith(c, l.isolateInit()); err != nil {
 			return 0, err
 		}

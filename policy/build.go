@@ -435,6 +435,15 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 			l.SealMask = append(l.SealMask, s.V)
 		}
 	}
+	for _, s := range r.SealWrite {
+		if !validMaskPath(s.V) {
+			b.d.errorAt(s.Pos, "%s: seal: write: %q is not ~/ and a clean path below HOME, nor a clean absolute path", name, s.V)
+			continue
+		}
+		if !slices.Contains(l.SealWrite, s.V) {
+			l.SealWrite = append(l.SealWrite, s.V)
+		}
+	}
 	l.Hide = b.names(name, "hide", r.Hide)
 	l.Brokered = b.names(name, "brokered", r.Brokered)
 	l.Passthrough = b.names(name, "shell_env_passthrough", r.Passthrough)

@@ -59,6 +59,7 @@ type rawLevel struct {
 	BlockIter   *boolv
 	Seal        *str
 	SealMask    []str // seal: {mask: [...]}
+	SealWrite   []str // seal: {write: [...]}
 	Hide        []str
 	Brokered    []str
 	Extends     []str // profiles only
@@ -468,8 +469,9 @@ func (d *decoder) levelHandlers(what string, l *rawLevel) map[string]func(str, a
 			case *ast.MappingNode, *ast.MappingValueNode:
 				mode = nil
 				d.fields(v, what+": seal", map[string]func(str, ast.Node){
-					"mode": func(_ str, v ast.Node) { mode = v },
-					"mask": func(_ str, v ast.Node) { l.SealMask = d.strList(what+": seal: mask", v) },
+					"mode":  func(_ str, v ast.Node) { mode = v },
+					"mask":  func(_ str, v ast.Node) { l.SealMask = d.strList(what+": seal: mask", v) },
+					"write": func(_ str, v ast.Node) { l.SealWrite = d.strList(what+": seal: write", v) },
 				})
 				if mode == nil {
 					return

@@ -67,6 +67,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	if g.BlockIter != nil && !g.BlockIter.V && p.noneProf.BlockIteration {
 		esc(g.BlockIter.Pos, "block_iteration false widens the policy's true")
 	}
+	for _, s := range g.SealWrite {
+		esc(s.Pos, "seal: write %q lets the sealed tree write more", s.V)
+	}
 	if g.Seal != nil && sealRank[SealMode(g.Seal.V)] < sealRank[p.noneProf.Seal] {
 		esc(g.Seal.Pos, "seal %s widens the policy's %s", g.Seal.V, p.noneProf.Seal)
 	}

@@ -97,7 +97,54 @@ func TestSealMask(t *testing.T) {
 		{"another user's home", "{mask: [~root/x]}", "seal: mask"},
 		{"not a list", "{mask: /x}", "seal: mask: want a list"},
 		{"a bad mode", "{mode: maybe}", `seal: want off, on or required, got "maybe"`},
-		{"an unknown key", "{paths: [/x]}", `seal: unknown key "paths" (known: mask, mode)`},
+		{"an unknown key", "{paths: [/x]}", `seal: unknown key "paths" (known: mask, mode, write)`},
+	} {
+		_, err := Parse("p.yaml", []byte("version: 1\nseal: "+tt.seal+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: %v, want an error containing %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+// TestSealWrite: seal: {write} adds places the sealed tree may write; a
+// plan holds the union of its levels' and a rule's; a local policy that
+// names one is an escalation (it would widen what the tree writes); a path
+// that is not ~/ and clean, nor a clean absolute path, is an error at its
+// position.
+func TestSealWrite(t *testing.T) {
+	p, err := Parse("p.yaml", []byte("version: 1\nseal: {write: [/srv/out]}\nprofiles:\n"+
+		"  a: {seal: {mode: on, write: [~/.config/app, /srv/out]}}\n  b: {seal: on}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		profile string
+		write   []string
+	}{
+		{"", []string{"/srv/out"}},
+		{"a", []string{"/srv/out", "~/.config/app"}},
+		{"b", []string{"/srv/out"}},
+	} {
+		plan, err := p.Plan(tt.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(sorted(plan.SealWrite), sorted(tt.write)) {
+			t.Errorf("profile %q: seal write %q, want %q", tt.profile, plan.SealWrite, tt.write)
+		}
+	}
+	_, err = p.Narrow(".envsieve.yaml", []byte("version: 1\nseal: {write: [~/.bashrc]}\n"))
+	if err == nil || !strings.Contains(err.Error(), ".envsieve.yaml:2:16: escalation") || !strings.Contains(err.Error(), "seal: write") {
+		t.Errorf("a local policy's seal.write: %v, want an escalation at 2:16", err)
+	}
+	for _, tt := range []struct{ name, seal, err string }{
+		{"relative", "{write: [x]}", `p.yaml:2:16: global: seal: write: "x" is not`},
+		{"the root", "{write: [/]}", "seal: write"},
+		{"unclean", "{write: [/srv/../x]}", "seal: write"},
+		{"above HOME", "{write: [~/../x]}", "seal: write"},
+		{"HOME itself", "{write: [\"~/\"]}", "seal: write"},
+		{"another user's home", "{write: [~root/x]}", "seal: write"},
+		{"not a list", "{write: /x}", "seal: write: want a list"},
 	} {
 		_, err := Parse("p.yaml", []byte("version: 1\nseal: "+tt.seal+"\n"))
 		if err == nil || !strings.Contains(err.Error(), tt.err) {

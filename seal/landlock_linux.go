@@ -78,32 +78,50 @@ func Restrict(s Spec) error {
 	if err := LandlockAvailable(); err != nil {
 		return err
 	}
-	rules, err := planLandlock(s)
+	rfd, err := ruleset(s, llHandled)
+	if err != nil {
+		return err
+	}
+	return enter(rfd)
+}
+
+// ruleset creates a Landlock ruleset that handles the rights handled and
+// holds the rules of s's seal (planLandlock); the caller owns the
+// descriptor.
+func ruleset(s Spec, handled uint64) (int, error) {
+	rules, err := planLandlock(s, handled)
 	defer func() {
 		for _, r := range rules {
 			unix.Close(r.fd)
 		}
 	}()
 	if err != nil {
-		return err
+		return -1, err
 	}
-	attr := unix.LandlockRulesetAttr{Handled_access_fs: llHandled}
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: handled}
 	rfd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
 	if errno != 0 {
-		return fmt.Errorf("seal: landlock_create_ruleset: %v", errno)
+		return -1, fmt.Errorf("seal: landlock_create_ruleset: %v", errno)
 	}
-	defer unix.Close(int(rfd))
 	for _, r := range rules {
 		pb := unix.LandlockPathBeneathAttr{Allowed_access: r.access, Parent_fd: int32(r.fd)}
 		if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, rfd, unix.LANDLOCK_RULE_PATH_BENEATH,
 			uintptr(unsafe.Pointer(&pb)), 0, 0, 0); errno != 0 {
-			return fmt.Errorf("seal: landlock_add_rule %s: %v", r.path, errno)
+			unix.Close(int(rfd))
+			return -1, fmt.Errorf("seal: landlock_add_rule %s: %v", r.path, errno)
 		}
 	}
+	return int(rfd), nil
+}
+
+// enter restricts the calling thread with the ruleset at rfd, and closes
+// it.
+func enter(rfd int) error {
+	defer unix.Close(rfd)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("seal: no_new_privs: %w", err)
 	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, 0, 0); errno != 0 {
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
 		return fmt.Errorf("seal: landlock_restrict_self: %v", errno)
 	}
 	return nil
@@ -117,10 +135,10 @@ type llRule struct {
 	access uint64
 }
 
-// planLandlock opens the files a Landlock seal of s grants rights to and
-// says which. On error the rules returned so far still hold open
-// descriptors, for the caller to close.
-func planLandlock(s Spec) ([]llRule, error) {
+// planLandlock opens the files a Landlock seal of s, handling the rights
+// handled, grants rights to, and says which. On error the rules returned
+// so far still hold open descriptors, for the caller to close.
+func planLandlock(s Spec, handled uint64) ([]llRule, error) {
 	masked, err := realPaths(s.Mask)
 	if err != nil {
 		return nil, err
@@ -129,9 +147,21 @@ func planLandlock(s Spec) ([]llRule, error) {
 	if err != nil {
 		return nil, err
 	}
+	writes, err := realPaths(s.Write)
+	if err != nil {
+		return nil, err
+	}
+	// A write path matters beneath a read-only path, and not at or
+	// beneath a masked one, nor at a read-only one (which wins).
+	write := map[string]bool{}
+	for p := range writes {
+		if !readOnly[p] && beneathAny(p, readOnly) && !beneathAny(p, masked) && !masked[p] {
+			write[p] = true
+		}
+	}
 	// A directory is on the read spine when a masked path lies beneath
-	// it, on the write spine when a masked or read-only path does; the
-	// children index says which of its entries lead there.
+	// it, on the write spine when a masked, read-only or write path does;
+	// the children index says which of its entries lead there.
 	readSpine, writeSpine := map[string]bool{}, map[string]bool{}
 	children := map[string][]string{}
 	climb := func(p string, spines ...map[string]bool) {
@@ -152,42 +182,61 @@ func planLandlock(s Spec) ([]llRule, error) {
 	for p := range readOnly {
 		climb(p, writeSpine)
 	}
-	w := &llWalk{masked: masked, readOnly: readOnly, readSpine: readSpine, writeSpine: writeSpine, children: children}
+	for p := range write {
+		climb(p, writeSpine)
+	}
+	w := &llWalk{handled: handled, masked: masked, readOnly: readOnly, write: write, readSpine: readSpine, writeSpine: writeSpine, children: children}
 	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("seal: open /: %w", err)
 	}
 	if !(readSpine["/"] || writeSpine["/"]) {
-		w.add("/", root, true, false)
+		w.add("/", root, true, readOnly["/"])
 		return w.rules, nil
 	}
 	defer unix.Close(root)
 	if !masked["/"] {
-		if err := w.addDup("/", root, true, false); err != nil {
+		if err := w.addDup("/", root, true, readOnly["/"]); err != nil {
 			return w.rules, err
 		}
 	}
-	return w.rules, w.walk("/", root, false)
+	return w.rules, w.walk("/", root, readOnly["/"])
+}
+
+// beneathAny reports whether p lies strictly beneath one of the paths of
+// set.
+func beneathAny(p string, set map[string]bool) bool {
+	for d := p; d != "/"; {
+		d = filepath.Dir(d)
+		if set[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // llWalk walks the spine directories of a Landlock seal.
 type llWalk struct {
+	handled               uint64
 	masked, readOnly      map[string]bool
+	write                 map[string]bool
 	readSpine, writeSpine map[string]bool
 	children              map[string][]string
 	rules                 []llRule
 }
 
 // add records the rule for path, open at fd, or closes fd when the path
-// gets no right.
-func (w *llWalk) add(path string, fd int, dir, underReadOnly bool) {
+// gets no right. readOnly says whether the path is read-only (the deepest
+// read-only or write path at or above it is a read-only one).
+func (w *llWalk) add(path string, fd int, dir, readOnly bool) {
 	var access uint64
 	if !w.readSpine[path] {
 		access |= llRead
 	}
-	if !w.writeSpine[path] && !underReadOnly && !w.readOnly[path] {
+	if !w.writeSpine[path] && !readOnly {
 		access |= llWrite
 	}
+	access &= w.handled
 	if !dir {
 		access &= llFile
 	}
@@ -199,19 +248,19 @@ func (w *llWalk) add(path string, fd int, dir, underReadOnly bool) {
 }
 
 // addDup is add with a duplicate of fd, which stays the caller's.
-func (w *llWalk) addDup(path string, fd int, dir, underReadOnly bool) error {
+func (w *llWalk) addDup(path string, fd int, dir, readOnly bool) error {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("seal: %s: %w", path, err)
 	}
-	w.add(path, dup, dir, underReadOnly)
+	w.add(path, dup, dir, readOnly)
 	return nil
 }
 
 // walk adds the rules for the entries of the spine directory dir, open at
 // dfd: every entry but a masked one or a symbolic link (whose target is
 // governed where it lives) gets the rights no sealed path beneath it
-// forbids, and each entry on a spine is walked in turn, through the
+// forbids (and no write right where it is read-only), and each entry on a spine is walked in turn, through the
 // descriptor its rule was made from.
 func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 	names := slices.Clone(w.children[dir])
@@ -260,7 +309,12 @@ func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 			}
 			continue
 		}
-		ro := underReadOnly || w.readOnly[p]
+		ro := underReadOnly
+		if w.readOnly[p] {
+			ro = true
+		} else if w.write[p] {
+			ro = false
+		}
 		if !w.readSpine[p] && !w.writeSpine[p] {
 			w.add(p, fd, isDir, ro)
 			continue

@@ -85,7 +85,7 @@ func sealHome(t *testing.T) (home string, spec Spec) {
 // reading only beneath the read-only config dir, and follow no link.
 func TestLandlockPlan(t *testing.T) {
 	home, spec := sealHome(t)
-	rules, err := planLandlock(spec)
+	rules, err := planLandlock(spec, llHandled)
 	defer func() {
 		for _, r := range rules {
 			syscall.Close(r.fd)
@@ -126,6 +126,55 @@ func TestLandlockPlan(t *testing.T) {
 		{home + "/.local/share/envsieve", 0},
 		{home + "/notes.txt", llFile},
 		{home + "/proj", llHandled},
+	} {
+		if g := got[tt.path]; g != tt.want {
+			t.Errorf("%s: access %#x, want %#x", tt.path, g, tt.want)
+		}
+	}
+}
+
+// TestLandlockPlanWrites: with HOME read-only, its entries get reading
+// only, but for the write places beneath it, which get every right, and
+// the directories between (walked) reading only; the config dir stays
+// read-only beneath a write place, and a write place in a masked path
+// gets nothing.
+func TestLandlockPlanWrites(t *testing.T) {
+	home, spec := sealHome(t)
+	for _, d := range []string{"go/pkg/mod", "go/bin", ".cache"} {
+		os.MkdirAll(filepath.Join(home, d), 0o700)
+	}
+	spec.ReadOnly = append(spec.ReadOnly, home)
+	spec.Write = []string{home + "/proj", home + "/go/pkg/mod", home + "/.cache", home + "/.config", home + "/.gnupg/x"}
+	rules, err := planLandlock(spec, llHandled)
+	defer func() {
+		for _, r := range rules {
+			syscall.Close(r.fd)
+		}
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, r := range rules {
+		got[r.path] = r.access
+	}
+	for _, tt := range []struct {
+		path string
+		want uint64
+	}{
+		{"/usr", llHandled},
+		{home, 0},
+		{home + "/notes.txt", llRead},
+		{home + "/proj", llHandled},
+		{home + "/go", llRead},
+		{home + "/go/pkg", llRead},
+		{home + "/go/pkg/mod", llHandled},
+		{home + "/go/bin", llRead},
+		{home + "/.cache", llHandled},
+		{home + "/.config", 0}, // a write place above sealed paths: walked
+		{home + "/.config/envsieve", 0},
+		{home + "/.config/envsieve/policy.yaml", llRead},
+		{home + "/.gnupg", 0},
 	} {
 		if g := got[tt.path]; g != tt.want {
 			t.Errorf("%s: access %#x, want %#x", tt.path, g, tt.want)
@@ -241,7 +290,7 @@ func BenchmarkLandlockPlan(b *testing.B) {
 	spec := Default(home, filepath.Join(home, ".config/envsieve"), filepath.Join(home, ".local/share/envsieve"), nil)
 	var n int
 	for b.Loop() {
-		rules, err := planLandlock(spec)
+		rules, err := planLandlock(spec, llHandled)
 		if err != nil {
 			b.Fatal(err)
 		}

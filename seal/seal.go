@@ -5,7 +5,11 @@
 // private keys by name and by content), envsieve's own store and keys,
 // masked (empty, read-only), and the user's envsieve config directory
 // read-only, so the tree can neither read a stored secret nor rewrite the
-// policy for later launches.
+// policy for later launches. A [Spec]'s read-only paths may have write
+// places beneath them ([Spec.Write]): the launcher makes HOME read-only but
+// for the tree's work and caches, so the tree plants nothing that runs
+// later outside it (shell start-up files, git and ssh config, user units,
+// programs early in PATH).
 //
 // Two mechanisms give the same guarantee; [Choose] picks the best this
 // system offers:
@@ -14,6 +18,11 @@
 //     runs in the namespace's init, before the program starts and before
 //     the init drops its capabilities, so the program cannot unmount the
 //     masks. A masked file reads as empty, a masked directory as empty.
+//     HOME and each directory between it and a masked path ([HoldDirs])
+//     are replaced by read-only copies of their entries (bound back, the
+//     masked ones empty stand-ins), so a mask holds while the user works:
+//     a file renamed over, deleted and made anew, or a directory renamed
+//     and another made in its place outside does not reach the tree.
 //   - [Landlock], where unprivileged user namespaces are refused (Ubuntu
 //     24.04's AppArmor restriction, a container's seccomp filter):
 //     [Restrict] puts the program in a Landlock domain (ABI 3 or later)
@@ -24,7 +33,8 @@
 //     grants, by file: so a new entry directly in a directory above a
 //     sealed path (HOME, ~/.config, ~/.ssh, ~/.aws, ~/.local/share) cannot
 //     be made in the tree, and what exists there at the start stays fully
-//     usable. A hard link to a masked file made before the start, or a
+//     usable. Its rules are bound to files, not names, so a mask holds
+//     while the user works here too. A hard link to a masked file made before the start, or a
 //     bind mount of one elsewhere, is not masked (by either mechanism).
 //
 // A [Spec] is a plain list of paths; [Default] builds the one envsieve
@@ -37,6 +47,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -65,13 +76,25 @@ func Choose() (Mechanism, error) {
 	return "", fmt.Errorf("%v; and %v", nsErr, llErr)
 }
 
-// Spec is what a sealed tree cannot read (Mask) or write (ReadOnly).
+// Spec is what a sealed tree cannot read (Mask) or write (ReadOnly, but
+// for Write).
 type Spec struct {
 	// Mask are files and directories whose content the tree must not see:
 	// a file reads as empty, a directory as empty; neither can be written.
+	// A mask wins over every other path.
 	Mask []string
 	// ReadOnly are files and directories the tree may read but not change.
 	ReadOnly []string
+	// Write are places beneath a ReadOnly path that the tree may change
+	// all the same (its work, caches). Of the ReadOnly and Write paths at
+	// or above a file, the deepest decides.
+	Write []string
+	// Hold are directories a namespace seal replaces, in the tree's view,
+	// by a read-only copy of their entries as they were at the start, the
+	// masked ones left empty ([Apply]), so that the masks hold while the
+	// user works outside the tree: the directories between HOME and its
+	// masked paths ([HoldDirs]).
+	Hold []string
 }
 
 // credentialFiles is DESIGN.md section 12's list, relative to HOME: files
@@ -179,14 +202,68 @@ func (s Spec) Overlaps(path string) bool {
 	return false
 }
 
-// Encode writes s as lines "m PATH" and "r PATH", for the init of the
-// namespace; a path holding a newline is an error.
+// bind is a path of a read-only or write list, in the order the mounts of
+// a namespace seal bind them.
+type bind struct {
+	path  string
+	write bool
+}
+
+// binds returns s's read-only and write paths, the deepest first (a
+// longer clean path is never above a shorter one), so that each one's bind
+// holds the deeper ones already made: the deepest decides, and at the
+// same path read-only.
+func binds(s Spec) []bind {
+	var out []bind
+	for _, p := range s.Write {
+		out = append(out, bind{filepath.Clean(p), true})
+	}
+	for _, p := range s.ReadOnly { // after: at the same path, read-only wins
+		out = append(out, bind{filepath.Clean(p), false})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].path) > len(out[j].path) })
+	return out
+}
+
+// HoldDirs returns the directories a namespace seal replaces by copies so
+// that the masks beneath root hold while the user works (Spec.Hold): each
+// directory from root down to the parent of a masked path beneath it, by
+// clean name, the shallowest first.
+func HoldDirs(masks []string, root string) []string {
+	root = filepath.Clean(root)
+	var dirs []string
+	seen := map[string]bool{}
+	for _, m := range masks {
+		m = filepath.Clean(m)
+		if root == "/" || !strings.HasPrefix(m, root+"/") {
+			continue
+		}
+		for d := filepath.Dir(m); !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+			if d == root {
+				break
+			}
+		}
+	}
+	sortShallowFirst(dirs)
+	return dirs
+}
+
+// sortShallowFirst sorts clean paths so that each comes after the ones
+// above it (a shorter path is never beneath a longer one).
+func sortShallowFirst(dirs []string) {
+	sort.SliceStable(dirs, func(i, j int) bool { return len(dirs[i]) < len(dirs[j]) })
+}
+
+// Encode writes s as lines "m PATH", "r PATH", "w PATH" and "h PATH",
+// for the init of the namespace; a path holding a newline is an error.
 func (s Spec) Encode() (string, error) {
 	var b strings.Builder
 	for _, l := range []struct {
 		tag   string
 		paths []string
-	}{{"m", s.Mask}, {"r", s.ReadOnly}} {
+	}{{"m", s.Mask}, {"r", s.ReadOnly}, {"w", s.Write}, {"h", s.Hold}} {
 		for _, p := range l.paths {
 			if strings.ContainsAny(p, "\n\x00") || !filepath.IsAbs(p) {
 				return "", fmt.Errorf("seal: %q is not an absolute path on one line", p)
@@ -212,6 +289,10 @@ func Decode(text string) (Spec, error) {
 			s.Mask = append(s.Mask, p)
 		case tag == "r":
 			s.ReadOnly = append(s.ReadOnly, p)
+		case tag == "w":
+			s.Write = append(s.Write, p)
+		case tag == "h":
+			s.Hold = append(s.Hold, p)
 		default:
 			return Spec{}, errors.New("seal: malformed spec line")
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,8 +39,11 @@ func Available() error {
 // Apply masks and write-protects s's paths in the calling thread's mount
 // namespace, which must be a private one of its own (--isolate's): a
 // masked directory gets an empty read-only tmpfs over it, a masked file
-// /dev/null bound read-only over it, a read-only path itself bound
-// read-only. A path that does not exist is skipped (nothing to hide); any
+// /dev/null bound read-only over it; then each read-only and each write
+// path, the deepest first, is bound on itself (recursively, so what is
+// already bound beneath it stays), read-only or as it is; then each held
+// directory, the shallowest first, is replaced by a copy (freeze). A path
+// that does not exist is skipped (nothing to hide, nothing to write); any
 // other failure is an error, and the caller must not start the program.
 func Apply(s Spec) error {
 	for _, p := range s.Mask {
@@ -59,15 +63,130 @@ func Apply(s Spec) error {
 			return fmt.Errorf("seal %s: %w", p, err)
 		}
 	}
-	for _, p := range s.ReadOnly {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+	for _, b := range binds(s) {
+		if _, err := os.Stat(b.path); errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err := readOnlyBind(p, p); err != nil {
-			return fmt.Errorf("seal %s read-only: %w", p, err)
+		var err error
+		if b.write {
+			err = unix.Mount(b.path, b.path, "", unix.MS_BIND|unix.MS_REC, "")
+		} else {
+			err = readOnlyBind(b.path, b.path)
+		}
+		if err != nil {
+			return fmt.Errorf("seal %s %s: %w", b.path, map[bool]string{false: "read-only", true: "writable"}[b.write], err)
+		}
+	}
+	masked := map[string]bool{}
+	for _, m := range s.Mask {
+		masked[filepath.Clean(m)] = true
+	}
+	dirs := make([]string, 0, len(s.Hold))
+	for _, d := range s.Hold {
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	sortShallowFirst(dirs)
+	for _, d := range dirs {
+		if err := freeze(d, masked); err != nil {
+			return fmt.Errorf("seal %s: %w", d, err)
 		}
 	}
 	return nil
+}
+
+// freeze replaces dir, in this mount namespace, by a read-only tmpfs that
+// holds its entries as they are now: each one bound back from where it
+// is (recursively, so what is mounted beneath it stays, read-only or
+// writable as it was), a symbolic link made anew, a masked one an empty
+// file or directory in its place. A mount over a masked file alone is
+// undone in this namespace when the file is renamed over or deleted
+// outside it, and the new file would show; in the copy, the masked name
+// is nobody's mount point, and what happens to the real directory's names
+// (a file replaced, deleted and made anew, a directory renamed and another
+// made in its place) does not reach it. An entry that cannot be reached
+// (a dead FUSE mount) is left out, or stays an empty stand-in. A
+// directory that does not exist is skipped.
+func freeze(dir string, masked map[string]bool) error {
+	src, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(src)
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return err
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", src))
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+		return err
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		from := fmt.Sprintf("/proc/self/fd/%d/%s", src, name)
+		var est unix.Stat_t
+		if err := unix.Fstatat(src, name, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			// Gone since the listing, or unreachable (a FUSE mount whose
+			// server died): left out of the copy.
+			continue
+		}
+		isDir := est.Mode&unix.S_IFMT == unix.S_IFDIR
+		switch {
+		case est.Mode&unix.S_IFMT == unix.S_IFLNK:
+			if target, err := readlinkat(src, name); err == nil {
+				if err := unix.Symlink(target, p); err != nil {
+					return err
+				}
+			}
+			continue
+		case isDir:
+			err = unix.Mkdir(p, 0o500)
+		default:
+			var fd int
+			fd, err = unix.Open(p, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o400)
+			if err == nil {
+				unix.Close(fd)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if masked[p] {
+			continue // the empty stand-in
+		}
+		// One that cannot be bound back (unreachable) stays an empty
+		// stand-in: nothing of it shows.
+		_ = unix.Mount(from, p, "", unix.MS_BIND|unix.MS_REC, "")
+	}
+	// The directory's own mode, once its entries are in.
+	if err := unix.Chmod(dir, st.Mode&0o7777); err != nil {
+		return err
+	}
+	return unix.Mount("", dir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+}
+
+// readlinkat returns the target of the symbolic link name in dirfd.
+func readlinkat(dirfd int, name string) (string, error) {
+	for n := 256; ; n *= 2 {
+		b := make([]byte, n)
+		got, err := unix.Readlinkat(dirfd, name, b)
+		if err != nil {
+			return "", err
+		}
+		if got < n {
+			return string(b[:got]), nil
+		}
+	}
 }
 
 // readOnlyBind binds src over dst and makes the bind read-only.

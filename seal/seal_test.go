@@ -66,6 +66,9 @@ func TestOverlaps(t *testing.T) {
 
 func TestEncodeDecode(t *testing.T) {
 	s := Default("/home/u", "/c", "/d", nil)
+	s.ReadOnly = append(s.ReadOnly, "/home/u")
+	s.Write = []string{"/home/u/proj", "/home/u/.cache"}
+	s.Hold = HoldDirs(s.Mask, "/home/u")
 	text, err := s.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +82,22 @@ func TestEncodeDecode(t *testing.T) {
 			t.Errorf("Encode(%q) gave no error", bad)
 		}
 	}
-	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n"} {
+	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n", "w relative\n", "w  /a\n"} {
 		if _, err := Decode(bad); err == nil {
 			t.Errorf("Decode(%q) gave no error", bad)
 		}
+	}
+}
+
+// TestBinds: the read-only and write paths are bound the deepest first,
+// and at the same path the write path first, so that read-only wins.
+func TestBinds(t *testing.T) {
+	s := Spec{ReadOnly: []string{"/home/u", "/home/u/.config/envsieve", "/home/u/x"},
+		Write: []string{"/home/u/.config", "/home/u/x/", "/home/u/proj"}}
+	want := []bind{{"/home/u/.config/envsieve", false}, {"/home/u/.config", true}, {"/home/u/proj", true},
+		{"/home/u/x", true}, {"/home/u/x", false}, {"/home/u", false}}
+	if got := binds(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("binds = %v, want %v", got, want)
 	}
 }
 
@@ -91,6 +106,7 @@ func TestEncodeDecode(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add("m /home/u/.aws/credentials\nr /home/u/.config/envsieve\n")
 	f.Add("m /a\n\nr /b")
+	f.Add("r /home/u\nw /home/u/proj\nh /home/u\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Decode(text)
 		if err != nil {
@@ -105,4 +121,19 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip: %+v, %v", s2, err)
 		}
 	})
+}
+
+// TestHoldDirs: the directories held are HOME and each one between it and
+// a masked path beneath it, the shallowest first; a mask outside HOME adds
+// none.
+func TestHoldDirs(t *testing.T) {
+	got := HoldDirs([]string{"/home/u/.aws/credentials", "/home/u/.netrc", "/home/u/.config/gh/hosts.yml",
+		"/home/u/.config/gcloud", "/etc/app/key", "/home/u2/x"}, "/home/u/")
+	want := []string{"/home/u", "/home/u/.aws", "/home/u/.config", "/home/u/.config/gh"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("HoldDirs = %q, want %q", got, want)
+	}
+	if got := HoldDirs([]string{"/a/b"}, "/"); len(got) != 0 {
+		t.Errorf("HoldDirs under / = %q", got)
+	}
 }

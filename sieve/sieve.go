@@ -204,6 +204,9 @@ type Result struct {
 	// SealMask are the policy's own paths the seal masks besides the
 	// built-in list: the plan's and the rule's ("~/" not yet expanded).
 	SealMask []string
+	// SealWrite are the policy's own places the sealed tree may write
+	// besides its work and caches: the plan's and the rule's.
+	SealWrite []string
 	// Hide names the keys of Env the shim hides when BlockIteration is on:
 	// every sensitive key admitted by exact name, every injected secret, and
 	// the policy's hide entries. Nil when BlockIteration is off.
@@ -585,6 +588,15 @@ func Build(in Input) (*Result, error) {
 		for _, m := range rule.Level.SealMask {
 			if !slices.Contains(res.SealMask, m) {
 				res.SealMask = append(res.SealMask, m)
+			}
+		}
+	}
+	res.SealWrite = plan.SealWrite
+	if rule != nil && len(rule.Level.SealWrite) > 0 {
+		res.SealWrite = slices.Clip(plan.SealWrite)
+		for _, w := range rule.Level.SealWrite {
+			if !slices.Contains(res.SealWrite, w) {
+				res.SealWrite = append(res.SealWrite, w)
 			}
 		}
 	}

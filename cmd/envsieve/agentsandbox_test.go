@@ -86,7 +86,11 @@ func TestAgentSandboxGrant(t *testing.T) {
 			cmd := exec.CommandContext(ctx, exe, args...)
 			cmd.WaitDelay = 5 * time.Second
 			cmd.Env = append(env, ag.keyVar+"="+ag.key)
-			cmd.Dir = home
+			// The agent's workspace: the rest of its HOME is read-only in
+			// the sealed tree.
+			work := filepath.Join(home, "work")
+			writeOwned(t, filepath.Join(work, ".keep"), "")
+			cmd.Dir = work
 			cmd.SysProcAttr = asUnprivileged()
 			out, err := cmd.CombinedOutput()
 			shown := strings.ReplaceAll(strings.ReplaceAll(string(out), ag.key, "<REAL KEY>"), token, "<TOKEN>")

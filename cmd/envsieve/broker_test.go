@@ -76,14 +76,23 @@ func TestBrokeredAgentKey(t *testing.T) {
 	exe, home := unprivilegedInstall(t)
 	endpoint, seen := anthropicStandIn(t)
 	realKey := "sk-ant-api03-" + strings.Repeat("Br0k", 20) + "AA"
-	dump := filepath.Join(home, "env.dump")
+	// The agent's working directory: the rest of its HOME is read-only
+	// in the sealed tree.
+	work := filepath.Join(home, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		os.Chown(work, 65534, 65534)
+	}
+	dump := filepath.Join(work, "env.dump")
 	script := `env > ` + dump + `
 tr '\0' '\n' < /proc/$PPID/environ 2>/dev/null | grep -c ANTHROPIC_API_KEY= || true
 node -e 'fetch(process.env.ANTHROPIC_BASE_URL + "/v1/messages", {method: "POST", headers: {"x-api-key": process.env.ANTHROPIC_API_KEY}, body: "{}"}).then(r => r.text()).then(t => console.log("answer", t))'`
 	cmd := exec.Command(exe, "run", "--profile", "claude", "--", "/bin/sh", "-c", script)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ANTHROPIC_API_KEY=" + realKey, "ANTHROPIC_BASE_URL=" + endpoint,
 		"XDG_RUNTIME_DIR=" + home}
-	cmd.Dir = home
+	cmd.Dir = work
 	cmd.SysProcAttr = asUnprivileged()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -100,6 +100,9 @@ type sealJSON struct {
 	Why       string         `json:"why,omitempty"`
 	// Mask are the policy's own paths masked besides the built-in list.
 	Mask []string `json:"mask,omitempty"`
+	// Write are the policy's own places under HOME the tree may write
+	// besides its work, state dirs, caches and temp directory.
+	Write []string `json:"write,omitempty"`
 }
 
 // shimJSON says whether the shim would load into the command and so where
@@ -269,6 +272,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	}
 	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
 	doc.Seal.Mask = res.SealMask
+	doc.Seal.Write = res.SealWrite
 	if f.seal {
 		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
 	}
@@ -383,13 +387,17 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	if len(doc.Seal.Mask) > 0 {
 		also = " (and " + strings.Join(doc.Seal.Mask, ", ") + ")"
 	}
+	writes := "; the rest of HOME read-only but for the working directory, state dirs, caches and temp directory"
+	if len(doc.Seal.Write) > 0 {
+		writes += " (and " + strings.Join(doc.Seal.Write, ", ") + ")"
+	}
 	switch s := doc.Seal; {
 	case s.Mode == policy.SealOff:
 	case s.Available && s.Mechanism == seal.Landlock:
 		fmt.Fprintf(w, "seal:    %s, by Landlock (%s); credential files%s, envsieve's store and keys masked, the policy read-only; "+
-			"nothing new can be made directly in HOME or another directory above a masked file\n", s.Mode, s.Why, also)
+			"nothing new can be made directly in HOME or another directory above a masked file%s\n", s.Mode, s.Why, also, writes)
 	case s.Available:
-		fmt.Fprintf(w, "seal:    %s, by namespaces; credential files%s, envsieve's store and keys masked, the policy read-only\n", s.Mode, also)
+		fmt.Fprintf(w, "seal:    %s, by namespaces; credential files%s, envsieve's store and keys masked, the policy read-only%s\n", s.Mode, also, writes)
 	case s.Mode == policy.SealRequired:
 		fmt.Fprintf(w, "seal:    required, and not available here (%s): run refuses to start\n", s.Why)
 	default:

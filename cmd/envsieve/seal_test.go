@@ -15,8 +15,9 @@ import (
 // TestSeal plays an agent (an unprivileged user) that reads the credential
 // files of its user's HOME and envsieve's own store and keys, and rewrites
 // the user's policy for later launches. Under --seal none of the files has
-// its content, the policy cannot be written, and ordinary files of HOME
-// stay readable and writable; without it (the control) all of it works.
+// its content, the policy cannot be written, ordinary files of HOME stay
+// readable and the working directory writable (TestSealWrites has the
+// rest of HOME); without it (the control) all of it works.
 // It runs once with the seal made by namespaces, and once by Landlock
 // under a seccomp filter that refuses user namespaces.
 func TestSeal(t *testing.T) {
@@ -43,7 +44,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 		if cInit {
 			cmd.Env = append(cmd.Env, "ENVSIEVE_SHIM="+shimtest.Lib(t))
 		}
-		cmd.Dir = home
+		cmd.Dir = filepath.Join(home, "proj")
 		cmd.SysProcAttr = asUnprivileged()
 		return cmd
 	}
@@ -55,7 +56,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 		// Of the wider list, and an SSH key found by its content only.
 		".config/git/credentials", ".pgpass", ".vault-token", ".mozilla/firefox/p.default/cookies.sqlite", ".ssh/work",
 	}
-	for _, f := range append(files, "notes.txt", ".ssh/work.pub", ".config/envsieve/policy.yaml") {
+	for _, f := range append(files, "notes.txt", "proj/notes.txt", ".ssh/work.pub", ".config/envsieve/policy.yaml") {
 		p := filepath.Join(home, f)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			t.Fatal(err)
@@ -64,7 +65,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 		if f == ".config/envsieve/policy.yaml" {
 			body = "version: 1\n"
 		}
-		if f == "notes.txt" {
+		if strings.HasSuffix(f, "notes.txt") {
 			body = "ordinary\n"
 		}
 		if f == ".ssh/work" {
@@ -83,7 +84,7 @@ func testSeal(t *testing.T, landlock, cInit bool) {
 	probe := `cd "$HOME"; for f in ` + strings.Join(files, " ") + `; do cat "$f" 2>/dev/null; done; ` +
 		`echo "mode: audit" >> .config/envsieve/policy.yaml 2>/dev/null && echo POLICY-WRITTEN; ` +
 		`touch .config/envsieve/new 2>/dev/null && echo CONFIG-WRITTEN; ` +
-		`cat notes.txt .ssh/work.pub; echo more >> notes.txt && echo notes-written`
+		`cat notes.txt .ssh/work.pub; echo more >> proj/notes.txt && echo notes-written`
 	run := func(args ...string) string {
 		cmd := command(append(append([]string{"run", "--no-shim"}, args...), "--", "/bin/sh", "-c", probe)...)
 		out, err := cmd.CombinedOutput()

@@ -384,6 +384,9 @@ type Plan struct {
 	// SealMask is the union of the levels' seal masks ("~/" paths not
 	// yet expanded): a local policy can only add to it.
 	SealMask []string
+	// SealWrite is the union of the levels' seal write places; a local
+	// policy cannot add to it (policy.Narrow refuses one that tries).
+	SealWrite []string
 	// Hide is the union of the levels' hide lists.
 	Hide []string
 	// Brokered is the union of the levels' brokered lists.
@@ -463,6 +466,7 @@ func NewPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 			}
 		}
 		p.SealMask = addPaths(p.SealMask, l.SealMask)
+		p.SealWrite = addPaths(p.SealWrite, l.SealWrite)
 		p.applyLimits(l, false)
 	}
 	if local != nil {

@@ -127,6 +127,9 @@ type Level struct {
 	// SealMask are more paths the seal masks (seal: {mask: [...]}): "~/"
 	// and a clean path below HOME, or a clean absolute path.
 	SealMask []string
+	// SealWrite are more places under HOME the sealed tree may write
+	// (seal: {write: [...]}), in the same forms as SealMask.
+	SealWrite []string
 	// Hide names keys the shim hides besides the sensitive keys admitted by
 	// exact name (List "hide").
 	Hide []*Source

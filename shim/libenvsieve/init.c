@@ -8,11 +8,17 @@
  *   1. make the mount tree private and mount a /proc of the new pid
  *      namespace;
  *   2. apply the seal given in ENVSIEVE_INIT_SEAL ("m PATH" masks, "r PATH"
- *      read-only, one per line; package seal): a masked directory gets an
- *      empty read-only tmpfs, a masked file /dev/null bound read-only, a
- *      read-only path itself bound read-only; a path that does not exist is
- *      skipped, any other failure ends the init (exit 125) before the
- *      program starts;
+ *      read-only, "w PATH" writable beneath a read-only path, "h PATH" held,
+ *      one per line;
+ *      package seal): a masked directory gets an empty read-only tmpfs, a
+ *      masked file /dev/null bound read-only; then each read-only and
+ *      write path, the deepest first, is bound on itself, read-only or as
+ *      it is; then each held directory ("h PATH": HOME and those between
+ *      it and a mask) is replaced by a read-only tmpfs copy of its entries,
+ *      bound back, the masked ones left empty, so that a mask holds while
+ *      the user works (seal.Apply); a path that does not exist is skipped,
+ *      any other failure ends the init (exit 125) before the program
+ *      starts;
  *   3. drop every capability (ambient, bounding, inheritable), so that the
  *      program holds none, even as uid 0 in the namespace;
  *   4. start the program with its environment (ENVSIEVE_INIT_SEAL removed,
@@ -43,6 +49,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <limits.h>
 #include <unistd.h>
 
 #define SEAL_VAR "ENVSIEVE_INIT_SEAL="
@@ -66,45 +74,191 @@ static int read_only_bind(const char *src, const char *dst) {
 	return mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
 }
 
-/* seal applies the spec, masks first, then the read-only paths, as
- * seal.Apply does. The spec is modified in place. */
-static int seal(char *spec) {
-	for (int pass = 0; pass < 2; pass++) {
-		char want = pass == 0 ? 'm' : 'r';
-		for (char *line = spec; line && *line;) {
-			char *next = strchr(line, '\n');
-			if (next)
-				*next = 0;
-			if (line[0] != 'm' && line[0] != 'r') {
-				errno = EINVAL;
-				return fail("seal: a malformed spec line", NULL);
-			}
-			if (line[1] != ' ' || line[2] != '/') {
-				errno = EINVAL;
-				return fail("seal: a malformed spec line", NULL);
-			}
-			if (line[0] == want) {
-				const char *p = line + 2;
-				struct stat st;
-				if (stat(p, &st) != 0) { /* follows links: the target is masked */
-					if (errno != ENOENT && errno != ENOTDIR)
-						return fail("seal", p);
-				} else if (want == 'r') {
-					if (read_only_bind(p, p) != 0)
-						return fail("seal read-only", p);
-				} else if (S_ISDIR(st.st_mode)) {
-					if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
-						return fail("seal", p);
-				} else if (read_only_bind("/dev/null", p) != 0) {
-					return fail("seal", p);
-				}
-			}
-			if (next)
-				*next = '\n';
-			line = next ? next + 1 : NULL;
+/* bind_order sorts read-only ("r") and write ("w") lines the deepest
+ * first (a longer clean path is never above a shorter one), and at the
+ * same path the write line first, so that read-only wins: as seal.binds. */
+static int bind_order(const void *a, const void *b) {
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t lx = strlen(x), ly = strlen(y);
+	if (lx != ly)
+		return lx > ly ? -1 : 1;
+	return (x[0] == 'r') - (y[0] == 'r');
+}
+
+/* by_length sorts paths the shallowest first (as seal.sortShallowFirst:
+ * a shorter clean path is never beneath a longer one). */
+static int by_length(const void *a, const void *b) {
+	size_t la = strlen(*(const char *const *)a), lb = strlen(*(const char *const *)b);
+	return la < lb ? -1 : la > lb;
+}
+
+/* freeze replaces dir by a read-only tmpfs holding its entries as they are
+ * now, as seal.freeze does: each bound back from where it is (through the
+ * descriptor of the directory, recursively), a symbolic link made anew, a
+ * masked one (named in masks, "m PATH" lines) an empty file or directory
+ * in its place. So the masks hold while the user works outside the tree:
+ * what happens to the real directory's names does not reach the copy. An
+ * entry that cannot be reached is left out, or stays an empty stand-in. A
+ * directory that does not exist is skipped. Returns 0, or -1 with errno
+ * set. */
+static int freeze(const char *dir, char **masks, size_t nm) {
+	int src = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (src < 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	int ret = -1, e = 0;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct stat st;
+	char from[PATH_MAX], p[PATH_MAX];
+	snprintf(from, sizeof from, "/proc/self/fd/%d", src);
+	DIR *d = NULL;
+	if (fstat(src, &st) != 0 || (d = opendir(from)) == NULL)
+		goto out;
+	for (struct dirent *ent; (errno = 0, ent = readdir(d)) != NULL;) {
+		if (strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			char **more = realloc(names, cap * sizeof *names);
+			if (more == NULL)
+				goto out;
+			names = more;
 		}
+		if ((names[n] = strdup(ent->d_name)) == NULL)
+			goto out;
+		n++;
 	}
-	return 0;
+	if (errno != 0)
+		goto out;
+	if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct stat est;
+		if (fstatat(src, names[i], &est, AT_SYMLINK_NOFOLLOW) != 0)
+			continue; /* gone since the listing, or unreachable: left out */
+		if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, names[i]) >= sizeof p ||
+		    (size_t)snprintf(from, sizeof from, "/proc/self/fd/%d/%s", src, names[i]) >= sizeof from) {
+			errno = ENAMETOOLONG;
+			goto out;
+		}
+		if (S_ISLNK(est.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t got = readlinkat(src, names[i], target, sizeof target - 1);
+			if (got < 0)
+				continue;
+			target[got] = 0;
+			if (symlink(target, p) != 0)
+				goto out;
+			continue;
+		}
+		if (S_ISDIR(est.st_mode)) {
+			if (mkdir(p, 0500) != 0)
+				goto out;
+		} else {
+			int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0400);
+			if (fd < 0)
+				goto out;
+			close(fd);
+		}
+		int is_masked = 0;
+		for (size_t k = 0; k < nm && !is_masked; k++)
+			is_masked = strcmp(masks[k] + 2, p) == 0;
+		/* One that cannot be bound back (unreachable) stays an empty
+		 * stand-in: nothing of it shows. */
+		if (!is_masked)
+			(void)!mount(from, p, NULL, MS_BIND | MS_REC, NULL);
+	}
+	if (chmod(dir, st.st_mode & 07777) != 0)
+		goto out;
+	ret = mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+out:
+	e = errno;
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	close(src);
+	errno = e;
+	return ret;
+}
+
+/* seal applies the spec as seal.Apply does: the masks first, then each
+ * read-only and write path, the deepest first, bound on itself
+ * (recursively, so that what is bound beneath it stays), read-only or as
+ * it is; then each held directory ("h PATH"), the shallowest first, is
+ * replaced by its copy (freeze). The spec is modified in place (its lines
+ * split). */
+static int seal(char *spec) {
+	size_t n = 1;
+	for (char *c = spec; *c; c++)
+		n += *c == '\n';
+	char **binds = calloc(n, sizeof *binds), **masks = calloc(n, sizeof *masks), **holds = calloc(n, sizeof *holds);
+	size_t nb = 0, nm = 0, nh = 0;
+	const char *what = "seal", *p = NULL;
+	int ret = -1;
+	if (binds == NULL || masks == NULL || holds == NULL) {
+		what = "seal: allocate";
+		goto out;
+	}
+	for (char *line = spec; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (!strchr("mrwh", line[0]) || line[1] != ' ' || line[2] != '/') {
+			errno = EINVAL;
+			what = "seal: a malformed spec line";
+			goto out;
+		}
+		p = line + 2;
+		struct stat st;
+		if (line[0] == 'h') {
+			holds[nh++] = line + 2;
+		} else if (line[0] != 'm') {
+			binds[nb++] = line;
+		} else if (masks[nm++] = line, stat(p, &st) != 0) { /* follows links: the target is masked */
+			if (errno != ENOENT && errno != ENOTDIR)
+				goto out;
+		} else if (S_ISDIR(st.st_mode)) {
+			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
+				goto out;
+		} else if (read_only_bind("/dev/null", p) != 0) {
+			goto out;
+		}
+		line = next;
+	}
+	qsort(binds, nb, sizeof *binds, bind_order);
+	for (size_t i = 0; i < nb; i++) {
+		p = binds[i] + 2;
+		int write = binds[i][0] == 'w';
+		what = write ? "seal writable" : "seal read-only";
+		struct stat st;
+		if (stat(p, &st) != 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			goto out;
+		}
+		if ((write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
+			goto out;
+	}
+	qsort(holds, nh, sizeof *holds, by_length);
+	what = "seal";
+	for (size_t i = 0; i < nh; i++) {
+		p = holds[i];
+		if (freeze(p, masks, nm) != 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	if (ret != 0) {
+		int e = errno;
+		fail(what, p);
+		errno = e;
+	}
+	free(binds);
+	free(masks);
+	free(holds);
+	return ret == 0 ? 0 : 125;
 }
 
 /* capget and capset, version 3, declared here: musl's headers do not

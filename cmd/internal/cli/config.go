@@ -7,10 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/internal/nest"
+	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/secret"
 )
@@ -26,6 +28,18 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 		return nil, err
 	}
 	var p *policy.Policy
+	named := ""
+	if path != "" && from != "the user's config directory" {
+		if where := treeWritable(path); where != "" {
+			// A sealed tree could have written it: it only narrows the
+			// policy found without it.
+			u.Warnf("policy: %s lies in %s, where a sealed tree can write: loaded as a project-local file, which may only narrow", path, where)
+			named = path
+			if path, from, err = userPolicyPath(u); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if path == "" {
 		p, err = policy.Default()
 		u.Debugf("policy: embedded default (no --policy, ENVSIEVE_POLICY or user policy file)")
@@ -35,6 +49,15 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if named != "" {
+		src, err := policy.ReadFile(named)
+		if err != nil {
+			return nil, fmt.Errorf("load policy %s: %w", named, err)
+		}
+		if p, err = p.Narrow(named, src); err != nil {
+			return nil, err
+		}
 	}
 	src, err := policy.ReadFile(policy.LocalName)
 	switch {
@@ -47,6 +70,34 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 	return p.Narrow(policy.LocalName, src)
 }
 
+// treeWritable returns the place a sealed tree can write that the policy
+// file at path lies in (a cache under HOME: launch.CachePlaces), or "" for
+// none. The tree's working directory and the temp directory are not
+// checked yet (docs/policy.md).
+func treeWritable(path string) string {
+	home := envknob.Home()
+	if home == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	realHome := home
+	if r, err := filepath.EvalSymlinks(home); err == nil {
+		realHome = r
+	}
+	for _, c := range launch.CachePlaces(realHome) {
+		if abs == c || strings.HasPrefix(abs, c+"/") {
+			return "~/" + strings.TrimPrefix(c, realHome+"/")
+		}
+	}
+	return ""
+}
+
 // PolicyPath finds the policy file [LoadPolicy] loads, and says where the
 // name came from; "" means the embedded default.
 func PolicyPath(u *UI, flagPath string) (path, from string, err error) {
@@ -57,6 +108,13 @@ func PolicyPath(u *UI, flagPath string) (path, from string, err error) {
 	if path != "" {
 		return path, from, nil
 	}
+	return userPolicyPath(u)
+}
+
+// userPolicyPath is [PolicyPath] when no policy is named: the user's
+// policy file, or "" (the embedded default) where there is none or the
+// process is nested.
+func userPolicyPath(u *UI) (path, from string, err error) {
 	if Nested() != "" {
 		// The tree could have written the user's policy file, and a
 		// later launch in the tree (envsieve sh as an agent's SHELL, whose
