@@ -144,6 +144,7 @@ bench:
 	bash bench/detect.sh
 	bash bench/shim.sh
 	bash bench/daemon.sh
+	bash bench/session.sh
 
 clean:
 	rm -rf $(BIN)
