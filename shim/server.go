@@ -217,8 +217,9 @@ func (s *Server) serve(c *net.UnixConn) {
 		closeAll(files)
 		switch m := msg.(type) {
 		case *Access:
-			s.h.Access(m)
+			// Known first: once the handler has it, no process sends it.
 			s.known.mark(m.Op, m.Name)
+			s.h.Access(m)
 		case *Notice:
 			s.h.Notice(m)
 		default:
