@@ -135,7 +135,7 @@ launcher=$!
 sleep 0.5
 broker=""
 for i in $(seq 50); do
-  broker=$( (ps -o pid= -o comm= --ppid "$launcher" || true) | awk '$2 ~ /^envsieve-daemon/ {print $1}')
+  broker=$( (ps -o pid= -o args= --ppid "$launcher" || true) | awk '/__broker/ {print $1}')
   [ -n "$broker" ] && break
   sleep 0.1
 done

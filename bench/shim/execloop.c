@@ -2,10 +2,12 @@
  * then wait), with this process's environment, and prints the wall time
  * and the CPU time (user + system, of the children) per start, in
  * microseconds: the per-exec cost of what the environment adds (the
- * shim's LD_PRELOAD, its variables).
+ * shim's LD_PRELOAD, its variables). The program's output goes to
+ * /dev/null.
  *   execloop N PROGRAM [ARGS...]
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +25,15 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 	long n = atol(argv[1]);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (long i = 0; i < n; i++) {
 		pid_t pid;
 		int st;
-		if (posix_spawn(&pid, argv[2], NULL, NULL, argv + 2, environ) != 0) {
+		if (posix_spawn(&pid, argv[2], &fa, NULL, argv + 2, environ) != 0) {
 			perror("posix_spawn");
 			return 1;
 		}
