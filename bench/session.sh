@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What an agent session costs under envsieve, side by side in one run, as an
 # unprivileged user (setpriv to nobody), rounds interleaved (each variant once
-# per round, in turn) so that the machine's load hits every variant alike:
+# per round, in turn, each round starting one variant later) so that the
+# machine's load hits every variant alike:
 #   bare           the mix with no envsieve
 #   claude         envsieve run --profile claude: the seal, the broker, the shim
 #   launcher only  the same, --no-broker --no-shim and the seal off
@@ -85,25 +86,30 @@ as_user $es run "${pol[@]}" --profile claude -- bash "$tmp/mix.sh" "$tmp" light 
 
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "# $(go version | cut -d' ' -f3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); node $(node --version), $(python3 --version)"
-echo "# as uid 65534; $rounds rounds, interleaved; the time of the tool calls, the session's start not included"
+echo "# as uid 65534; $rounds rounds, interleaved; the time of the tool calls (wall clock, and the CPU"
+echo "# time of the processes they started), the session's start not included"
 for mix in light heavy; do
   n=$light
   [ $mix = heavy ] && n=$heavy
-  declare -A times=()
+  declare -A wall=() cpu=()
   for r in $(seq "$rounds"); do
-    for v in "${variants[@]}"; do
+    for i in "${!variants[@]}"; do
+      v=${variants[$(((i + r) % ${#variants[@]}))]}
       # shellcheck disable=SC2086 # the launcher's words
-      t=$(as_user ${run[$v]} bash "$tmp/mix.sh" "$tmp" $mix "$n" 2>>"$tmp/stderr")
-      times[$v]+="$t "
+      read -r w c < <(as_user ${run[$v]} bash "$tmp/mix.sh" "$tmp" $mix "$n" 2>>"$tmp/stderr")
+      wall[$v]+="$w " cpu[$v]+="$c "
     done
   done
-  base=$(echo "${times[bare]}" | tr ' ' '\n' | grep . | median)
+  bw=$(echo "${wall[bare]}" | tr ' ' '\n' | grep . | median)
+  bcpu=$(echo "${cpu[bare]}" | tr ' ' '\n' | grep . | median)
   echo
   echo "## $mix mix: $((n * 6)) tool calls (median of $rounds)"
-  printf '%-16s %10s %8s\n' variant ms ratio
+  printf '%-16s %10s %8s %10s %8s\n' variant "wall ms" ratio "CPU ms" ratio
   for v in "${variants[@]}"; do
-    m=$(echo "${times[$v]}" | tr ' ' '\n' | grep . | median)
-    printf '%-16s %10.1f %7.2fx\n' "$v" "$(echo "$m / 1000" | bc -l)" "$(echo "$m / $base" | bc -l)"
+    w=$(echo "${wall[$v]}" | tr ' ' '\n' | grep . | median)
+    c=$(echo "${cpu[$v]}" | tr ' ' '\n' | grep . | median)
+    printf '%-16s %10.1f %7.2fx %10.1f %7.2fx\n' "$v" "$(echo "$w / 1000" | bc -l)" "$(echo "$w / $bw" | bc -l)" \
+      "$(echo "$c / 1000" | bc -l)" "$(echo "$c / $bcpu" | bc -l)"
   done
 done
 
@@ -115,7 +121,8 @@ declare -A st=()
 svariants=(bare claude "proxy mode")
 run[proxy mode]="$es run ${pol[*]} --profile claude-proxy --"
 for r in $(seq "$rounds"); do
-  for v in "${svariants[@]}"; do
+  for i in "${!svariants[@]}"; do
+    v=${svariants[$(((i + r) % ${#svariants[@]}))]}
     # shellcheck disable=SC2086
     while IFS=$'\t' read -r name us; do st[$v|$name]+="$us "; done < <(as_user ${run[$v]} bash "$tmp/mix.sh" "$tmp" starts "$starts" 2>>"$tmp/stderr")
   done
@@ -130,7 +137,8 @@ done
 
 echo
 echo "## Memory of a session (claude profile, the light mix running)"
-as_user $es run "${pol[@]}" --profile claude -- bash -c "bash $tmp/mix.sh $tmp light 2 >/dev/null; sleep 1" &
+setpriv --reuid=65534 --regid=65534 --clear-groups env -i "${envv[@]}" \
+  "$es" run "${pol[@]}" --profile claude -- bash -c "bash $tmp/mix.sh $tmp light 2 >/dev/null; sleep 1" &
 launcher=$!
 sleep 0.5
 broker=""

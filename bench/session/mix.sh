@@ -1,6 +1,7 @@
 # The tool calls of an agent session, each a fresh `bash -c` as an agent's
 # shell tool runs it, in $1 (a clone of this repository). Prints the time
-# they took in microseconds (the session's start not included).
+# they took, wall clock and CPU (user + system), in microseconds (the
+# session's start not included).
 #   bash mix.sh DIR light ROUNDS  # ROUNDS x 6 calls: git status/log, grep -rn, ls, python3 -c, node -e, find | wc
 #   bash mix.sh DIR heavy ROUNDS  # ROUNDS x 6 calls: npm test, pip --version, pip list, go build, git commit, node -e
 #   bash mix.sh DIR starts N      # N starts each of node, python3 (ssl, urllib), curl, git: one line each
@@ -8,6 +9,11 @@ set -eu
 dir=$1 mix=$2 n=$3
 cd "$dir/repo"
 us() { local s=${EPOCHREALTIME/./} e; "$@"; e=${EPOCHREALTIME/./}; echo $((e - s)); }
+# cpu prints the CPU time (user + system) of this shell's waited-for
+# children so far, in microseconds (clock ticks of /proc/PID/stat).
+cpu() { local f; read -ra f < /proc/$$/stat; echo $(((f[15] + f[16]) * 1000000 / $(getconf CLK_TCK))); }
+# both prints the wall and the CPU time of a command, in microseconds.
+both() { local c0 w; c0=$(cpu); w=$(us "$@"); echo "$w $(($(cpu) - c0))"; }
 light() {
   for i in $(seq "$n"); do
     if [ $((i % 2)) = 0 ]; then bash -c 'git status --short | wc -l'; else bash -c 'git log --oneline -5'; fi
@@ -40,7 +46,7 @@ starts() {
   t "git --version" git --version
 }
 case $mix in
-  light) us light ;;
-  heavy) us heavy ;;
+  light) both light ;;
+  heavy) both heavy ;;
   starts) starts ;;
 esac
