@@ -140,7 +140,8 @@ func (l *Plan) StartBroker() error {
 		req.Bindings = append(req.Bindings, p.Binding(name))
 	}
 	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
-	if !proxyMode(req.Bindings, req.BoundOnly) {
+	proxy := proxyMode(req.Bindings, req.BoundOnly)
+	if !proxy {
 		req.Bindings = baseURLOnly(req.Bindings)
 	}
 	vars := slices.Clone(brokerVars)
@@ -163,6 +164,11 @@ func (l *Plan) StartBroker() error {
 	}
 	l.broker = run
 	l.brokerEnv = run.ChildEnv()
+	if !proxy {
+		for k, v := range loopbackNoProxy(l.Env) {
+			l.brokerEnv[k] = v
+		}
+	}
 	l.Env = overlay(l.Env, l.brokerEnv)
 	l.mask = nil // the real values left the environment: mask them
 	for n := range req.Secrets {
@@ -215,6 +221,44 @@ func baseURLOnly(bindings []*policy.Binding) []*policy.Binding {
 		out[i] = b
 	}
 	return out
+}
+
+// proxyVars are the variables that send a client's requests through a
+// proxy.
+var proxyVars = []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}
+
+// loopbackNoProxy returns NO_PROXY and no_proxy for a child whose broker
+// serves base-URL mode alone while env (the child's) names a proxy of the
+// user's: the user's entries plus 127.0.0.1, so that a client honouring
+// the proxy variables (curl, Bun, requests) still reaches the broker's
+// loopback listener directly, not through a proxy that cannot reach it.
+// Nil when env names no proxy.
+func loopbackNoProxy(env []string) map[string]string {
+	var noProxy string
+	proxied := false
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case slices.Contains(proxyVars, k) && v != "":
+			proxied = true
+		case (k == "NO_PROXY" || k == "no_proxy") && noProxy == "":
+			noProxy = v
+		}
+	}
+	if !proxied {
+		return nil
+	}
+	var keep []string
+	for _, e := range strings.Split(noProxy, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			keep = append(keep, e)
+		}
+	}
+	if !slices.Contains(keep, "127.0.0.1") && !slices.Contains(keep, "*") {
+		keep = append(keep, "127.0.0.1")
+	}
+	v := strings.Join(keep, ",")
+	return map[string]string{"NO_PROXY": v, "no_proxy": v}
 }
 
 // BrokeredNames returns, sorted, the names whose real value the broker

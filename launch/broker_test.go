@@ -42,3 +42,33 @@ func TestProxyMode(t *testing.T) {
 		t.Error("baseURLOnly changed the policy's own binding")
 	}
 }
+
+// TestLoopbackNoProxy: with base-URL mode alone and a proxy of the user's
+// in the child's environment, the broker's loopback address joins
+// NO_PROXY, so that a client honouring the proxy still reaches it.
+func TestLoopbackNoProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string // "" for no change
+	}{
+		{"no proxy", []string{"PATH=/bin", "NO_PROXY=example.test"}, ""},
+		{"an empty proxy variable", []string{"HTTPS_PROXY="}, ""},
+		{"a proxy", []string{"HTTPS_PROXY=http://proxy.example.test:3128"}, "127.0.0.1"},
+		{"a proxy and the user's exceptions", []string{"http_proxy=http://p:3128", "no_proxy=.corp.test, localhost"}, ".corp.test,localhost,127.0.0.1"},
+		{"loopback there already", []string{"ALL_PROXY=socks5://p:1080", "NO_PROXY=127.0.0.1,x.test"}, "127.0.0.1,x.test"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := loopbackNoProxy(tc.env)
+			if tc.want == "" {
+				if got != nil {
+					t.Errorf("got %v, want no change", got)
+				}
+				return
+			}
+			if got["NO_PROXY"] != tc.want || got["no_proxy"] != tc.want {
+				t.Errorf("got %v, want NO_PROXY and no_proxy %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,10 +77,11 @@ func TestCAVariablesOnlyForProxyMode(t *testing.T) {
 	// certificates in the file it names, then runs node through the proxy.
 	report := `for v in ` + strings.Join(append(append([]string{}, caVarNames...), proxyVarNames...), " ") + `; do
   eval "f=\${$v-}"; [ -n "$f" ] || continue
-  case $v in *PROXY|*proxy) echo "set $v"; continue;; esac
+  case $v in *PROXY|*proxy) echo "set $v $f"; continue;; esac
   echo "set $v $(grep -c 'BEGIN CERTIFICATE' "$f")"
 done
 echo "base ${ANTHROPIC_BASE_URL-}"
+echo "no_proxy ${NO_PROXY-}"
 `
 	for _, tc := range []struct {
 		name   string
@@ -91,6 +93,12 @@ echo "base ${ANTHROPIC_BASE_URL-}"
 		{name: "claude profile (base-URL bindings only)",
 			env:    []string{"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("Ca4v", 20) + "AA", "ANTHROPIC_BASE_URL=https://api.example.test"},
 			script: report},
+		{name: "claude profile, the user behind a proxy",
+			env: []string{"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("Ca4v", 20) + "AA", "ANTHROPIC_BASE_URL=https://api.example.test",
+				"http_proxy=http://127.0.0.1:9", "NO_PROXY=corp.example.test"},
+			// The broker answers (502: its upstream does not resolve here);
+			// through the user's proxy, which is not there, curl gets 000.
+			script: report + `echo "code $(curl -s -o /dev/null -w '%{http_code}' "$ANTHROPIC_BASE_URL/v1/messages")"`},
 		{name: "a binding with hosts and no base URL",
 			policy: "version: 1\nallow: [CA_TEST_TOKEN]\nbroker:\n  upstream_ca: [STANDIN_CA]\n" +
 				"secrets:\n  CA_TEST_TOKEN:\n    broker: {hosts: [\"" + host + "\"]}\n",
@@ -126,8 +134,19 @@ echo "base ${ANTHROPIC_BASE_URL-}"
 				}
 			}
 			if !tc.proxy {
-				for k := range set {
+				for k, v := range set {
+					if slices.Contains(tc.env, k+"="+v) {
+						continue // the user's own proxy
+					}
 					t.Errorf("the child has %s, and no binding is served in proxy mode", k)
+				}
+				if slices.Contains(tc.env, "http_proxy=http://127.0.0.1:9") {
+					if !strings.Contains(shown, "no_proxy corp.example.test,127.0.0.1\n") {
+						t.Errorf("NO_PROXY does not keep the user's entries and add the broker's loopback:\n%s", shown)
+					}
+					if strings.Contains(shown, "code 000") || !strings.Contains(shown, "code ") {
+						t.Errorf("curl did not reach the broker past the user's proxy:\n%s", shown)
+					}
 				}
 				if !strings.Contains(shown, "base http://127.0.0.1:") {
 					t.Errorf("ANTHROPIC_BASE_URL does not point at the broker:\n%s", shown)
