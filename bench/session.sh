@@ -18,6 +18,7 @@
 # proxy mode (GITHUB_TOKEN: the CA variables set), and the resident
 # launcher's and the broker's memory (VmHWM, VmRSS) during a session.
 #   bash bench/session.sh            # ROUNDS=3 LIGHT=10 (60 calls) HEAVY=1 (6 calls) STARTS=10
+#   BEFORE=/path/to/bin bash bench/session.sh   # adds "claude, before": envsieve from another build
 # Takes about two minutes on an idle 2-core machine. The whole run holds the
 # machine's bench lock.
 set -euo pipefail
@@ -79,6 +80,10 @@ declare -A run=(
   [no seal]="$es run ${pol[*]} --profile claude-noseal --"
 )
 variants=(bare claude "launcher only" "no broker" "no shim" "no seal")
+if [ -n "${BEFORE:-}" ]; then
+  run[claude, before]="$BEFORE/envsieve run ${pol[*]} --profile claude --"
+  variants+=("claude, before")
+fi
 
 # Warm the caches (go's build cache, npm, the page cache) once each.
 as_user bash "$tmp/mix.sh" "$tmp" heavy 1 >/dev/null
@@ -120,6 +125,7 @@ echo "# (the proxy and CA variables set: NODE_EXTRA_CA_CERTS the launch CA alone
 declare -A st=()
 svariants=(bare claude "proxy mode")
 run[proxy mode]="$es run ${pol[*]} --profile claude-proxy --"
+[ -n "${BEFORE:-}" ] && svariants+=("claude, before")
 for r in $(seq "$rounds"); do
   for i in "${!svariants[@]}"; do
     v=${svariants[$(((i + r) % ${#svariants[@]}))]}
@@ -127,12 +133,17 @@ for r in $(seq "$rounds"); do
     while IFS=$'\t' read -r name us; do st[$v|$name]+="$us "; done < <(as_user ${run[$v]} bash "$tmp/mix.sh" "$tmp" starts "$starts" 2>>"$tmp/stderr")
   done
 done
-printf '%-26s %9s %9s %7s %11s %7s\n' program bare claude ratio "proxy mode" ratio
+printf '%-26s %9s %9s %7s %11s %7s %9s %7s\n' program bare claude ratio "proxy mode" ratio before ratio
 for name in "node -e 0" "python3 -c pass" "python3 ssl context" "python3 urllib" "python3 requests (pip's)" "curl --version" "git --version"; do
   b=$(echo "${st[bare|$name]}" | tr ' ' '\n' | grep . | median)
   c=$(echo "${st[claude|$name]}" | tr ' ' '\n' | grep . | median)
   p=$(echo "${st[proxy mode|$name]}" | tr ' ' '\n' | grep . | median)
-  printf '%-26s %9s %9s %6.2fx %11s %6.2fx\n' "$name" "$b" "$c" "$(echo "$c / $b" | bc -l)" "$p" "$(echo "$p / $b" | bc -l)"
+  printf '%-26s %9s %9s %6.2fx %11s %6.2fx' "$name" "$b" "$c" "$(echo "$c / $b" | bc -l)" "$p" "$(echo "$p / $b" | bc -l)"
+  if [ -n "${BEFORE:-}" ]; then
+    o=$(echo "${st[claude, before|$name]}" | tr ' ' '\n' | grep . | median)
+    printf ' %9s %6.2fx' "$o" "$(echo "$o / $b" | bc -l)"
+  fi
+  echo
 done
 
 echo
