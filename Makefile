@@ -150,6 +150,7 @@ bench:
 	bash bench/detect.sh
 	bash bench/shim.sh
 	bash bench/daemon.sh
+	bash bench/session.sh
 
 clean:
 	rm -rf $(BIN)

@@ -153,6 +153,9 @@ type Broker struct {
 	ca     *authority
 	cred   string
 	bundle string
+	// caOnly is the launch CA's certificate alone, for the variables
+	// that add to a client's store.
+	caOnly string
 	addr   string
 	up     *http.Transport
 	// secrets are the brokered secrets, with their fakes.
@@ -225,7 +228,7 @@ func Start(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.cred = hex.EncodeToString(cred)
-	if b.bundle, err = b.writeBundle(); err != nil {
+	if b.bundle, b.caOnly, err = b.writeTrust(); err != nil {
 		return nil, err
 	}
 	roots := cfg.UpstreamRoots
@@ -297,9 +300,12 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem", "/usr/local/etc/openssl/cert.pem",
 }
 
-// writeBundle writes the system roots plus the launch's CA to the
-// directory; it is what the child's TLS clients trust.
-func (b *Broker) writeBundle() (string, error) {
+// writeTrust writes what the child's TLS clients trust in proxy mode to
+// the broker's directory: the bundle (the system roots, then the launch
+// CA) for the variables that replace a client's store, and the launch CA
+// alone for those that add to one (caAddVars). The bundle is built here
+// and nowhere else.
+func (b *Broker) writeTrust() (bundle, caOnly string, err error) {
 	var sys []byte
 	cands := systemBundles
 	if b.cfg.SystemRoots != "" {
@@ -314,12 +320,15 @@ func (b *Broker) writeBundle() (string, error) {
 	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
 		sys = append(sys, '\n')
 	}
-	path := filepath.Join(b.cfg.Dir, "broker-ca.pem")
-	data := append(sys, b.ca.pem...)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", fmt.Errorf("broker: CA bundle: %w", err)
+	bundle = filepath.Join(b.cfg.Dir, "broker-ca.pem")
+	if err := os.WriteFile(bundle, append(sys, b.ca.pem...), 0o600); err != nil {
+		return "", "", fmt.Errorf("broker: CA bundle: %w", err)
 	}
-	return path, nil
+	caOnly = filepath.Join(b.cfg.Dir, "broker-launch-ca.pem")
+	if err := os.WriteFile(caOnly, b.ca.pem, 0o600); err != nil {
+		return "", "", fmt.Errorf("broker: launch CA: %w", err)
+	}
+	return bundle, caOnly, nil
 }
 
 // CAPEM returns the launch CA's certificate.
@@ -338,16 +347,22 @@ func (b *Broker) Fakes() map[string]string {
 }
 
 // caVars are the variables through which TLS clients take a bundle of
-// roots (DESIGN.md section 11).
-var caVars = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+// roots (DESIGN.md section 11): each replaces its client's store, so it
+// gets the whole bundle.
+var caVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
 	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO",
 	"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "CODEX_CA_CERTIFICATE"}
+
+// caAddVars are the variables whose client adds their certificates to
+// its own store: they get the launch CA alone (node parses the file at
+// every start; Bun reads the same variable).
+var caAddVars = []string{"NODE_EXTRA_CA_CERTS"}
 
 // ChildEnv returns what the child's environment gets from the broker, by
 // name: each brokered secret's fake, each base-URL variable pointed at the
 // broker, the proxy variables (both cases, with the launch's credential)
 // when a binding has hosts, NO_PROXY without the bound hosts, and the CA
-// bundle variables.
+// variables (the bundle, or the launch CA alone: caVars, caAddVars).
 func (b *Broker) ChildEnv() map[string]string {
 	env := map[string]string{}
 	proxy := false
@@ -390,10 +405,13 @@ func (b *Broker) ChildEnv() map[string]string {
 	for _, k := range caVars {
 		env[k] = b.bundle
 	}
+	for _, k := range caAddVars {
+		env[k] = b.caOnly
+	}
 	return env
 }
 
-// Close stops the broker and removes its bundle.
+// Close stops the broker and removes its CA files.
 func (b *Broker) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -406,6 +424,7 @@ func (b *Broker) Close() error {
 	b.wg.Wait()
 	b.up.CloseIdleConnections()
 	os.Remove(b.bundle)
+	os.Remove(b.caOnly)
 	return err
 }
 

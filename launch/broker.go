@@ -140,6 +140,10 @@ func (l *Plan) StartBroker() error {
 		req.Bindings = append(req.Bindings, p.Binding(name))
 	}
 	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
+	proxy := proxyMode(req.Bindings, req.BoundOnly)
+	if !proxy {
+		req.Bindings = baseURLOnly(req.Bindings)
+	}
 	vars := slices.Clone(brokerVars)
 	for _, b := range req.Bindings {
 		if b.BaseURL != "" {
@@ -160,6 +164,11 @@ func (l *Plan) StartBroker() error {
 	}
 	l.broker = run
 	l.brokerEnv = run.ChildEnv()
+	if !proxy {
+		for k, v := range loopbackNoProxy(l.Env) {
+			l.brokerEnv[k] = v
+		}
+	}
 	l.Env = overlay(l.Env, l.brokerEnv)
 	l.mask = nil // the real values left the environment: mask them
 	for n := range req.Secrets {
@@ -168,6 +177,88 @@ func (l *Plan) StartBroker() error {
 	sort.Strings(l.brokered)
 	h.debugf("broker: %s brokered (the child holds fakes)", strings.Join(l.brokered, ", "))
 	return nil
+}
+
+// proxyBaseURLs are base-URL variables that a common client of their
+// key ignores: Codex takes its endpoint from its openai_base_url setting,
+// not OPENAI_BASE_URL (docs/agents.md), and reaches api.openai.com only
+// through the proxy variables. A binding with one of them keeps proxy
+// mode.
+var proxyBaseURLs = []string{"OPENAI_BASE_URL"}
+
+// proxyMode reports whether the launch's broker serves proxy mode: the
+// child then gets the proxy variables and the CA variables (DESIGN.md
+// section 11). It does when a binding has hosts and no base-URL variable
+// (its clients have no endpoint to point elsewhere: gh, git, npm), or a
+// base-URL variable some client of the key ignores (proxyBaseURLs), or
+// when egress is bound-only (the broker can refuse only what goes through
+// it). A binding served through its base-URL variable (Claude Code, Gemini
+// CLI, the SDKs) needs no proxy: its hosts are left out, and the tree gets
+// no CA variable that every node start would parse.
+func proxyMode(bindings []*policy.Binding, boundOnly bool) bool {
+	if boundOnly {
+		return true
+	}
+	for _, b := range bindings {
+		if b != nil && len(b.Hosts) > 0 && (b.BaseURL == "" || slices.Contains(proxyBaseURLs, b.BaseURL)) {
+			return true
+		}
+	}
+	return false
+}
+
+// baseURLOnly returns the bindings without their hosts, when every one
+// is served through its base-URL variable: the broker then serves base-URL
+// mode alone, and sets no proxy or CA variable.
+func baseURLOnly(bindings []*policy.Binding) []*policy.Binding {
+	out := make([]*policy.Binding, len(bindings))
+	for i, b := range bindings {
+		if b != nil && len(b.Hosts) > 0 {
+			c := *b
+			c.Hosts = nil
+			b = &c
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// proxyVars are the variables that send a client's requests through a
+// proxy.
+var proxyVars = []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"}
+
+// loopbackNoProxy returns NO_PROXY and no_proxy for a child whose broker
+// serves base-URL mode alone while env (the child's) names a proxy of the
+// user's: the user's entries plus 127.0.0.1, so that a client honouring
+// the proxy variables (curl, Bun, requests) still reaches the broker's
+// loopback listener directly, not through a proxy that cannot reach it.
+// Nil when env names no proxy.
+func loopbackNoProxy(env []string) map[string]string {
+	var noProxy string
+	proxied := false
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case slices.Contains(proxyVars, k) && v != "":
+			proxied = true
+		case (k == "NO_PROXY" || k == "no_proxy") && noProxy == "":
+			noProxy = v
+		}
+	}
+	if !proxied {
+		return nil
+	}
+	var keep []string
+	for _, e := range strings.Split(noProxy, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			keep = append(keep, e)
+		}
+	}
+	if !slices.Contains(keep, "127.0.0.1") && !slices.Contains(keep, "*") {
+		keep = append(keep, "127.0.0.1")
+	}
+	v := strings.Join(keep, ",")
+	return map[string]string{"NO_PROXY": v, "no_proxy": v}
 }
 
 // BrokeredNames returns, sorted, the names whose real value the broker

@@ -46,6 +46,8 @@ type Server struct {
 	// create a socket hands over one end of a socket pair (door_linux.go).
 	door     *net.UnixConn
 	doorDone chan struct{}
+	// known is the table of the reports the launcher has (known.go).
+	known knownTable
 }
 
 var errNotSeqpacket = errors.New("not a connected unix SOCK_SEQPACKET socket")
@@ -104,6 +106,7 @@ func Listen(dir string, h Handler) (*Server, error) {
 		os.RemoveAll(priv)
 		return nil, fmt.Errorf("shim socket: the door: %w", err)
 	}
+	s.openKnown()
 	go s.accept()
 	return s, nil
 }
@@ -225,6 +228,8 @@ func (s *Server) serve(c *net.UnixConn) {
 		closeAll(files)
 		switch m := msg.(type) {
 		case *Access:
+			// Known first: once the handler has it, no process sends it.
+			s.known.mark(m.Op, m.Name)
 			s.h.Access(m)
 		case *Notice:
 			s.h.Notice(m)
@@ -377,6 +382,7 @@ func (s *Server) Close() error {
 	s.closeDoor()
 	s.acceptQueued()
 	s.wg.Wait()
+	s.closeKnown()
 	err := s.ln.Close()
 	// The directory holds the socket only: two calls, where RemoveAll
 	// would take eight.

@@ -1,0 +1,182 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// caVarNames are the variables through which a TLS client takes roots,
+// as the broker sets them in proxy mode.
+var caVarNames = []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO",
+	"AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+	"CODEX_CA_CERTIFICATE"}
+
+// proxyVarNames are the proxy variables the broker sets in proxy mode.
+var proxyVarNames = []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"}
+
+// nodeThroughProxy is a node script that reaches https://HOST:PORT/x
+// (argv[2]) with the token in Authorization, through $HTTPS_PROXY by
+// CONNECT (node 20 does not read the proxy variables itself), trusting
+// node's default store: its roots plus NODE_EXTRA_CA_CERTS.
+const nodeThroughProxy = `
+const http = require('http'), https = require('https'), tls = require('tls');
+const p = new URL(process.env.HTTPS_PROXY), target = process.argv[2];
+const [host, port] = target.split(':');
+const auth = 'Basic ' + Buffer.from(decodeURIComponent(p.username) + ':' + decodeURIComponent(p.password)).toString('base64');
+http.request({host: p.hostname, port: p.port, method: 'CONNECT', path: target, headers: {'Proxy-Authorization': auth}})
+  .on('connect', (res, sock) => {
+    if (res.statusCode !== 200) { console.log('connect', res.statusCode); process.exit(1); }
+    https.get({host, port, path: '/x', headers: {Authorization: 'Bearer ' + process.env.CA_TEST_TOKEN},
+        createConnection: () => tls.connect({socket: sock, host})}, r => {
+      let b = ''; r.on('data', d => b += d); r.on('end', () => console.log('node status', r.statusCode, b));
+    }).on('error', e => { console.log('node error', e.code || e.message); process.exit(1); });
+  }).on('error', e => { console.log('proxy error', e.message); process.exit(1); }).end();
+`
+
+// TestCAVariablesOnlyForProxyMode: the CA variables are set only when
+// proxy mode is active (DESIGN.md section 11), each pointing at what its
+// client needs. Under the claude profile, whose bindings are all served
+// through their base-URL variable, the tree gets neither a CA variable
+// nor a proxy variable (node would parse the CA file at every start).
+// With a binding that has hosts and no base URL, NODE_EXTRA_CA_CERTS
+// (which adds to node's store) holds the launch CA alone, the variables
+// that replace a store hold a bundle (the system roots and the launch
+// CA), and real node still trusts the broker's leaf for the bound host:
+// the stand-in gets the real token. Run as an unprivileged user.
+func TestCAVariablesOnlyForProxyMode(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is needed: %v", err)
+	}
+	exe, _ := unprivilegedInstall(t)
+	realToken := "ghp_" + strings.Repeat("C4vR", 9)
+
+	var mu sync.Mutex
+	var auths []string
+	caPEM, leaf := standInCA(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Write([]byte("standin-ok"))
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+
+	// The child prints each variable's name with the number of
+	// certificates in the file it names, then runs node through the proxy.
+	report := `for v in ` + strings.Join(append(append([]string{}, caVarNames...), proxyVarNames...), " ") + `; do
+  eval "f=\${$v-}"; [ -n "$f" ] || continue
+  case $v in *PROXY|*proxy) echo "set $v $f"; continue;; esac
+  echo "set $v $(grep -c 'BEGIN CERTIFICATE' "$f")"
+done
+echo "base ${ANTHROPIC_BASE_URL-}"
+echo "no_proxy ${NO_PROXY-}"
+`
+	for _, tc := range []struct {
+		name   string
+		policy string
+		env    []string
+		script string
+		proxy  bool
+	}{
+		{name: "claude profile (base-URL bindings only)",
+			env:    []string{"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("Ca4v", 20) + "AA", "ANTHROPIC_BASE_URL=https://api.example.test"},
+			script: report},
+		{name: "claude profile, the user behind a proxy",
+			env: []string{"ANTHROPIC_API_KEY=sk-ant-api03-" + strings.Repeat("Ca4v", 20) + "AA", "ANTHROPIC_BASE_URL=https://api.example.test",
+				"http_proxy=http://127.0.0.1:9", "NO_PROXY=corp.example.test"},
+			// The broker answers (502: its upstream does not resolve here);
+			// through the user's proxy, which is not there, curl gets 000.
+			script: report + `echo "code $(curl -s -o /dev/null -w '%{http_code}' "$ANTHROPIC_BASE_URL/v1/messages")"`},
+		{name: "a binding with hosts and no base URL",
+			policy: "version: 1\nallow: [CA_TEST_TOKEN]\nbroker:\n  upstream_ca: [STANDIN_CA]\n" +
+				"secrets:\n  CA_TEST_TOKEN:\n    broker: {hosts: [\"" + host + "\"]}\n",
+			env:    []string{"CA_TEST_TOKEN=" + realToken},
+			script: report + `node "$HOME/through-proxy.js" ` + host,
+			proxy:  true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := unprivilegedHome(t)
+			writeOwned(t, filepath.Join(home, "through-proxy.js"), nodeThroughProxy)
+			args := []string{"run", "--profile", "claude"}
+			if tc.policy != "" {
+				ca := filepath.Join(home, "standin-ca.pem")
+				writeOwned(t, ca, string(caPEM))
+				pol := filepath.Join(home, "policy.yaml")
+				writeOwned(t, pol, strings.ReplaceAll(tc.policy, "STANDIN_CA", ca))
+				args = append(args, "--policy", pol)
+			}
+			cmd := exec.Command(exe, append(args, "--", "/bin/sh", "-c", tc.script)...)
+			cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home}, tc.env...)
+			cmd.Dir = home
+			cmd.SysProcAttr = asUnprivileged()
+			out, err := cmd.CombinedOutput()
+			shown := strings.ReplaceAll(string(out), realToken, "<REAL>")
+			if err != nil {
+				t.Fatalf("envsieve run: %v\n%s", err, shown)
+			}
+			set := map[string]string{}
+			for _, l := range strings.Split(shown, "\n") {
+				if rest, ok := strings.CutPrefix(l, "set "); ok {
+					k, n, _ := strings.Cut(rest, " ")
+					set[k] = n
+				}
+			}
+			if !tc.proxy {
+				for k, v := range set {
+					if slices.Contains(tc.env, k+"="+v) {
+						continue // the user's own proxy
+					}
+					t.Errorf("the child has %s, and no binding is served in proxy mode", k)
+				}
+				if slices.Contains(tc.env, "http_proxy=http://127.0.0.1:9") {
+					if !strings.Contains(shown, "no_proxy corp.example.test,127.0.0.1\n") {
+						t.Errorf("NO_PROXY does not keep the user's entries and add the broker's loopback:\n%s", shown)
+					}
+					if strings.Contains(shown, "code 000") || !strings.Contains(shown, "code ") {
+						t.Errorf("curl did not reach the broker past the user's proxy:\n%s", shown)
+					}
+				}
+				if !strings.Contains(shown, "base http://127.0.0.1:") {
+					t.Errorf("ANTHROPIC_BASE_URL does not point at the broker:\n%s", shown)
+				}
+				return
+			}
+			for _, k := range proxyVarNames {
+				if _, ok := set[k]; !ok {
+					t.Errorf("proxy mode, and the child lacks %s", k)
+				}
+			}
+			for _, k := range caVarNames {
+				n, ok := set[k]
+				switch {
+				case !ok:
+					t.Errorf("proxy mode, and the child lacks %s", k)
+				case k == "NODE_EXTRA_CA_CERTS" && n != "1":
+					t.Errorf("NODE_EXTRA_CA_CERTS adds to node's store and should hold the launch CA alone; it holds %s certificates", n)
+				case k != "NODE_EXTRA_CA_CERTS" && (n == "0" || n == "1"):
+					t.Errorf("%s replaces its client's store and should hold the system roots and the launch CA; it holds %s", k, n)
+				}
+			}
+			if !strings.Contains(shown, "node status 200 standin-ok") {
+				t.Errorf("node did not reach the bound host through the broker, trusting its leaf:\n%s", shown)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(auths) != 1 || auths[0] != "Bearer "+realToken {
+				t.Errorf("the stand-in did not get the real token (%d requests)", len(auths))
+			}
+		})
+	}
+}
