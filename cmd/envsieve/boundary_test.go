@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -232,24 +231,7 @@ func TestDaemonSealed(t *testing.T) {
 	token := "tok-daemon-seal-" + strings.Repeat("2f", 6)
 	sock := filepath.Join(home, "d.sock")
 	env := []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
-	d := exec.Command(exe, "daemon", "--socket", sock, "--policy", pol)
-	d.Env = env
-	d.Dir = home
-	d.SysProcAttr = asUnprivileged()
-	var dErr strings.Builder
-	d.Stderr = &dErr
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if listening(sock) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not listen: %s", dErr.String())
-		}
-	}
+	dErr := startDaemonAs(t, exe, sock, pol, home, env)
 	run := func(profile string) string {
 		t.Helper()
 		c := exec.Command(exe, "client", "run", "--socket", sock, "--profile", profile, "-c", probe+"; gh")

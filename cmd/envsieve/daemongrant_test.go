@@ -40,26 +40,7 @@ func TestDaemonGrant(t *testing.T) {
 	token := "tok-daemon-gh-" + strings.Repeat("7e", 6)
 	sock := filepath.Join(home, "d.sock")
 	env := []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}
-	d := exec.Command(exe, "daemon", "--socket", sock, "--policy", pol)
-	d.Env = env
-	d.Dir = home
-	d.SysProcAttr = asUnprivileged()
-	var dErr strings.Builder
-	d.Stderr = &dErr
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if listening(sock) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not listen: %s", dErr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	dErr := startDaemonAs(t, exe, sock, pol, home, env)
 	run := func(shell string) string {
 		t.Helper()
 		c := exec.Command(exe, "client", "run", "--socket", sock, "-c", shell)
@@ -105,4 +86,27 @@ func TestDaemonGrant(t *testing.T) {
 	if out := run(probe); !strings.Contains(out, "found=0") {
 		t.Errorf("a command of the daemon read an environ holding the token: %q", out)
 	}
+}
+
+// startDaemonAs starts `envsieve daemon` at exe as the unprivileged user,
+// serving sock under the policy pol with env, in home, and waits until it
+// accepts; it is killed when the test ends. The daemon's stderr is kept.
+func startDaemonAs(t *testing.T, exe, sock, pol, home string, env []string) *strings.Builder {
+	t.Helper()
+	d := exec.Command(exe, "daemon", "--socket", sock, "--policy", pol)
+	d.Env = env
+	d.Dir = home
+	d.SysProcAttr = asUnprivileged()
+	dErr := &strings.Builder{}
+	d.Stderr = dErr
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); !listening(sock); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not listen: %s", dErr.String())
+		}
+	}
+	return dErr
 }

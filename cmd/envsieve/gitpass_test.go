@@ -50,11 +50,7 @@ var gitPass = []string{
 func TestGitRulePass(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
-		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pol := gitRulePolicy(t, dir)
 	token := "tok-for-git-only-b77d"
 	lib := shimtest.Lib(t)
 	hook := "#!/bin/sh\necho \"hook $(basename $0): token-length=${#GIT_RULE_TOKEN}\" >&2\n" +
@@ -123,11 +119,7 @@ func TestGitRulePass(t *testing.T) {
 func TestGitRuleHTTP(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
-		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	pol := gitRulePolicy(t, dir)
 	root := t.TempDir()
 	gitAs := func(dir string, args ...string) {
 		t.Helper()
@@ -164,4 +156,16 @@ func TestGitRuleHTTP(t *testing.T) {
 	if err != nil || !strings.Contains(out, "git-http-ok") {
 		t.Errorf("clone, push and fetch over http under a rule for git: %v\n%s", err, out)
 	}
+}
+
+// gitRulePolicy writes, in dir, a policy with a rule for git that grants
+// GIT_RULE_TOKEN and passes gitPass, and returns its path.
+func gitRulePolicy(t *testing.T, dir string) string {
+	t.Helper()
+	pol := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
+		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pol
 }
