@@ -151,6 +151,7 @@ bench:
 	bash bench/shim.sh
 	bash bench/daemon.sh
 	bash bench/session.sh
+	bash bench/load.sh
 
 clean:
 	rm -rf $(BIN)

@@ -9,6 +9,10 @@ import (
 	"os"
 )
 
+// MaxSocketPath is the longest path a unix socket may have: Windows's
+// sun_path holds 108 bytes, as Linux's does.
+const MaxSocketPath = 107
+
 // errNoDaemon says where the daemon runs.
 var errNoDaemon = errors.New("the daemon needs unix sockets with peer credentials and file locks: not supported on this system")
 
