@@ -37,6 +37,10 @@ type ShimRun struct {
 	// variables), hidden the keys the shim hides in the first program.
 	base   map[string]string
 	hidden map[string]bool
+	// tree is what the launch gives its tree by key without the launch's
+	// own rule (treeEnv; base when the first program matched none): a
+	// granted program's value that differs from it is a grant.
+	tree map[string]string
 	// grants asks the shim for exec-time grants: the policy has rules.
 	grants bool
 	// noScope says why the tree runs in no Landlock domain and no pid
@@ -150,6 +154,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		s.base[k] = v
 	}
+	s.tree = s.base
 	if res.BlockIteration {
 		for _, k := range res.Hide {
 			s.hidden[k] = true
@@ -176,11 +181,13 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	}
 	if res.Rule != nil {
 		// The launch's first program is granted like any the shim hands
-		// over: what the rule gave it, its children lose.
-		keys, err := l.ruleKeys()
+		// over: what the rule gave it, its children lose. What the tree is
+		// given is then the launch without its rule.
+		without, err := l.treeEnv()
 		gv := ""
 		if err == nil {
-			gv, err = shim.GrantedVar(keys)
+			s.tree = without
+			gv, err = shim.GrantedVar(l.ruleKeys(without))
 		}
 		if err != nil {
 			s.srv.Close()
@@ -217,9 +224,11 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	return s, nil
 }
 
-// ruleKeys are the keys the launch's rule gives its first program: those
-// whose value differs from what the launch would give without the rule.
-func (l *Plan) ruleKeys() ([]string, error) {
+// treeEnv is the environment the launch gives its tree without its own
+// rule (by key): what the user's shell gave envsieve, through the policy
+// for no command. A value a program started for a rule holds that differs
+// from it is a grant, whatever the first program was given.
+func (l *Plan) treeEnv() (map[string]string, error) {
 	req := l.Request
 	req.Commands, req.Path = nil, ""
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
@@ -232,6 +241,13 @@ func (l *Plan) ruleKeys() ([]string, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		without[k] = v
 	}
+	return without, nil
+}
+
+// ruleKeys are the keys the launch's rule gives its first program: those
+// whose value differs from what the launch would give without the rule
+// (without, from treeEnv).
+func (l *Plan) ruleKeys(without map[string]string) []string {
 	var keys []string
 	for _, kv := range l.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -239,7 +255,7 @@ func (l *Plan) ruleKeys() ([]string, error) {
 			keys = append(keys, k)
 		}
 	}
-	return keys, nil
+	return keys
 }
 
 // FindShim locates the shim (the host's Shim, next to its Exe, or in
@@ -675,7 +691,7 @@ func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd stri
 // code injection (dropped unless the rule names them), and the shim's
 // variables are added, with the granted keys named so that the program's
 // children lose them. keys are the granted keys: those whose value the
-// tree was not given (s.base).
+// tree was not given (s.tree).
 func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
@@ -701,12 +717,12 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 			delete(own, k)
 			continue
 		}
-		if passes(rule, k) && !terminalKeys[k] {
-			continue // passed, and the caller has none
-		}
 		exact := false
 		if a, ok := rule.Tables.Admit(k); ok && a.Exact {
 			exact = true
+		}
+		if passes(rule, k) && !terminalKeys[k] && !exact {
+			continue // passed, and the caller has none
 		}
 		// A key hidden from the first program's children is granted again
 		// only when the rule itself names it.
@@ -722,7 +738,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 		env = append(env, kv)
 		// Granted: a value the tree was not given (not the tree's marker:
 		// the program's children keep it).
-		if bv, has := s.base[k]; (!has || bv != v) && k != "PATH" && k != nest.Var {
+		if tv, has := s.tree[k]; (!has || tv != v) && k != "PATH" && k != nest.Var {
 			keys = append(keys, k)
 		}
 	}

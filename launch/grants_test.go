@@ -143,3 +143,38 @@ func TestRuleDrops(t *testing.T) {
 		t.Errorf("a drop list of %d bytes went to the shim", len(dv))
 	}
 }
+
+// TestGrantEnvKeysWhenFirstProgramGranted: when the launch's first
+// program was itself granted by a rule (its environment, and so the
+// launch's, holds the rule's keys), a program the launcher starts later
+// under that rule still counts them as granted, so its children lose them;
+// and a key the rule admits by exact name survives a pass: glob that also
+// matches it when the caller lacks it.
+func TestGrantEnvKeysWhenFirstProgramGranted(t *testing.T) {
+	src := "version: 1\nbase: none\nallow: [PATH]\nrules:\n  - {name: gh, match: {command: gh}, allow: [GITHUB_TOKEN, MY_SECRET], pass: [MY_*]}\n"
+	pol, err := policy.Parse("p.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok", "MY_SECRET=s3"}
+	l := &Plan{host: &Host{}, opt: Options{Parent: parent, Policy: pol},
+		Request: sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}}
+	// The first program's environment: the rule's keys in it.
+	s := &ShimRun{l: l, base: map[string]string{"PATH": "/usr/bin", "GITHUB_TOKEN": "tok", "MY_SECRET": "s3"},
+		hidden: map[string]bool{}, decision: map[string]*sieve.Decision{}}
+	s.tree, err = l.treeEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &shim.StartRequest{Start: &shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: []string{"PATH=/usr/bin"}}}
+	env, keys, err := s.grantEnv(r, sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}, pol.Rules[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(keys, "GITHUB_TOKEN") || !slices.Contains(keys, "MY_SECRET") {
+		t.Errorf("granted keys %q, want GITHUB_TOKEN and MY_SECRET", keys)
+	}
+	if !slices.Contains(env, "MY_SECRET=s3") {
+		t.Errorf("built %q: the rule's own MY_SECRET lost to its pass: glob", env)
+	}
+}
