@@ -37,6 +37,10 @@ type ShimRun struct {
 	// variables), hidden the keys the shim hides in the first program.
 	base   map[string]string
 	hidden map[string]bool
+	// ready is closed when StartShim has finished the launch's environment
+	// (l.Env, tree): a start request waits for it, which also orders
+	// those writes before its reads.
+	ready chan struct{}
 	// tree is what the launch gives its tree by key without the launch's
 	// own rule (treeEnv; base when the first program matched none): a
 	// granted program's value that differs from it is a grant.
@@ -166,9 +170,11 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 			s.decision[d.Key] = d
 		}
 	}
+	s.ready = make(chan struct{})
 	if s.srv, err = shim.Listen(h.socketDir(), s); err != nil {
 		return nil, err
 	}
+	defer close(s.ready)
 	env := make([]string, 0, len(l.Env)+4)
 	for _, kv := range l.Env {
 		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
@@ -450,6 +456,9 @@ func (s *ShimRun) NoScope(err error) {
 func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
+	}
+	if s.ready != nil { // nil only in a ShimRun not made by StartShim
+		<-s.ready
 	}
 	// No grant the audit log could not record (audit: {on_error: fail}).
 	if err := s.l.auditFailed(s.alog); err != nil {
