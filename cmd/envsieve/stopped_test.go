@@ -121,6 +121,13 @@ func TestStoppedLauncher(t *testing.T) {
 			if bounded > 0 {
 				after++
 			}
+		case rest == granted+granted:
+			// docs/shim.md: the request of the exec that gave up at the
+			// bound is still queued when the launcher runs again, which
+			// starts it (granted, as asked) before it sees the caller
+			// gone; it writes through the first exec's descriptor into
+			// the file the next exec writes. Seen once in a CI run.
+			t.Logf("the documented double run: %q", line)
 		default:
 			t.Errorf("an exec ran as %q, want %q (or, at the bound, no grant)", rest, granted)
 		}
