@@ -347,7 +347,7 @@ func (b *Broker) Fakes() map[string]string {
 }
 
 // caVars are the variables through which TLS clients take a bundle of
-// roots (DESIGN.md section 11): each replaces its client's store, so it
+// roots (docs/design.md, "The credential broker"): each replaces its client's store, so it
 // gets the whole bundle.
 var caVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
 	"GIT_SSL_CAINFO", "AWS_CA_BUNDLE", "npm_config_cafile", "PIP_CERT", "DENO_CERT", "CARGO_HTTP_CAINFO",

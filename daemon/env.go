@@ -20,7 +20,7 @@ type layered struct {
 	layer map[string]string
 }
 
-// buildEnv builds a command's environment (DESIGN.md section 2, step 8):
+// buildEnv builds a command's environment (docs/design.md section 2, step 8):
 //
 //   - Layer 1, from the daemon's own environment: the keys of the plan's
 //     base set (through the engine, so their values face the value test and

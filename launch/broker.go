@@ -12,7 +12,7 @@ import (
 )
 
 // BrokerRequest is what a launch asks of a credential broker (package
-// broker, DESIGN.md section 11): the bindings, the real values it keeps,
+// broker, docs/design.md, "The credential broker"): the bindings, the real values it keeps,
 // and the user's settings. It travels to the broker over a pipe, never in
 // an environment or argv.
 type BrokerRequest struct {
@@ -187,7 +187,7 @@ func (l *Plan) StartBroker() error {
 var proxyBaseURLs = []string{"OPENAI_BASE_URL"}
 
 // proxyMode reports whether the launch's broker serves proxy mode: the
-// child then gets the proxy variables and the CA variables (DESIGN.md
+// child then gets the proxy variables and the CA variables (docs/design.md
 // section 11). It does when a binding has hosts and no base-URL variable
 // (its clients have no endpoint to point elsewhere: gh, git, npm), or a
 // base-URL variable some client of the key ignores (proxyBaseURLs), or

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The lifetime of a launch (DESIGN.md section 12, promise 3): nothing
+// The lifetime of a launch (docs/design.md, "The seal": lifetime): nothing
 // started in the tree outlives it. A pid namespace's pid 1 gives that for
 // free. Elsewhere (Landlock, unsealed) two holds do it:
 //

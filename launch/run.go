@@ -235,7 +235,7 @@ func atOrIn(p string, paths []string) bool {
 	return false
 }
 
-// toolCaches are the caches under HOME a sealed tree writes (DESIGN.md
+// toolCaches are the caches under HOME a sealed tree writes (docs/design.md
 // section 12), by the program that uses them; "" for every tree. The
 // defaults only: GOMODCACHE, GOCACHE, npm's cache, CARGO_HOME moved
 // elsewhere are outside HOME, or named by seal.write.
@@ -248,7 +248,7 @@ var toolCaches = []struct{ prog, dir string }{
 }
 
 // CachePlaces returns the caches under home a sealed tree may write
-// (DESIGN.md section 12), whether or not they exist: ~/.cache and the
+// (docs/design.md, "The seal"), whether or not they exist: ~/.cache and the
 // toolchains' defaults. A policy file there is one the tree could have
 // written.
 func CachePlaces(home string) []string {
@@ -260,7 +260,7 @@ func CachePlaces(home string) []string {
 }
 
 // writePlaces returns the places under HOME the sealed tree may write
-// (DESIGN.md section 12, promise 2): the working directory, the profile's
+// (docs/design.md, "The seal": writes): the working directory, the profile's
 // state_dirs, the temp directory, the caches (toolCaches) and the policy's
 // seal.write. Each missing one is made (0700) when the launcher can: a
 // state dir, a seal.write path and ~/.cache always, a tool's cache when

@@ -147,7 +147,7 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 }
 
-// TestSafeBase pins the safe base set of DESIGN.md section 3.
+// TestSafeBase pins the safe base set of docs/design.md section 3.
 func TestSafeBase(t *testing.T) {
 	p, err := policy.Default()
 	if err != nil {
@@ -171,7 +171,7 @@ func TestSafeBase(t *testing.T) {
 		delete(have, k)
 	}
 	for k := range have {
-		t.Errorf("safe base has %s, which DESIGN.md does not list", k)
+		t.Errorf("safe base has %s, which docs/design.md does not list", k)
 	}
 	for _, k := range c.AllKeys(c.Bases["minimal"]) {
 		if !strings.Contains(" "+got+" ", " "+k+" ") {

@@ -97,7 +97,7 @@ type Spec struct {
 	Hold []string
 }
 
-// credentialFiles is DESIGN.md section 12's list, relative to HOME: files
+// credentialFiles is docs/design.md "The seal"'s list, relative to HOME: files
 // and directories that hold a credential whole or in part. An entry that
 // does not exist is skipped when the seal is made. No entry lies beneath
 // another. Sources: the tools' own documentation, and the deny lists of

@@ -4,7 +4,7 @@
 //
 // # The pipeline
 //
-// [Build] follows DESIGN.md section 2 step by step:
+// [Build] follows docs/design.md section 2 step by step:
 //
 //  1. Parse the parent environment. An entry without '=' or whose name is not
 //     [A-Za-z_][A-Za-z0-9_]* is dropped (invalid-name); a duplicated key keeps

@@ -43,7 +43,7 @@ http.request({host: p.hostname, port: p.port, method: 'CONNECT', path: target, h
 `
 
 // TestCAVariablesOnlyForProxyMode: the CA variables are set only when
-// proxy mode is active (DESIGN.md section 11), each pointing at what its
+// proxy mode is active (docs/design.md, "The credential broker"), each pointing at what its
 // client needs. Under the claude profile, whose bindings are all served
 // through their base-URL variable, the tree gets neither a CA variable
 // nor a proxy variable (node would parse the CA file at every start).

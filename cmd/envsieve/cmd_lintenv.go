@@ -18,7 +18,7 @@ import (
 	"github.com/envsieve/envsieve/shim"
 )
 
-// universal are the unprefixed variables any tool may read (DESIGN.md
+// universal are the unprefixed variables any tool may read (docs/design.md
 // section 8).
 var universal = map[string]bool{"NO_COLOR": true, "CI": true, "HOME": true, "USER": true, "PATH": true,
 	"SHELL": true, "TERM": true, "XDG_CONFIG_HOME": true, "XDG_DATA_HOME": true, "XDG_CACHE_HOME": true,

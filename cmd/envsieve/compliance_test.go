@@ -114,7 +114,7 @@ func take(t *testing.T, env map[string]string, key, want string) {
 // of the real value's shape, never the real value, and the base-URL
 // variable the broker points at itself. The claude profile's bindings are
 // all served through ANTHROPIC_BASE_URL: no proxy and no CA variable is
-// set (DESIGN.md section 11), so leftover finds any that is.
+// set (docs/design.md, "The credential broker"), so leftover finds any that is.
 func takeBrokered(t *testing.T, env map[string]string, key, real string) {
 	t.Helper()
 	v, ok := env[key]

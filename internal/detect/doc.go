@@ -1,6 +1,6 @@
 // Package detect recognises credentials and code-injection hooks in
 // environment variables. The engine (sieve) uses it to decide which keys are
-// sensitive (DESIGN.md, section 2, step 4); [Scan] finds, in what the agent
+// sensitive (docs/design.md section 2, step 4); [Scan] finds, in what the agent
 // reads back, the secrets that no policy named (section 4).
 //
 // There are four detectors, each a pure function of its arguments:

@@ -14,7 +14,7 @@ var injectionPrefixes = []string{
 
 // injectionNames are the exact names of the other such variables.
 var injectionNames = []string{
-	// DESIGN.md, section 2, step 4.
+	// docs/design.md section 2, step 4.
 	"GIT_CONFIG",        // a whole git config file
 	"BASH_ENV",          // sourced by every non-interactive bash
 	"ENV",               // sourced by sh and by bash in POSIX mode
@@ -42,7 +42,7 @@ var injectionNames = []string{
 	"LUA_INIT",             // Lua code (or @file) that lua runs at start
 }
 
-// Deliberately not in the floor (keep them out unless DESIGN.md changes):
+// Deliberately not in the floor (keep them out unless docs/design.md changes):
 //
 //   - module search paths: PATH, PYTHONPATH and NODE_PATH are in the safe base
 //     set, so PERL5LIB, PERLLIB, RUBYLIB, GIT_EXEC_PATH and GIT_TEMPLATE_DIR,

@@ -21,7 +21,7 @@ func TestInjection(t *testing.T) {
 		{name: "GIT_CONFIG_GLOBAL", want: true},
 		{name: "LUA_INIT_5_4", want: true},
 
-		// Exact names from DESIGN.md.
+		// Exact names from docs/design.md.
 		{name: "GIT_CONFIG", want: true},
 		{name: "BASH_ENV", want: true},
 		{name: "ENV", want: true},
@@ -53,7 +53,7 @@ func TestInjection(t *testing.T) {
 		{name: "MYFUNC", value: "() { :; }; echo pwned", want: true},
 		{name: "HOME", value: "() {", want: true},
 
-		// Safe by DESIGN.md (base set) or by choice: search paths and
+		// Safe by docs/design.md (base set) or by choice: search paths and
 		// programs run on purpose.
 		{name: "PATH", value: "/usr/bin:/bin"},
 		{name: "PYTHONPATH", value: "src"},

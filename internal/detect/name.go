@@ -5,7 +5,7 @@ package detect
 // DBPASS), also in the plural (API_KEYS, AWS_SECRETS). A word that only
 // starts with one is not sensitive: KEYBOARD, PASSENGER, AUTHOR, TOKENIZERS.
 var sensitiveWords = []string{
-	// DESIGN.md, section 2, step 4.
+	// docs/design.md section 2, step 4.
 	"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASS", "PW",
 	"CREDENTIAL", "CREDENTIALS", "CREDS", "PRIVATE", "COOKIE", "DSN", "AUTH",
 	// Added: they name a secret as plainly (GPG_PASSPHRASE, the CGI

@@ -10,7 +10,7 @@ func TestSensitiveName(t *testing.T) {
 		name string
 		word string // "" when the name is not sensitive
 	}{
-		// Required by DESIGN.md.
+		// Required by docs/design.md.
 		{name: "MY_APIKEY", word: "APIKEY"},
 		{name: "GITHUB_TOKEN", word: "TOKEN"},
 		{name: "AWS_SECRET_ACCESS_KEY", word: "SECRET"},

@@ -2,7 +2,7 @@
 // envsieve started, so that an envsieve started there only narrows what it
 // was given: it opens no secret store, reads no install key, runs no
 // `from: command` helper and loads no policy file the tree could have
-// written (DESIGN.md sections 10 and 12, issue 14 item 4).
+// written (docs/design.md, "The boundary" and "The seal", issue 14 item 4).
 //
 // # What counts as a tree
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/envsieve/envsieve/policy"
 )
 
-// TestExitCode: the statuses of DESIGN.md section 8, and what is printed
+// TestExitCode: the statuses of docs/design.md section 8, and what is printed
 // for each.
 func TestExitCode(t *testing.T) {
 	_, perr := policy.Parse("p.yaml", []byte("version: 1\nbogus: 1\n"))
