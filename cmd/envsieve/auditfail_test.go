@@ -34,13 +34,7 @@ func TestAuditFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(work, 0o777)
-	sys := filepath.Join(dir, "sys")
-	if err := os.Mkdir(sys, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte("#!/bin/sh\necho \"gh: ${#GITHUB_TOKEN}\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	sys := sysDir(t, dir, map[string]string{"gh": "#!/bin/sh\necho \"gh: ${#GITHUB_TOKEN}\"\n"})
 	disk := filepath.Join(dir, "disk")
 	if err := os.Mkdir(disk, 0o755); err != nil {
 		t.Fatal(err)

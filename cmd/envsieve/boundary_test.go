@@ -57,25 +57,15 @@ func testRuleBoundary(t *testing.T, landlock bool) {
 	dir := filepath.Dir(exe)
 	canary := "boundary-canary-" + strings.Repeat("3e", 6)
 	files := boundaryHome(t, home, canary)
-	sys := filepath.Join(dir, "sys")
-	if err := os.Mkdir(sys, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// gh, root-owned in a root-owned directory: a program a rule may
 	// grant to. It says whether it got the token, then does what a
 	// hostile alias of gh's would.
 	probe := `cd "$HOME"; for f in ` + strings.Join(files, " ") + `; do cat "$f" 2>/dev/null; done; ` +
 		`echo "mode: audit" >> .config/envsieve/policy.yaml 2>/dev/null && echo POLICY-WRITTEN-BY-$0`
-	gh := "#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN}\"\n" + probe + "\n"
-	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte(gh), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
+	sys := sysDir(t, dir, map[string]string{"gh": "#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN}\"\n" + probe + "\n"})
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
 		"  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"+
-		"  - name: everything\n    match: {command: \"*\"}\n    deny: [ANTHROPIC_API_KEY]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+		"  - name: everything\n    match: {command: \"*\"}\n    deny: [ANTHROPIC_API_KEY]\n")
 	var wrap []string
 	if landlock {
 		noNS := filepath.Join(dir, "nouserns")
@@ -148,19 +138,10 @@ func testRuleBoundary(t *testing.T, landlock bool) {
 func TestGrantNotSteered(t *testing.T) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
-	sys := filepath.Join(dir, "sys")
-	if err := os.Mkdir(sys, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	gh := "#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN} xdg=${XDG_CONFIG_HOME:-unset} proxy=${HTTPS_PROXY:-unset} cert=${SSL_CERT_FILE:-unset} gitcfg=${GIT_CONFIG_COUNT:-unset} term=${TERM:-unset} cols=${COLUMNS:-unset} mydir=${MYTOOL_DIR:-unset}\"\n"
-	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte(gh), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\ngroups: [proxy, tls]\nrules:\n"+
-		"  - name: gh-pr-list\n    match: {command: gh, args: [pr, list], args_exact: true}\n    allow: [GITHUB_TOKEN, MYTOOL_DIR]\n    pass: [MYTOOL_DIR]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sys := sysDir(t, dir, map[string]string{"gh": gh})
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\ngroups: [proxy, tls]\nrules:\n"+
+		"  - name: gh-pr-list\n    match: {command: gh, args: [pr, list], args_exact: true}\n    allow: [GITHUB_TOKEN, MYTOOL_DIR]\n    pass: [MYTOOL_DIR]\n")
 	token := "tok-for-gh-only-" + strings.Repeat("c4", 8)
 	cmd := exec.Command(exe, "run", "--policy", pol, "--", "bash", "-c",
 		`XDG_CONFIG_HOME=/tmp/evil HTTPS_PROXY=http://127.0.0.1:9 SSL_CERT_FILE=/tmp/evil.pem GIT_CONFIG_COUNT=1 TERM=caller-term COLUMNS=91 MYTOOL_DIR=/caller/dir gh pr list`)
@@ -215,19 +196,10 @@ func TestDaemonSealed(t *testing.T) {
 	dir := filepath.Dir(exe)
 	canary := "daemon-canary-" + strings.Repeat("6a", 6)
 	files := boundaryHome(t, home, canary)
-	sys := filepath.Join(dir, "sys")
-	if err := os.Mkdir(sys, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	probe := `cd "$HOME"; cat ` + strings.Join(files, " ") + ` 2>/dev/null; echo "mode: audit" >> .config/envsieve/policy.yaml 2>/dev/null && echo POLICY-WRITTEN-BY-$0; echo done`
-	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte("#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN}\"\n"+probe+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nprofiles:\n  sealed: {seal: on}\n  open: {}\n"+
-		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sys := sysDir(t, dir, map[string]string{"gh": "#!/bin/sh\necho \"gh: token-length=${#GITHUB_TOKEN}\"\n" + probe + "\n"})
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\nprofiles:\n  sealed: {seal: on}\n  open: {}\n"+
+		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n")
 	token := "tok-daemon-seal-" + strings.Repeat("2f", 6)
 	sock := filepath.Join(home, "d.sock")
 	env := []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_SHIM=" + shimtest.Lib(t)}

@@ -5,7 +5,6 @@ package main
 import (
 	"net/http/cgi"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -162,10 +161,6 @@ func TestGitRuleHTTP(t *testing.T) {
 // GIT_RULE_TOKEN and passes gitPass, and returns its path.
 func gitRulePolicy(t *testing.T, dir string) string {
 	t.Helper()
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
-		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return pol
+	return writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\nrules:\n"+
+		"  - name: git\n    match: {command: git}\n    allow: [GIT_RULE_TOKEN]\n    pass: ["+strings.Join(gitPass, ", ")+"]\n")
 }

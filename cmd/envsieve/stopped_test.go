@@ -37,18 +37,9 @@ func TestStoppedLauncher(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(work, 0o777)
-	sys := filepath.Join(dir, "sys")
-	if err := os.Mkdir(sys, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sys, "gh"), []byte("#!/bin/sh\necho \"gh: ${#GITHUB_TOKEN} denied=${#DENIED_KEY}\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	pol := filepath.Join(dir, "p.yaml")
-	if err := os.WriteFile(pol, []byte("version: 1\nredact: {enabled: false, entropy: false}\nallow: [DENIED_KEY]\n"+
-		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n    deny: [DENIED_KEY]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sys := sysDir(t, dir, map[string]string{"gh": "#!/bin/sh\necho \"gh: ${#GITHUB_TOKEN} denied=${#DENIED_KEY}\"\n"})
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\nallow: [DENIED_KEY]\n"+
+		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n    deny: [DENIED_KEY]\n")
 	token := "tok-for-gh-only-" + strings.Repeat("b2", 6)
 	out := filepath.Join(work, "gh.out")
 	started := filepath.Join(work, "started")
