@@ -67,7 +67,7 @@ test: deps agents vet cross arm64 staticcheck race
 # static and setuid programs of its attack tests, the unprivileged user's
 # tests). Installed with apt-get when it is there and we are root; otherwise
 # the list of what is missing and the command, and the test run stops.
-DEPS := cc:gcc node:nodejs npm:npm python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl qemu-aarch64:qemu-user bwrap:bubblewrap socat:socat musl-gcc:musl-tools
+DEPS := cc:gcc node:nodejs npm:npm python3:python3 perl:perl ruby:ruby git:git setpriv:util-linux curl:curl qemu-aarch64:qemu-user bwrap:bubblewrap socat:socat musl-gcc:musl-tools gh:gh /usr/bin/aws:awscli /usr/sbin/sshd:openssh-server ssh-agent:openssh-client
 deps:
 	@missing=""; for d in $(DEPS); do command -v $${d%%:*} >/dev/null 2>&1 || missing="$$missing $${d#*:}"; done; \
 	test -n "$$(ls /usr/lib/*-linux-gnu/libc.a /usr/lib/libc.a 2>/dev/null)" || missing="$$missing libc6-dev"; \

@@ -1,0 +1,30 @@
+package login
+
+import (
+	"strings"
+	"testing"
+)
+
+func testFaker(name, real string) string { return "FAKE-" + strings.ToUpper(name[len(name)-4:]) }
+
+func TestGitCredentials(t *testing.T) {
+	real := "https://alice:s3cr%2Ft@git.example.com\n\nhttps://bob:tok@github.com:8443/org\n"
+	out, creds, err := fakeGitCredentials([]byte(real), testFaker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "s3cr") || strings.Contains(string(out), "tok@") {
+		t.Fatalf("fake file holds a real value:\n%s", out)
+	}
+	if len(creds) != 2 || creds[0].Real != "s3cr/t" || creds[0].Hosts[0] != "git.example.com" || creds[1].Hosts[0] != "github.com:8443" {
+		t.Fatalf("creds = %+v", creds)
+	}
+	if !strings.Contains(string(out), "alice:FAKE-.COM@git.example.com\n\n") {
+		t.Fatalf("fake file:\n%s", out)
+	}
+	for _, bad := range []string{"not a url\n", "https://git.example.com\n", "https://alice@host\n"} {
+		if _, _, err := fakeGitCredentials([]byte(bad), testFaker); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+// Package login understands the credential files of the tools an agent
+// uses (gh, git, npm, ...) and of the agents themselves (Claude Code,
+// Codex, Gemini CLI), and writes for each a file of the same format whose
+// secrets are fakes (docs/design.md section 13, "Logins as fakes").
+//
+// A [Format] reads the user's real file and returns the fake file and the
+// credentials it holds ([Cred]): each one's real value, its name among the
+// launch's brokered secrets, and the hosts the file binds it to. The
+// launcher puts the fake file in the sealed tree's view at the real path,
+// and gives the broker the credentials, so that the tree's tools keep
+// working with fakes while the real values reach only their hosts.
+//
+// Guarantees, for every format and every input:
+//   - the fake file holds no real value of a credential the format
+//     returns, in any form the format writes it (URL- or base64-encoded
+//     included);
+//   - everything else in the file passes as it is;
+//   - a file the format cannot understand wholly is an error (the seal
+//     then masks it), never passed on.
+//
+// The package does no I/O: callers read the real file and write the fake.
+package login
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Cred is one credential of a file.
+type Cred struct {
+	// Name names it among the launch's brokered secrets: the format and
+	// what the file keys it by ("git-credentials:https://git.example.com",
+	// "gh:github.example.com"). Stable across launches and across changes
+	// of the real value; never holds a value.
+	Name string
+	// Real is the real value.
+	Real string
+	// Hosts are the hosts the real value may go to: "host", "host:port"
+	// or "*.suffix".
+	Hosts []string
+	// In are the places of a request the fake is swapped in (as
+	// broker.Binding.In); nil means the authorization headers, a Basic
+	// credential's user and password included.
+	In []string
+	// Paths, when set, are the only path prefixes the real value is given
+	// to (a token endpoint's body field).
+	Paths []string
+}
+
+// Faker returns the fake of a credential: the same value for the same
+// name and real value (broker.Fake with the install key, in a launch).
+type Faker func(name, real string) string
+
+// Format is one credential file format.
+type Format struct {
+	// Name is the format's name in explain and the audit ("gh-hosts").
+	Name string
+	// Paths are where the file lies, relative to HOME.
+	Paths []string
+	// Fake parses real and returns the fake file and its credentials. An
+	// error means the file is not wholly understood: the seal masks it.
+	Fake func(real []byte, fake Faker) (out []byte, creds []Cred, err error)
+}
+
+// formats are the formats this package understands, by name.
+var formats = map[string]Format{}
+
+// register adds f; a second format of one name is a programming error.
+func register(f Format) {
+	if _, dup := formats[f.Name]; dup {
+		panic(fmt.Sprintf("login: format %q registered twice", f.Name))
+	}
+	formats[f.Name] = f
+}
+
+// Formats returns every format, sorted by name.
+func Formats() []Format {
+	out := make([]Format, 0, len(formats))
+	for _, f := range formats {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ByPath returns the format of the file at rel (relative to HOME), if any.
+func ByPath(rel string) (Format, bool) {
+	for _, f := range formats {
+		for _, p := range f.Paths {
+			if p == rel {
+				return f, true
+			}
+		}
+	}
+	return Format{}, false
+}
