@@ -73,8 +73,10 @@ deps:
 	test -n "$$(ls /usr/lib/*-linux-gnu/libc.a /usr/lib/libc.a 2>/dev/null)" || missing="$$missing libc6-dev"; \
 	if [ -n "$$missing" ]; then \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-			echo "installing:$$missing"; \
-			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+			echo "make deps: installing with apt-get, as root:$$missing"; \
+			apt-get update -q >/dev/null && \
+			{ apt-get install --assume-no $$missing 2>/dev/null | grep -E '^(Need to get|After this)' || true; } && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
 		else \
 			echo "the tests run these for real and they are missing:$$missing"; \
 			echo "install them, e.g.: sudo apt-get install$$missing"; exit 1; \
@@ -97,8 +99,9 @@ agents: deps
 	fi
 
 # The inner loop: every test without the race detector, the long ones cut
-# short (a few seconds here).
-quick: agents
+# short. It installs nothing: a test that needs a missing program fails
+# and names `make deps` or `make agents`.
+quick:
 	$(GO) test -short ./...
 
 # The portable core builds and vets for macOS (both arches), linux/arm64 and
@@ -123,26 +126,17 @@ staticcheck: $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 race:
 	$(GO) test -race -count=1 -timeout 40m ./...
 
-# A short run of every fuzz target (FUZZTIME=5m for a longer one).
+# A short run of every fuzz target (FUZZTIME=5m for a longer one): the
+# targets are found, not listed, so a new one cannot be left out.
 FUZZTIME ?= 20s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./sieve/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./seal/
-	$(GO) test -run '^$$' -fuzz '^FuzzCommands$$' -fuzztime $(FUZZTIME) ./internal/shellcmd/
-	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./internal/detect/
-	$(GO) test -run '^$$' -fuzz '^FuzzChunking$$' -fuzztime $(FUZZTIME) ./redact/
-	$(GO) test -run '^$$' -fuzz '^FuzzDetectorChunking$$' -fuzztime $(FUZZTIME) ./redact/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./shim/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseStart$$' -fuzztime $(FUZZTIME) ./shim/
-	$(GO) test -run '^$$' -fuzz '^FuzzServerDoor$$' -fuzztime $(FUZZTIME) ./shim/
-	$(GO) test -run '^$$' -fuzz '^FuzzProtocol$$' -fuzztime $(FUZZTIME) ./daemon/
-	$(GO) test -run '^$$' -fuzz '^FuzzPCBList$$' -fuzztime $(FUZZTIME) ./broker/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodedScrub$$' -fuzztime $(FUZZTIME) ./broker/
-	$(GO) test -run '^$$' -fuzz '^FuzzSockDiag$$' -fuzztime $(FUZZTIME) ./broker/
-	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
-	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/
+	@$(GO) test -list '^Fuzz' ./... | awk '/^Fuzz/ { t[n++] = $$1 } /^ok / { for (i = 0; i < n; i++) print $$2, t[i]; n = 0 }' > $(BIN)/fuzz-targets.txt || exit 1; \
+	test -s $(BIN)/fuzz-targets.txt || { echo "no fuzz targets found"; exit 1; }; \
+	echo "$$(wc -l < $(BIN)/fuzz-targets.txt) fuzz targets, $(FUZZTIME) each"; \
+	while read -r pkg target; do \
+		echo "fuzz $$pkg $$target"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+	done < $(BIN)/fuzz-targets.txt
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...
