@@ -206,12 +206,6 @@ type Rule struct {
 	Tables *Tables
 }
 
-// MatchArgv reports whether argv (argv[0] is the program as written, or a
-// path) matches the rule.
-func (r *Rule) MatchArgv(argv []string) bool {
-	return len(argv) > 0 && r.MatchProgram(argv[0]) && r.MatchArgs(argv[1:])
-}
-
 // MatchArgs reports whether a program's arguments (argv without argv[0])
 // match the rule's: its Args lead them, and with ArgsExact nothing follows.
 func (r *Rule) MatchArgs(args []string) bool {
