@@ -143,6 +143,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/
+	$(GO) test -run '^$$' -fuzz '^FuzzAgentProtocol$$' -fuzztime $(FUZZTIME) ./sshfilter/
+	$(GO) test -run '^$$' -fuzz '^FuzzUserauthRequest$$' -fuzztime $(FUZZTIME) ./sshfilter/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...
