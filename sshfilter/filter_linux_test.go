@@ -35,7 +35,7 @@ func newWorld(t *testing.T) *world {
 	w := &world{dir: sshtest.Shared(t)}
 	w.allowed = sshtest.NewKey(t, w.dir, "allowed-key")
 	w.other = sshtest.NewKey(t, w.dir, "other-key")
-	w.userAgent = sshtest.Agent(t, w.dir, w.allowed, w.other)
+	w.userAgent = sshtest.Agent(t, w.allowed, w.other)
 	w.a = sshtest.Sshd(t, w.dir, w.allowed.Public, w.other.Public)
 	w.b = sshtest.Sshd(t, w.dir, w.allowed.Public, w.other.Public)
 	w.knownHosts = filepath.Join(w.dir, "known_hosts")

@@ -43,13 +43,15 @@ func NewKey(t *testing.T, dir, comment string) Key {
 	return Key{Path: p, Public: strings.TrimSpace(string(pub)), Comment: comment}
 }
 
-// Agent starts ssh-agent on a socket in dir and adds the keys; it stops
-// with the test.
-func Agent(t *testing.T, dir string, keys ...Key) string {
+// Agent starts ssh-agent, as the unprivileged user (the user whose agent
+// it is), on a socket in a private directory of that user's, and adds the
+// keys; it stops with the test.
+func Agent(t *testing.T, keys ...Key) string {
 	t.Helper()
-	sock := filepath.Join(dir, "user-agent.sock")
+	sock := filepath.Join(Private(t), "user-agent.sock")
 	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = AsUnprivileged()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
