@@ -91,11 +91,13 @@ func New(cfg Config) (*Filter, error) {
 		}
 		f.keys = append(f.keys, s)
 	}
-	for i, h := range cfg.Hosts {
-		cfg.Hosts[i] = strings.ToLower(strings.TrimSpace(h))
-		if cfg.Hosts[i] == "" {
+	f.cfg.Hosts = nil
+	for _, h := range cfg.Hosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
 			return nil, errors.New("sshfilter: an empty host")
 		}
+		f.cfg.Hosts = append(f.cfg.Hosts, h)
 	}
 	for _, path := range cfg.KnownHosts {
 		b, err := os.ReadFile(path)

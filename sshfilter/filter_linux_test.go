@@ -386,3 +386,47 @@ func publicKeyB(b *testing.B, key string) ssh.PublicKey {
 	}
 	return k
 }
+
+// TestKnownHostsReadOnce: a host key the tree writes into known_hosts
+// during the launch, for an allowed name, is not trusted: the filter read
+// the file when it started.
+func TestKnownHostsReadOnce(t *testing.T) {
+	w := newWorld(t)
+	kh := filepath.Join(w.dir, "known_hosts_once")
+	sshtest.WriteFile(t, kh, w.a.KnownHostsLine("127.0.0.1")+"\n")
+	ev := &events{}
+	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, Event: ev.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := f.Listen(sshtest.Private(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	hostB := hostSigner(t, w, w.b)
+	// The tree names the other server github.com.
+	sshtest.WriteFile(t, kh, w.a.KnownHostsLine("127.0.0.1")+"\ngithub.com "+w.b.HostKey+"\n")
+	sid := []byte("a session identifier of 32 bytes")
+	sig, err := hostB.Sign(rand.Reader, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rawClient(t, sock)
+	_, _ = c.Extension("session-bind@openssh.com", bindMsg(hostB.PublicKey(), sid, sig, false))
+	allowed := publicKey(t, w.allowed.Public)
+	if _, err := c.Sign(allowed, userauth(sid, allowed, methodPublickey, nil)); err == nil {
+		t.Fatal("signed for a host key written into known_hosts after the start")
+	}
+	if !ev.refused("in no known_hosts") {
+		t.Errorf("no refusal: %+v", ev.all)
+	}
+	// The control: a filter started now trusts it.
+	g, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, why := g.hostFor(hostB.PublicKey().Marshal()); h != "github.com" {
+		t.Errorf("a filter started after the write does not trust it: %s", why)
+	}
+}
