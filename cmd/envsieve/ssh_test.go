@@ -59,6 +59,7 @@ echo "list:"; ssh-add -L
 GIT_SSH_COMMAND="` + sshCmd + `" git clone -q ssh://nobody@127.0.0.1:` + strconv.Itoa(a.Port) + `/srv/repo.git clone; echo "clone=$?"
 ` + sshCmd + ` -p ` + strconv.Itoa(b.Port) + ` 127.0.0.1 true; echo "second=$?"
 ssh-add -D >/dev/null 2>&1; echo "delete=$?"
+(echo "# planted" >> "$HOME/.ssh/known_hosts") 2>/dev/null && echo "known-hosts=written" || echo "known-hosts=refused"
 `
 	alog := filepath.Join(home, "audit.jsonl")
 	var args []string
@@ -106,6 +107,11 @@ ssh-add -D >/dev/null 2>&1; echo "delete=$?"
 	}
 	if b.Accepted() || !strings.Contains(out, "second=255") {
 		t.Errorf("ssh to the other server was not refused:\n%s", out)
+	}
+	// Sealed, the tree cannot plant a host key for a later launch.
+	// Unsealed (the control) it can: the seal is the boundary.
+	if want := map[bool]string{true: "known-hosts=written", false: "known-hosts=refused"}[seal == "none"]; !strings.Contains(out, want) {
+		t.Errorf("~/.ssh/known_hosts under seal %s: want %s:\n%s", seal, want, out)
 	}
 	if c := exec.Command("ssh-add", "-l"); true {
 		c.Env = []string{"PATH=/usr/bin:/bin", "SSH_AUTH_SOCK=" + userAgent}
