@@ -235,7 +235,11 @@ func (s *conn) handle(msg []byte) []byte {
 			return s.refuse("", "malformed extension")
 		}
 		if e.Name != "session-bind@openssh.com" {
-			return s.refuse("", fmt.Sprintf("extension %q", e.Name))
+			name := e.Name
+			if len(name) > 64 {
+				name = name[:64] + "..." // the audit log gets no client's megabytes
+			}
+			return s.refuse("", fmt.Sprintf("extension %q", name))
 		}
 		return s.bind(e.Contents)
 	}

@@ -118,6 +118,7 @@ func FuzzAgentProtocol(f *testing.F) {
 	f.Add(append([]byte{msgSignRequest}, putString(putString(nil, []byte("k")), []byte("d"))...))
 	f.Add(marshalIdentities([]identity{{Blob: []byte("b"), Comment: "c"}}))
 	f.Add(append([]byte{msgExtension}, putString(nil, []byte("session-bind@openssh.com"))...))
+	f.Add(append([]byte{msgExtension}, putString(nil, bytes.Repeat([]byte("x"), 1000))...))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if _, err := readMessage(bytes.NewReader(frame(msg))); err != nil && len(msg) > 0 && len(msg) <= maxMessage {
 			t.Fatalf("frame not read back: %v", err)
@@ -148,11 +149,16 @@ func FuzzAgentProtocol(f *testing.F) {
 				}
 			}
 		}
-		// A connection state given the message answers without panicking.
+		// A connection state given the message answers without panicking,
+		// and reports no more than a bounded reason.
 		if len(msg) > 0 {
-			s := &conn{f: &Filter{cfg: Config{Upstream: "/nonexistent/agent.sock"}}}
+			var reason string
+			s := &conn{f: &Filter{cfg: Config{Upstream: "/nonexistent/agent.sock", Event: func(e Event) { reason = e.Reason }}}}
 			if r := s.handle(msg); len(r) == 0 {
 				t.Fatal("no answer")
+			}
+			if len(reason) > 300 {
+				t.Fatalf("a reason of %d bytes", len(reason))
 			}
 		}
 	})
