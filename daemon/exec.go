@@ -118,6 +118,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	if err := l.StartBroker(); err != nil {
 		return nil, err
 	}
+	if err := l.StartSSHAgent(); err != nil {
+		return nil, err
+	}
 	// The daemon seals its commands as `envsieve run` does, by Landlock
 	// (it is their parent). Where it cannot, a profile that requires the
 	// seal gets no command, and one that asks for it gets it unsealed with

@@ -243,7 +243,7 @@ func (l *Plan) treeEnv() (map[string]string, error) {
 		return nil, err
 	}
 	without := map[string]string{}
-	for _, kv := range l.brokerOverlay(res.Env) {
+	for _, kv := range l.sshOverlay(l.brokerOverlay(res.Env)) {
 		k, v, _ := strings.Cut(kv, "=")
 		without[k] = v
 	}
@@ -717,7 +717,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 	if pwd != "" {
 		own["PWD"] = pwd
 	}
-	built := l.brokerOverlay(res.Env)
+	built := l.sshOverlay(l.brokerOverlay(res.Env))
 	env = make([]string, 0, len(built)+len(own)+8)
 	for _, kv := range built {
 		k, v, _ := strings.Cut(kv, "=")

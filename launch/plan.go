@@ -22,6 +22,7 @@ import (
 	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
+	"github.com/envsieve/envsieve/sshfilter"
 )
 
 // Reporter receives what a launch has to say besides its errors: debug
@@ -231,6 +232,9 @@ type Plan struct {
 	brokerEnv map[string]string
 	brokered  []string
 	brokerDir string
+	// sshAgent is the running ssh agent filter, sshDir its directory.
+	sshAgent *sshfilter.Filter
+	sshDir   string
 	// alog is the open audit log, for the broker's events.
 	alog atomic.Pointer[audit.Log]
 	// pinned is the sealed copy of the first program when the rule the
@@ -282,6 +286,7 @@ func (l *Plan) Cleanup() {
 		return
 	}
 	l.stopBroker()
+	l.stopSSHAgent()
 	if l.files != nil {
 		_ = l.files.Remove()
 		l.files = nil

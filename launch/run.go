@@ -423,6 +423,9 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	if err := l.StartBroker(); err != nil {
 		return 0, err
 	}
+	if err := l.StartSSHAgent(); err != nil {
+		return 0, err
+	}
 	alog, err := l.OpenAudit(argv)
 	if err != nil {
 		return 0, err
@@ -450,11 +453,11 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	// envsieve-init in its place (unshareInit), which makes the namespaces
 	// itself: no Go launcher stays resident, and nothing is registered.
 	unshare := ""
-	if set == nil && l.files == nil && l.opt.NoShim && l.broker == nil {
+	if set == nil && l.files == nil && l.opt.NoShim && l.broker == nil && l.sshAgent == nil {
 		unshare = l.unshareInit()
 	}
 	var sigs *Signals
-	if set != nil || l.files != nil || (l.opt.Isolate && unshare == "") || !l.opt.NoShim || l.broker != nil {
+	if set != nil || l.files != nil || (l.opt.Isolate && unshare == "") || !l.opt.NoShim || l.broker != nil || l.sshAgent != nil {
 		sigs = NotifySignals()
 	}
 	prog := path
@@ -473,7 +476,7 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	}
 	// A launch sealed by Landlock is never in place: its tree needs a
 	// reaper and a launcher to outlive it (reap_linux.go).
-	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil
+	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil && l.sshAgent == nil
 	if inPlace && !l.opt.Isolate && !l.opt.Seal {
 		return 0, l.execInPlace(path, argv, alog)
 	}

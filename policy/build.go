@@ -215,6 +215,7 @@ func (b *builder) build(raw *rawFile) (*Policy, error) {
 			p.Broker.UpstreamCA = append(p.Broker.UpstreamCA, ca.V)
 		}
 	}
+	p.SSH = b.sshSettings(raw.SSH)
 	// Every brokered name needs a binding: the policy's own or the
 	// catalog's.
 	levels := []*Level{p.Global}

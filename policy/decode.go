@@ -124,6 +124,7 @@ type rawFile struct {
 	Tools    []rawTool
 	Secrets  []rawSecret
 	Broker   *rawBroker
+	SSH      *rawSSH
 }
 
 type decoder struct {
@@ -632,6 +633,14 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			"upstream_ca": func(_ str, v ast.Node) { rb.UpstreamCA = d.strList("broker: upstream_ca", v) },
 		})
 		f.Broker = rb
+	}
+	h["ssh"] = func(key str, v ast.Node) {
+		rs := &rawSSH{Pos: key.Pos}
+		d.fields(v, "ssh", map[string]func(str, ast.Node){
+			"keys":  func(_ str, v ast.Node) { rs.Keys = d.strList("ssh: keys", v) },
+			"hosts": func(_ str, v ast.Node) { rs.Hosts = d.strList("ssh: hosts", v) },
+		})
+		f.SSH = rs
 	}
 	f.Global.Pos = d.nodePos(root)
 	f.Global.Keys = d.fields(root, "policy", h)

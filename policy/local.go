@@ -61,6 +61,9 @@ func (p *Policy) Narrow(name string, src []byte) (*Policy, error) {
 	if raw.Broker != nil {
 		esc(raw.Broker.Pos, "broker belongs in the user's policy (its upstream roots and egress)")
 	}
+	if raw.SSH != nil {
+		esc(raw.SSH.Pos, "ssh belongs in the user's policy (the keys and hosts of the user's agent)")
+	}
 	if g.Mode != nil && g.Mode.V != string(Enforce) {
 		esc(g.Mode.Pos, "mode %q widens enforce", g.Mode.V)
 	}

@@ -70,7 +70,9 @@ type Policy struct {
 	// the launch (audit: {on_error: fail}).
 	AuditWarn bool
 	// Broker are the top-level broker settings.
-	Broker   BrokerSettings
+	Broker BrokerSettings
+	// SSH are the ssh agent filter's settings (ssh:).
+	SSH      SSHSettings
 	profiles map[string]*Profile // user and built-in, by name
 	order    []string            // user profiles in file order, then built-ins
 	noneProf *Plan               // the plan when no profile is asked for

@@ -55,6 +55,9 @@ type explainJSON struct {
 	// brokered), whether it gets the real value or a fake the broker swaps
 	// (additive to schema v1).
 	Secrets []secretJSON `json:"secrets"`
+	// SSH is what the tree's ssh agent allows, when the child gets
+	// SSH_AUTH_SOCK (additive to schema v1).
+	SSH *sshJSON `json:"ssh,omitempty"`
 }
 
 // secretJSON is one credential the child gets: "brokered" (a fake; the
@@ -284,6 +287,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 			doc.Seal.Why = nsErr.Error()
 		}
 	}
+	doc.SSH = sshDoc(p, res.Env)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -403,6 +407,7 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 	default:
 		fmt.Fprintf(w, "seal:    on, but not available here (%s): the command would run without it\n", s.Why)
 	}
+	printSSH(w, doc.SSH)
 	switch {
 	case doc.Shim.RulesAt == "exec":
 		fmt.Fprintf(w, "shim:    loads; rules apply at each exec, to the program that matches\n")

@@ -86,6 +86,9 @@ tree for each canary; tries to change the policy file and its directory; and
 runs, as a program each of your rules matches (a shell for a catch-all, cat,
 env, git through an alias, python3, node), a read of every credential file
 and a write of the policy: a program a rule matches must be in the same seal.
+With a stand-in ssh agent (one canary key) as its SSH_AUTH_SOCK, it takes
+that socket, signs data that is no login to a bound host, adds a key and
+removes every key: the tree's agent is envsieve's filter (docs/ssh.md).
 verify reports what leaked on each channel: exit 0 only when nothing did.
 
 With a CMD of your own, a canary counts as leaked when its value appears in
@@ -137,6 +140,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 		return fmt.Errorf("verify: make the stand-in HOME: %w", err)
 	}
 	defer os.RemoveAll(w.dir)
+	defer w.stopAgent()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -233,6 +237,8 @@ type world struct {
 	dir string   // everything, removed at the end
 	env []string // the stand-in agent's environment
 	in  probeInput
+	// stopAgent stops the stand-in user's ssh agent.
+	stopAgent func()
 }
 
 // newWorld makes a HOME with a canary in every credential file of the
@@ -323,12 +329,16 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	}
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
-		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ENVSIEVE_POLICY":
+		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ENVSIEVE_POLICY", "SSH_AUTH_SOCK":
 		default:
 			w.env = append(w.env, kv)
 		}
 	}
 	w.env = append(w.env, "HOME="+home)
+	if w.in.SSHAgent, w.stopAgent, err = startCanaryAgent(w.dir); err != nil {
+		return err
+	}
+	w.env = append(w.env, "SSH_AUTH_SOCK="+w.in.SSHAgent)
 	for _, c := range canaries {
 		name, value, _ := strings.Cut(c, "=")
 		w.in.Canaries[name] = value

@@ -47,7 +47,7 @@ const (
 
 var probeChannels = []string{
 	"environ", "getenv", "/proc/self/environ", "/proc/PPID/environ", "/proc/*/environ",
-	chShim, chRenamed, chFiles, chStore, chNested, chPolicy, chRules,
+	chShim, chRenamed, chFiles, chStore, chNested, chPolicy, chRules, chSSH,
 }
 
 // probeInput is what verify tells the probe.
@@ -70,6 +70,8 @@ type probeInput struct {
 	Rules []string
 	// Work is a directory the probe may write, outside every sealed path.
 	Work string
+	// SSHAgent is the socket of the stand-in user's ssh agent.
+	SSHAgent string `json:"ssh_agent,omitempty"`
 }
 
 type probeFile struct {
@@ -98,6 +100,7 @@ func probeMain() int {
 	p.nested()
 	p.policy()
 	p.rules()
+	p.sshAgent()
 	for _, names := range p.found {
 		sort.Strings(names)
 	}
