@@ -142,6 +142,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSockDiag$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseOnePasswordRef$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/
 
 bench:

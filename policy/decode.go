@@ -96,6 +96,9 @@ type rawSecret struct {
 	Name    str
 	From    *str
 	Command []str
+	Service *str // from: keychain
+	Account *str // from: keychain
+	Ref     *str // from: op
 	Timeout *str
 	Deliver *str
 	Broker  *rawBinding
@@ -618,6 +621,9 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			d.fields(sv, what, map[string]func(str, ast.Node){
 				"from":    d.optStr(what+": from", &sec.From),
 				"command": func(_ str, v ast.Node) { sec.Command = d.strList(what+": command", v) },
+				"service": d.optStr(what+": service", &sec.Service),
+				"account": d.optStr(what+": account", &sec.Account),
+				"ref":     d.optStr(what+": ref", &sec.Ref),
 				"timeout": d.optStr(what+": timeout", &sec.Timeout),
 				"deliver": d.optStr(what+": deliver", &sec.Deliver),
 				"broker":  func(_ str, v ast.Node) { sec.Broker = d.binding(what+": broker", v) },

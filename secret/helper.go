@@ -81,6 +81,7 @@ var helperBase = []string{
 	"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TMPDIR",
 	"XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
 	"GNUPGHOME", "GPG_AGENT_INFO", "GPG_TTY", "PASSWORD_STORE_DIR", "SSH_AUTH_SOCK", "DISPLAY", "WAYLAND_DISPLAY",
+	"DBUS_SESSION_BUS_ADDRESS", // secret-tool reaches the Secret Service over the session bus
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
 	"SSL_CERT_FILE", "SSL_CERT_DIR",
 }

@@ -138,7 +138,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if err != nil {
 		return nil, err
 	}
-	envFile, names, err := readEnvFiles(f.envFiles)
+	envFile, names, err := readEnvFiles(u, f.envFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +181,11 @@ func kept(res *sieve.Result) int {
 
 // readEnvFiles reads dotenv files (secret.ParseDotenv) and returns their
 // values by name and the names in file order; nil, nil when there are
-// none. A name in two files, and an op:// reference (the `from: op` source
-// does not exist yet), are errors at their position; no value is ever in
+// none. An op:// reference is read with 1Password's op, as the `from: op`
+// source reads it (readOpRef). A name in two files, a malformed reference
+// and one op cannot read are errors at their position; no value is ever in
 // an error.
-func readEnvFiles(paths []string) (map[string]string, []string, error) {
+func readEnvFiles(u *cli.UI, paths []string) (map[string]string, []string, error) {
 	if len(paths) == 0 {
 		return nil, nil, nil
 	}
@@ -206,11 +207,30 @@ func readEnvFiles(paths []string) (map[string]string, []string, error) {
 				return nil, nil, fmt.Errorf("--env-file: %s: %s is given twice (first at %s)", pos, e.Key, first)
 			}
 			if strings.HasPrefix(e.Value, "op://") {
-				return nil, nil, fmt.Errorf("--env-file: %s: %s is an op:// reference, and op:// references need the `from: op` source, which envsieve does not have yet", pos, e.Key)
+				v, err := readOpRef(u, e.Key, e.Value)
+				if err != nil {
+					return nil, nil, fmt.Errorf("--env-file: %s: %w", pos, err)
+				}
+				e.Value = v
 			}
 			values[e.Key], where[e.Key] = e.Value, pos
 			names = append(names, e.Key)
 		}
 	}
 	return values, names, nil
+}
+
+// readOpRef reads the 1Password reference ref for the secret name as the
+// policy's `from: op` source does: `op read REF`, a trusted op found in
+// PATH, a minimal environment. Inside an envsieve tree no helper runs.
+func readOpRef(u *cli.UI, name, ref string) (string, error) {
+	argv, err := secret.OnePasswordArgv(ref)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if why := cli.Nested(); why != "" {
+		return "", fmt.Errorf("%s is an op:// reference, and inside an envsieve tree (%s) envsieve runs no helper: give %s its value", name, why, name)
+	}
+	cmd := &secret.Command{Argv: argv, Env: os.Environ(), Stderr: u.Err}
+	return cmd.Fetch(context.Background(), name)
 }
