@@ -36,20 +36,35 @@ type policyFlags struct {
 	forceMask bool
 }
 
-func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
+// Which of policyFlags a verb registers: each verb lists only the flags
+// it uses. --policy is always there.
+const (
+	flagRequest = 1 << iota // --profile, --tool, --secret
+	flagMode                // --mode
+	flagSandbox             // --no-broker, --no-shim, --isolate, --seal
+	flagAudit               // --audit: only a verb that writes the audit log
+	flagsLaunch             = flagRequest | flagMode | flagSandbox | flagAudit
+)
+
+func (f *policyFlags) register(fs *pflag.FlagSet, which int) {
 	fs.StringVar(&f.policy, "policy", "", "policy `file` (default: $ENVSIEVE_POLICY, then $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default)")
-	if !request {
-		return
+	if which&flagRequest != 0 {
+		fs.StringVar(&f.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
+		fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
+		fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
 	}
-	fs.StringVar(&f.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
-	fs.StringVar(&f.mode, "mode", "", "override the policy's mode: enforce or audit")
-	fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
-	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
-	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
-	fs.BoolVar(&f.noBroker, "no-broker", false, "hand brokered secrets over as their real values instead of fakes (the broker does not run)")
-	fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
-	fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
-	fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
+	if which&flagMode != 0 {
+		fs.StringVar(&f.mode, "mode", "", "override the policy's mode: enforce or audit")
+	}
+	if which&flagAudit != 0 {
+		fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
+	}
+	if which&flagSandbox != 0 {
+		fs.BoolVar(&f.noBroker, "no-broker", false, "hand brokered secrets over as their real values instead of fakes (the broker does not run)")
+		fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
+		fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
+		fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
+	}
 }
 
 // request turns the flags into an engine request for commands.

@@ -166,7 +166,7 @@ every process can read:
 exec and run is the command's own; 125 for an error of envsieve or the
 daemon, 126 and 127 for a program that cannot be run or is not found.`,
 	}
-	root.PersistentFlags().StringVar(&f.socket, "socket", "", "daemon socket `path` (default $XDG_RUNTIME_DIR/envsieve.sock)")
+	root.PersistentFlags().StringVar(&f.socket, "socket", "", "daemon socket `path` (default here: "+daemon.DefaultSocket(envknob.RuntimeDir())+")")
 	root.PersistentFlags().DurationVar(&f.wait, "wait", 0, "wait up to `DURATION` for the daemon's socket to answer")
 
 	root.AddCommand(newClientInitCmd(u, &f), newClientNewCmd(u, &f), newClientExecCmd(u, &f), newClientEnvCmd(u, &f),
