@@ -43,7 +43,7 @@ const (
 	flagMode                // --mode
 	flagSandbox             // --no-broker, --no-shim, --isolate, --seal
 	flagAudit               // --audit: only a verb that writes the audit log
-	flagsLaunch             = flagRequest | flagMode | flagSandbox | flagAudit
+	flagsLaunch = flagRequest | flagMode | flagSandbox | flagAudit
 )
 
 func (f *policyFlags) register(fs *pflag.FlagSet, which int) {
