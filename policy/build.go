@@ -405,7 +405,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	}
 	for _, g := range r.Groups {
 		if b.c.Groups[g.V] == nil {
-			b.d.errorAt(g.Pos, "%s: groups: unknown group %q (known: %s)", name, g.V, strings.Join(b.c.GroupNames(), ", "))
+			b.d.errorAt(g.Pos, "%s: groups: unknown group %q%s (known: %s)", name, g.V, DidYouMean(g.V, b.c.GroupNames()), strings.Join(b.c.GroupNames(), ", "))
 			continue
 		}
 		l.Groups = append(l.Groups, &Source{Level: name, List: "group", Entry: g.V, Pos: g.Pos})
@@ -623,7 +623,7 @@ func (b *builder) resolve(p *Policy) {
 		for i, ref := range refs {
 			target, ok := b.lookup(p, ref, name)
 			if !ok {
-				b.d.errorAt(refPos[i], "profile %s: %q: %v", name, ref, ErrUnknownProfile)
+				b.d.errorAt(refPos[i], "profile %s: %q: %v%s", name, ref, ErrUnknownProfile, DidYouMean(strings.TrimPrefix(ref, builtinPrefix), profileNames(p, false)))
 				continue
 			}
 			add(visit(target, name, refPos[i]))

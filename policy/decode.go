@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -223,7 +224,7 @@ func (d *decoder) fields(n ast.Node, what string, handlers map[string]func(key s
 	d.eachPair(n, what, func(key str, v ast.Node) {
 		h, ok := handlers[key.V]
 		if !ok {
-			d.errorAt(key.Pos, "%s: unknown key %q (known: %s)", what, key.V, knownKeys(handlers))
+			d.errorAt(key.Pos, "%s: unknown key %q%s (known: %s)", what, key.V, DidYouMean(key.V, slices.Sorted(maps.Keys(handlers))), knownKeys(handlers))
 			return
 		}
 		seen[key.V] = key.Pos
