@@ -190,12 +190,12 @@ type decisionJSON struct {
 	// KeyEscaped says Key is not UTF-8 and holds its bytes escaped
 	// (exactBytes); JSON cannot hold them as they are.
 	KeyEscaped bool        `json:"key_escaped,omitempty"`
-	Kept      bool        `json:"kept"`
-	WouldDrop bool        `json:"would_drop"`
-	Reason    string      `json:"reason"`
-	Detail    string      `json:"detail,omitempty"`
-	Added     bool        `json:"added"`
-	Source    *sourceJSON `json:"source"`
+	Kept       bool        `json:"kept"`
+	WouldDrop  bool        `json:"would_drop"`
+	Reason     string      `json:"reason"`
+	Detail     string      `json:"detail,omitempty"`
+	Added      bool        `json:"added"`
+	Source     *sourceJSON `json:"source"`
 }
 
 type envJSON struct {

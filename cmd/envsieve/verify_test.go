@@ -23,7 +23,7 @@ import (
 
 // verifyReport is what `envsieve verify --json` prints, and its exit status.
 type verifyReport struct {
-	Leaks  map[string][]string `json:"leaks"`
+	Leaks    map[string][]string `json:"leaks"`
 	Leaked   bool                `json:"leaked"`
 	SealHint string              `json:"seal_hint"`
 	status   int
