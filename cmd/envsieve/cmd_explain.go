@@ -250,6 +250,7 @@ sensitive keys masked. --json prints the same as a stable document
 	}
 	c.Flags().SetInterspersed(false)
 	o.register(c.Flags(), flagRequest|flagMode|flagSandbox)
+	completeRequestFlags(c)
 	c.Flags().BoolVar(&o.json, "json", false, "print a JSON document (schema envsieve.explain/v1)")
 	return c
 }

@@ -55,5 +55,6 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 		},
 	}
 	f.register(c.Flags(), flagRequest)
+	completeRequestFlags(c)
 	return c
 }

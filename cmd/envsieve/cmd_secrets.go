@@ -90,9 +90,10 @@ there take secrets only from their own environment.`,
 		},
 	})
 	c.AddCommand(&cobra.Command{
-		Use:   "rm NAME",
-		Short: "Remove a stored secret",
-		Args:  cobra.ExactArgs(1),
+		Use:               "rm NAME",
+		ValidArgsFunction: completeStored,
+		Short:             "Remove a stored secret",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			s, err := cli.UserStore()
 			if err != nil {

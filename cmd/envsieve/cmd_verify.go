@@ -117,6 +117,7 @@ profile would leave readable, and exits 1 when there is one.`,
 	c.Flags().BoolVar(&o.seal, "seal", false, "run with --seal")
 	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	c.Flags().BoolVar(&o.home, "home", false, "list the credential files of your HOME the seal would leave readable")
+	completeRequestFlags(c)
 	return c
 }
 
