@@ -145,6 +145,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseOnePasswordRef$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadAudit$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sieve/ ./redact/ ./internal/...
