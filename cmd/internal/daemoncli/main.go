@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
-	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/launch"
 )
 
 // Main runs envsieve-daemon with os.Args and returns its exit status:
