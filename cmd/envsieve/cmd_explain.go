@@ -67,7 +67,7 @@ type secretJSON struct {
 	Hosts   []string `json:"hosts,omitempty"`
 	BaseURL string   `json:"base_url,omitempty"`
 	Binding string   `json:"binding,omitempty"` // "policy" or "catalog"
-	// From is the source that gives the value: env, store or command
+	// From is the source that gives the value: env, store, command, keychain, op or env-file
 	// (additive to schema v1).
 	From string `json:"from,omitempty"`
 }
