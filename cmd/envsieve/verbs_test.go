@@ -47,6 +47,8 @@ func TestVerbFlags(t *testing.T) {
 		{"explain", []string{"policy", "profile", "secret", "tool", "mode", "isolate", "seal", "no-shim", "no-broker", "json"}, []string{"audit"}},
 		{"run", []string{"policy", "profile", "secret", "tool", "mode", "isolate", "seal", "no-shim", "no-broker", "audit", "env-file"}, nil},
 		{"check", []string{"policy"}, []string{"profile", "secret", "audit"}},
+		// sh parses its own arguments; its help lists the long ones it takes.
+		{"sh", []string{"policy", "profile", "mode", "isolate", "seal", "no-seal", "no-shim", "login"}, []string{"audit", "secret", "tool"}},
 		{"profiles", []string{"policy", "json"}, []string{"profile", "secret", "audit"}},
 	} {
 		c := rootCmd(u, tc.verb).Commands()[0]
