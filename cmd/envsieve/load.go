@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -165,7 +168,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 		EnvFile: envFile,
 	})
 	if err != nil {
-		return nil, err
+		return nil, didYouMean(err, p, f, parent)
 	}
 	u.Debugf("environment built: %d of %d parent entries kept, %d variables", kept(l.Result), len(parent), len(l.Result.Env))
 	return l, nil
@@ -248,4 +251,29 @@ func readOpRef(u *cli.UI, name, ref string) (string, error) {
 	}
 	cmd := &secret.Command{Argv: argv, Env: os.Environ(), Stderr: u.Err}
 	return cmd.Fetch(context.Background(), name)
+}
+
+// didYouMean adds the closest known name to an unknown tool's error, and
+// to that of a secret no source has (the policy's secrets and the names of
+// the launcher's environment; names only, never a value).
+func didYouMean(err error, p *policy.Policy, f *policyFlags, parent []string) error {
+	var se *sieve.SecretError
+	switch {
+	case errors.Is(err, sieve.ErrUnknownTool):
+		if s := policy.DidYouMean(f.tool, slices.Collect(maps.Keys(p.Tools))); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
+	case errors.As(err, &se) && strings.HasPrefix(se.Reason, "not found"):
+		names := slices.Collect(maps.Keys(p.Secrets))
+		for _, kv := range parent {
+			if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		if s := policy.DidYouMean(se.Name, slices.Compact(names)); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
+	}
+	return err
 }
