@@ -121,3 +121,11 @@ func lookupEnv(env []string, key string) string {
 	}
 	return ""
 }
+
+// ResolveHelper returns the real path of the helper argv0 that a
+// [Command] with the environment env would run, or why none would run (not
+// found, or found only where the agent's tree can write): what `envsieve
+// doctor` reports before a launch needs it.
+func ResolveHelper(argv0 string, env []string) (string, error) {
+	return resolveHelper(argv0, env)
+}
