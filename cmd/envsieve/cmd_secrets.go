@@ -38,8 +38,10 @@ there take secrets only from their own environment.`,
 		},
 	}
 	c.AddCommand(&cobra.Command{
-		Use:   "set NAME",
-		Short: "Store a secret; the value comes from stdin, or from a prompt that does not echo",
+		Use: "set NAME",
+		// The names the policy reads from the store.
+		ValidArgsFunction: completeStoreSecrets,
+		Short:             "Store a secret; the value comes from stdin, or from a prompt that does not echo",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return cli.UsageError{Err: errors.New("secrets set: a value is never taken from the command line, where other processes can read it; pipe it on stdin or type it at the prompt")}

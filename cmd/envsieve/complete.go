@@ -109,3 +109,22 @@ func completeRequestFlags(c *cobra.Command) {
 		_ = c.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"enforce", "audit"}, noFiles))
 	}
 }
+
+// completeStoreSecrets offers, for `secrets set`, the secrets the policy
+// reads from the store (from: store, or no source named).
+func completeStoreSecrets(c *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, noFiles
+	}
+	p := completePolicy(c)
+	if p == nil {
+		return nil, noFiles
+	}
+	var names []string
+	for n, s := range p.Secrets {
+		if s.From == policy.FromStore || s.FromDefault {
+			names = append(names, n)
+		}
+	}
+	return matching(names, prefix), noFiles
+}
