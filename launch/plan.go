@@ -558,7 +558,7 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 				}
 				return nil, nil, err
 			}
-		case policy.FromCommand:
+		case policy.FromCommand, policy.FromKeychain, policy.FromOp:
 			src = &secret.Command{Argv: spec.Command, Timeout: spec.Timeout, Env: h.HelperEnv, Stderr: h.stderr()}
 		default:
 			src = secret.Env(l.opt.Parent)

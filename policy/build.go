@@ -13,6 +13,7 @@ import (
 	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/pattern"
 	"github.com/envsieve/envsieve/profiles"
+	"github.com/envsieve/envsieve/secret"
 )
 
 // ErrUnknownProfile is returned (wrapped) for a profile name the policy does
@@ -248,28 +249,54 @@ func (b *builder) secret(rs rawSecret) *Secret {
 	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, FromDefault: rs.From == nil, Deliver: DeliverEnv}
 	if rs.From != nil {
 		switch f := SecretFrom(rs.From.V); f {
-		case FromEnv, FromStore, FromCommand:
+		case FromEnv, FromStore, FromCommand, FromKeychain, FromOp:
 			s.From = f
 		default:
-			b.d.errorAt(rs.From.Pos, "%s: from: want env, store or command, got %q", what, rs.From.V)
+			b.d.errorAt(rs.From.Pos, "%s: from: want env, store, command, keychain or op, got %q", what, rs.From.V)
 		}
 	}
 	for _, c := range rs.Command {
 		s.Command = append(s.Command, c.V)
+	}
+	// Each field belongs to one source.
+	for _, f := range []struct {
+		v     *str
+		field string
+		from  SecretFrom
+	}{{rs.Service, "service", FromKeychain}, {rs.Account, "account", FromKeychain}, {rs.Ref, "ref", FromOp}} {
+		if f.v != nil && s.From != f.from {
+			b.d.errorAt(f.v.Pos, "%s: %s is used only with from: %s", what, f.field, f.from)
+		}
 	}
 	switch {
 	case s.From == FromCommand && len(s.Command) == 0:
 		b.d.errorAt(rs.Name.Pos, "%s: from command needs a command list, such as [pass, show, name]", what)
 	case s.From != FromCommand && len(s.Command) > 0:
 		b.d.errorAt(rs.Command[0].Pos, "%s: command is used only with from: command", what)
+	case s.From == FromKeychain && (rs.Service == nil || rs.Account == nil):
+		b.d.errorAt(rs.From.Pos, "%s: from keychain needs a service and an account, such as {from: keychain, service: github, account: me}", what)
+	case s.From == FromKeychain:
+		argv, err := secret.HostKeychainArgv(rs.Service.V, rs.Account.V)
+		if err != nil {
+			b.d.errorAt(rs.From.Pos, "%s: %v", what, err)
+		}
+		s.Command = argv
+	case s.From == FromOp && rs.Ref == nil:
+		b.d.errorAt(rs.From.Pos, "%s: from op needs a ref, such as {from: op, ref: op://vault/item/field}", what)
+	case s.From == FromOp:
+		argv, err := secret.OnePasswordArgv(rs.Ref.V)
+		if err != nil {
+			b.d.errorAt(rs.Ref.Pos, "%s: ref: %v", what, err)
+		}
+		s.Command = argv
 	}
 	if rs.Timeout != nil {
 		d, err := time.ParseDuration(rs.Timeout.V)
 		switch {
 		case err != nil || d <= 0:
 			b.d.errorAt(rs.Timeout.Pos, "%s: timeout: want a duration such as 5s, got %q", what, rs.Timeout.V)
-		case s.From != FromCommand:
-			b.d.errorAt(rs.Timeout.Pos, "%s: timeout is used only with from: command", what)
+		case !s.From.Helper():
+			b.d.errorAt(rs.Timeout.Pos, "%s: timeout is used only with from: command, keychain or op", what)
 		default:
 			s.Timeout = d
 		}
@@ -379,7 +406,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	}
 	for _, g := range r.Groups {
 		if b.c.Groups[g.V] == nil {
-			b.d.errorAt(g.Pos, "%s: groups: unknown group %q (known: %s)", name, g.V, strings.Join(b.c.GroupNames(), ", "))
+			b.d.errorAt(g.Pos, "%s: groups: unknown group %q%s (known: %s)", name, g.V, DidYouMean(g.V, b.c.GroupNames()), strings.Join(b.c.GroupNames(), ", "))
 			continue
 		}
 		l.Groups = append(l.Groups, &Source{Level: name, List: "group", Entry: g.V, Pos: g.Pos})
@@ -597,7 +624,7 @@ func (b *builder) resolve(p *Policy) {
 		for i, ref := range refs {
 			target, ok := b.lookup(p, ref, name)
 			if !ok {
-				b.d.errorAt(refPos[i], "profile %s: %q: %v", name, ref, ErrUnknownProfile)
+				b.d.errorAt(refPos[i], "profile %s: %q: %v%s", name, ref, ErrUnknownProfile, DidYouMean(strings.TrimPrefix(ref, builtinPrefix), profileNames(p, false)))
 				continue
 			}
 			add(visit(target, name, refPos[i]))

@@ -84,6 +84,9 @@ const (
 	FromEnv     = compiled.FromEnv
 	FromStore   = compiled.FromStore
 	FromCommand = compiled.FromCommand
+	// FromKeychain and FromOp are read by a helper, as FromCommand is.
+	FromKeychain = compiled.FromKeychain
+	FromOp       = compiled.FromOp
 )
 
 // Deliveries.

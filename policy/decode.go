@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,6 +97,9 @@ type rawSecret struct {
 	Name    str
 	From    *str
 	Command []str
+	Service *str // from: keychain
+	Account *str // from: keychain
+	Ref     *str // from: op
 	Timeout *str
 	Deliver *str
 	Broker  *rawBinding
@@ -221,7 +225,7 @@ func (d *decoder) fields(n ast.Node, what string, handlers map[string]func(key s
 	d.eachPair(n, what, func(key str, v ast.Node) {
 		h, ok := handlers[key.V]
 		if !ok {
-			d.errorAt(key.Pos, "%s: unknown key %q (known: %s)", what, key.V, knownKeys(handlers))
+			d.errorAt(key.Pos, "%s: unknown key %q%s (known: %s)", what, key.V, DidYouMean(key.V, slices.Sorted(maps.Keys(handlers))), knownKeys(handlers))
 			return
 		}
 		seen[key.V] = key.Pos
@@ -619,6 +623,9 @@ func (d *decoder) decodeFile(root ast.Node) *rawFile {
 			d.fields(sv, what, map[string]func(str, ast.Node){
 				"from":    d.optStr(what+": from", &sec.From),
 				"command": func(_ str, v ast.Node) { sec.Command = d.strList(what+": command", v) },
+				"service": d.optStr(what+": service", &sec.Service),
+				"account": d.optStr(what+": account", &sec.Account),
+				"ref":     d.optStr(what+": ref", &sec.Ref),
 				"timeout": d.optStr(what+": timeout", &sec.Timeout),
 				"deliver": d.optStr(what+": deliver", &sec.Deliver),
 				"broker":  func(_ str, v ast.Node) { sec.Broker = d.binding(what+": broker", v) },

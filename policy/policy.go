@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/envsieve/envsieve/internal/compiled"
@@ -145,9 +146,39 @@ func (p *Policy) Plan(profile string) (*Plan, error) {
 		if p.lazyErr != nil {
 			return nil, p.lazyErr
 		}
-		return nil, fmt.Errorf("profile %q: %w", profile, ErrUnknownProfile)
+		return nil, fmt.Errorf("profile %q: %w%s", profile, ErrUnknownProfile, DidYouMean(profile, p.ProfileNames()))
 	}
 	return pr.Plan, nil
+}
+
+// ProfileNames returns the names a profile can be asked for by: the
+// user's, then the built-ins' without their "builtin:" prefix (a user
+// profile of the same name hides the built-in one).
+func (p *Policy) ProfileNames() []string { return profileNames(p, true) }
+
+// profileNames is ProfileNames; while the policy is being built (lazy
+// false) only the profiles already made are named.
+func profileNames(p *Policy, lazy bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range p.order {
+		n = strings.TrimPrefix(n, builtinPrefix)
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if lazy && !p.builtinsEager {
+		_, order := p.lazyBuiltins()
+		for _, n := range order {
+			n = strings.TrimPrefix(n, builtinPrefix)
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // Catalog returns the built-in bases and groups the policy was compiled with.

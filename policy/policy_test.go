@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/secret"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -24,7 +26,10 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", "version: 1\nallow: FOO\n", []string{"2:8: global: allow: want a list, got a string"}},
 		{"bad glob byte", "version: 1\ndeny: [\"A[B\"]\n", []string{`2:8: global: deny: "A[B": byte '[' at offset 1`}},
 		{"digit start", "version: 1\nallow: [\"1AB\"]\n", []string{"2:9: global: allow: \"1AB\": a variable name cannot start with a digit"}},
-		{"unknown group", "version: 1\ngroups: [proxy, nope]\n", []string{`2:17: global: groups: unknown group "nope" (known: `}},
+		{"unknown group", "version: 1\ngroups: [proxy, nope]\n", []string{`2:17: global: groups: unknown group "nope" (did you mean "node"?) (known: `}},
+		{"unknown group far", "version: 1\ngroups: [proxy, qqqq]\n", []string{`2:17: global: groups: unknown group "qqqq" (known: `}},
+		{"unknown key", "version: 1\nalow: [A]\n", []string{`2:1: policy: unknown key "alow" (did you mean "allow"?) (known: `}},
+		{"unknown profile ref", "version: 1\nprofiles:\n  a: {extends: [cladue]}\n", []string{`profile a: "cladue": unknown profile (did you mean "claude"?)`}},
 		{"bad mode", "version: 1\nmode: loud\n", []string{`2:7: global: mode: want enforce or audit, got "loud"`}},
 		{"audit on_error", "version: 1\naudit: {path: /tmp/a, on_error: warn}\n", nil},
 		{"bad audit on_error", "version: 1\naudit: {on_error: ignore}\n", []string{`2:19: audit: on_error: want fail or warn, got "ignore"`}},
@@ -483,12 +488,21 @@ secrets:
   GITHUB_TOKEN: {from: env}
   TWILIO_AUTH_TOKEN: {from: store, deliver: file}
   OPENAI_API_KEY: {from: command, command: [pass, show, openai], timeout: 2s}
+  OP_TOKEN: {from: op, ref: "op://Private/My Item/token", timeout: 30s}
+  KC_TOKEN: {from: keychain, service: github, account: me}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := p.SecretSpec("OPENAI_API_KEY"); s.From != policy.FromCommand || len(s.Command) != 3 || s.Timeout.Seconds() != 2 {
 		t.Errorf("OPENAI_API_KEY spec = %+v", s)
+	}
+	if s := p.SecretSpec("OP_TOKEN"); s.From != policy.FromOp || !slices.Equal(s.Command, []string{"op", "read", "op://Private/My Item/token"}) || s.Timeout.Seconds() != 30 {
+		t.Errorf("OP_TOKEN spec = %+v", s)
+	}
+	want, _ := secret.HostKeychainArgv("github", "me")
+	if s := p.SecretSpec("KC_TOKEN"); s.From != policy.FromKeychain || !slices.Equal(s.Command, want) || len(want) == 0 {
+		t.Errorf("KC_TOKEN spec = %+v", s)
 	}
 	if s := p.SecretSpec("TWILIO_AUTH_TOKEN"); s.From != policy.FromStore || s.Deliver != policy.DeliverFile {
 		t.Errorf("TWILIO_AUTH_TOKEN spec = %+v", s)
@@ -497,7 +511,16 @@ secrets:
 		t.Errorf("an undeclared secret = %+v, want env delivered as env", s)
 	}
 	for _, bad := range []struct{ src, want string }{
-		{"secrets:\n  A: {from: vault}\n", `3:13: secret A: from: want env, store or command, got "vault"`},
+		{"secrets:\n  A: {from: vault}\n", `3:13: secret A: from: want env, store, command, keychain or op, got "vault"`},
+		{"secrets:\n  A: {from: keychain, service: s}\n", "secret A: from keychain needs a service and an account"},
+		{"secrets:\n  A: {from: keychain, service: s, account: \"-w\"}\n", "keychain account: starts with -"},
+		{"secrets:\n  A: {from: keychain, service: \"\", account: a}\n", "keychain service: empty"},
+		{"secrets:\n  A: {from: op}\n", "secret A: from op needs a ref"},
+		{"secrets:\n  A: {from: op, ref: \"op://v/i\"}\n", "3:22: secret A: ref: \"op://v/i\": 2 segments"},
+		{"secrets:\n  A: {from: op, ref: sk-live-pasted-value}\n", "ref: does not start with op://"},
+		{"secrets:\n  A: {from: op, ref: \"op://v/i/f\", service: s}\n", "secret A: service is used only with from: keychain"},
+		{"secrets:\n  A: {from: env, ref: \"op://v/i/f\"}\n", "secret A: ref is used only with from: op"},
+		{"secrets:\n  A: {from: store, timeout: 2s}\n", "secret A: timeout is used only with from: command, keychain or op"},
 		{"secrets:\n  A: {from: command}\n", "3:3: secret A: from command needs a command list"},
 		{"secrets:\n  A: {command: [x]}\n", "3:17: secret A: command is used only with from: command"},
 		{"secrets:\n  A: {from: command, command: [x], timeout: soon}\n", `secret A: timeout: want a duration such as 5s, got "soon"`},

@@ -81,6 +81,7 @@ var helperBase = []string{
 	"HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TMPDIR",
 	"XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
 	"GNUPGHOME", "GPG_AGENT_INFO", "GPG_TTY", "PASSWORD_STORE_DIR", "SSH_AUTH_SOCK", "DISPLAY", "WAYLAND_DISPLAY",
+	"DBUS_SESSION_BUS_ADDRESS", // secret-tool reaches the Secret Service over the session bus
 	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
 	"SSL_CERT_FILE", "SSL_CERT_DIR",
 }
@@ -119,4 +120,12 @@ func lookupEnv(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// ResolveHelper returns the real path of the helper argv0 that a
+// [Command] with the environment env would run, or why none would run (not
+// found, or found only where the agent's tree can write): what `envsieve
+// doctor` reports before a launch needs it.
+func ResolveHelper(argv0 string, env []string) (string, error) {
+	return resolveHelper(argv0, env)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +18,8 @@ func checkCmd(u *cli.UI) *cobra.Command {
 		Short: "Validate a policy (and ./.envsieve.yaml); exit 0 when valid, 1 when not",
 		Long: `check loads the policy the other commands would load (or FILE), and the
 project-local .envsieve.yaml when present, and prints every error with its
-file, line, column and a source excerpt. Exit status 0 when the policy is
+file, line, column and a source excerpt, and counts what it validated: the
+user's profiles, the built-in profiles, rules and tools. Exit status 0 when the policy is
 valid, 1 when it is not.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
@@ -30,13 +32,20 @@ valid, 1 when it is not.`,
 			if err != nil {
 				return err
 			}
-			user := 0
+			// The built-in profiles are compiled when first asked for:
+			// plan each, so that check validates what a launch could use.
+			user, builtin := 0, 0
 			for _, pr := range p.Profiles() {
-				if pr.Name[:min(len(pr.Name), 8)] != "builtin:" {
+				if _, err := p.Plan(pr.Name); err != nil {
+					return err
+				}
+				if strings.HasPrefix(pr.Name, "builtin:") {
+					builtin++
+				} else {
 					user++
 				}
 			}
-			fmt.Fprintf(u.Out, "%s: ok (%d profiles, %d rules, %d tools)\n", p.File, user, len(p.Rules), len(p.Tools))
+			fmt.Fprintf(u.Out, "%s: ok (%d profiles, %d built-in profiles, %d rules, %d tools)\n", p.File, user, builtin, len(p.Rules), len(p.Tools))
 			if p.Local != "" {
 				fmt.Fprintf(u.Out, "%s: ok (narrows %s)\n", p.Local, p.File)
 			}
@@ -46,6 +55,6 @@ valid, 1 when it is not.`,
 			return nil
 		},
 	}
-	f.register(c.Flags(), false)
+	f.register(c.Flags(), 0)
 	return c
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,6 +36,10 @@ func handOver(verb, short string) *cobra.Command {
 		Short:              short,
 		Long:               short + ".\n\nenvsieve hands over to " + daemonProgram + ", found next to its own binary or in ../lib/envsieve/; '" + "envsieve " + verb + " --help' lists its flags.",
 		DisableFlagParsing: true,
+		// Completion is envsieve-daemon's: its commands know their flags.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			return forwardComplete(verb, args, toComplete)
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			path, err := findDaemonProgram()
 			if err != nil {
@@ -64,4 +71,29 @@ func findDaemonProgram() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s is not installed: looked in %s and %s ('make build' builds it into bin/; 'go install github.com/envsieve/envsieve/cmd/...@latest' installs it beside envsieve)", daemonProgram, cands[0], cands[1])
+}
+
+// forwardComplete asks envsieve-daemon for the completions of `envsieve
+// VERB ARGS... TOCOMPLETE` (cobra's __complete protocol: one completion a
+// line, then :DIRECTIVE); nothing when it is not installed or says
+// something else.
+func forwardComplete(verb string, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	path, err := findDaemonProgram()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	argv := append(append([]string{cobra.ShellCompRequestCmd, verb}, args...), toComplete)
+	cmd := exec.Command(path, argv...)
+	cmd.Env = os.Environ()
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	last := lines[len(lines)-1]
+	d, err := strconv.Atoi(strings.TrimPrefix(last, ":"))
+	if !strings.HasPrefix(last, ":") || err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return lines[:len(lines)-1], cobra.ShellCompDirective(d)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,9 @@ import (
 	"github.com/envsieve/envsieve/internal/doctor"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
+	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -58,6 +61,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 
 	// The policy, and what it needs of the rest.
 	needShim, needSeal, needStart := false, false, false
+	var helpers []doctor.Check
 	quiet := cli.NewUI(u.Out, u.Err, false)
 	if p, err := cli.LoadPolicy(quiet, o.policy); err != nil {
 		add(doctor.Check{Name: "policy", Status: "fail", Required: true, Detail: firstLine(err.Error()), Fix: "envsieve check shows every error with its file, line and column"})
@@ -68,6 +72,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 		}
 		add(doctor.Check{Name: "policy", Status: "ok", Detail: detail})
 		needStart = len(p.Rules) > 0
+		helpers = helperChecks(p)
 		for _, pr := range p.Profiles() {
 			needShim = needShim || pr.Plan != nil && pr.Plan.BlockIteration
 			needSeal = needSeal || pr.Plan != nil && pr.Plan.Seal == "required"
@@ -138,6 +143,10 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	add(store)
 
 	for _, c := range doctor.Agents(envknob.Home(), doctor.LookPath) {
+		add(c)
+	}
+	// The helpers the policy's secrets are read with.
+	for _, c := range helpers {
 		add(c)
 	}
 
@@ -263,4 +272,42 @@ func sealCheck(required, landlock bool) doctor.Check {
 		c.Detail += "; HOME is not writable: what exists is sealed, and nothing needs to be created"
 	}
 	return c
+}
+
+// helperChecks returns one check per helper program the policy's secrets
+// name (from: command, keychain or op), "helper:NAME": found where the
+// agent's tree cannot write, or why it would not run. Not required: the
+// helper runs only when its secret is asked for. Inside a tree no helper
+// runs, and none is checked.
+func helperChecks(p *policy.Policy) []doctor.Check {
+	if cli.Nested() != "" {
+		return nil
+	}
+	users := map[string][]string{} // helper -> the secrets it gives
+	var order []string
+	for _, s := range p.Secrets {
+		if !s.From.Helper() || len(s.Command) == 0 {
+			continue
+		}
+		h := s.Command[0]
+		if _, ok := users[h]; !ok {
+			order = append(order, h)
+		}
+		users[h] = append(users[h], s.Name)
+	}
+	slices.Sort(order)
+	var out []doctor.Check
+	for _, h := range order {
+		names := users[h]
+		slices.Sort(names)
+		c := doctor.Check{Name: "helper:" + filepath.Base(h), Status: "ok"}
+		if path, err := secret.ResolveHelper(h, os.Environ()); err != nil {
+			c.Status, c.Detail = "warn", fmt.Sprintf("%v: %s cannot be fetched", err, strings.Join(names, ", "))
+			c.Fix = "install " + filepath.Base(h) + " where only an administrator can write (a system package), or name such a copy by its absolute path"
+		} else {
+			c.Detail = fmt.Sprintf("%s: gives %s", path, strings.Join(names, ", "))
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +70,7 @@ type secretJSON struct {
 	Hosts   []string `json:"hosts,omitempty"`
 	BaseURL string   `json:"base_url,omitempty"`
 	Binding string   `json:"binding,omitempty"` // "policy" or "catalog"
-	// From is the source that gives the value: env, store or command
+	// From is the source that gives the value: env, store, command, keychain, op or env-file
 	// (additive to schema v1).
 	From string `json:"from,omitempty"`
 }
@@ -187,20 +189,38 @@ type sourceJSON struct {
 }
 
 type decisionJSON struct {
-	Key       string      `json:"key"`
-	Kept      bool        `json:"kept"`
-	WouldDrop bool        `json:"would_drop"`
-	Reason    string      `json:"reason"`
-	Detail    string      `json:"detail,omitempty"`
-	Added     bool        `json:"added"`
-	Source    *sourceJSON `json:"source"`
+	Key string `json:"key"`
+	// KeyEscaped says Key is not UTF-8 and holds its bytes escaped
+	// (exactBytes); JSON cannot hold them as they are.
+	KeyEscaped bool        `json:"key_escaped,omitempty"`
+	Kept       bool        `json:"kept"`
+	WouldDrop  bool        `json:"would_drop"`
+	Reason     string      `json:"reason"`
+	Detail     string      `json:"detail,omitempty"`
+	Added      bool        `json:"added"`
+	Source     *sourceJSON `json:"source"`
 }
 
 type envJSON struct {
-	Key    string  `json:"key"`
-	Value  *string `json:"value"` // null when masked
-	Masked bool    `json:"masked"`
-	Bytes  int     `json:"bytes"`
+	Key          string  `json:"key"`
+	KeyEscaped   bool    `json:"key_escaped,omitempty"` // see exactBytes
+	Value        *string `json:"value"`                 // null when masked
+	ValueEscaped bool    `json:"value_escaped,omitempty"`
+	Masked       bool    `json:"masked"`
+	Bytes        int     `json:"bytes"`
+}
+
+// exactBytes returns s as JSON can hold it exactly, and whether it had to
+// be escaped: a UTF-8 string as it is; any other Go-quoted, without its
+// quotes (\xNN for a byte that is not UTF-8, \\ for a backslash, \n and
+// the like for control characters), where encoding/json would replace the
+// bytes with U+FFFD. strconv.Unquote("\"" + s + "\"") gives the bytes back.
+func exactBytes(s string) (string, bool) {
+	if utf8.ValidString(s) {
+		return s, false
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1], true
 }
 
 type limitsJSON struct {
@@ -232,7 +252,8 @@ sensitive keys masked. --json prints the same as a stable document
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	o.register(c.Flags(), true)
+	o.register(c.Flags(), flagRequest|flagMode|flagSandbox)
+	completeRequestFlags(c)
 	c.Flags().BoolVar(&o.json, "json", false, "print a JSON document (schema envsieve.explain/v1)")
 	return c
 }
@@ -315,7 +336,8 @@ func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string)
 		}
 	}
 	for _, d := range res.Decisions {
-		dj := decisionJSON{Key: d.Key, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail(), Added: d.Added}
+		key, esc := exactBytes(d.Key)
+		dj := decisionJSON{Key: key, KeyEscaped: esc, Kept: d.Kept, WouldDrop: d.WouldDrop, Reason: d.Reason.String(), Detail: d.Detail(), Added: d.Added}
 		if s := d.Source; s != nil {
 			dj.Source = &sourceJSON{Level: s.Level, List: s.List, Entry: s.Entry, File: s.Pos.File, Line: s.Pos.Line, Column: s.Pos.Col}
 		}
@@ -324,11 +346,13 @@ func explainDoc(p *policy.Policy, res *sieve.Result, argv []string, path string)
 	doc.Decisions = nonNil(doc.Decisions)
 	for _, kv := range res.Env {
 		key, val, _ := strings.Cut(kv, "=")
-		e := envJSON{Key: key, Bytes: len(val)}
+		e := envJSON{Bytes: len(val)}
+		e.Key, e.KeyEscaped = exactBytes(key)
 		if sensitive(key, val) {
 			e.Masked = true
 		} else {
-			e.Value = &val
+			v, esc := exactBytes(val)
+			e.Value, e.ValueEscaped = &v, esc
 		}
 		doc.Env = append(doc.Env, e)
 	}

@@ -130,7 +130,7 @@ func profilesCmd(u *cli.UI) *cobra.Command {
 			return nil
 		},
 	}
-	f.register(c.Flags(), false)
+	f.register(c.Flags(), 0)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

@@ -54,7 +54,7 @@ named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			return nil
 		},
 	}
-	f.register(c.Flags(), true)
-	c.Flags().Lookup("mode").Hidden = true
+	f.register(c.Flags(), flagRequest)
+	completeRequestFlags(c)
 	return c
 }

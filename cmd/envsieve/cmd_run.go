@@ -40,7 +40,8 @@ executed, 127 when it is not found.`,
 		},
 	}
 	c.Flags().SetInterspersed(false)
-	f.register(c.Flags(), true)
+	f.register(c.Flags(), flagsLaunch)
+	completeRequestFlags(c)
 	c.Flags().StringArrayVar(&f.envFiles, "env-file", nil, "give each secret a dotenv `FILE` names (KEY=VALUE lines), with the file's value as its source (repeatable)")
 	return c
 }

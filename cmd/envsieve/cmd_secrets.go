@@ -28,10 +28,20 @@ and --secret NAME (or a tool's injects_env).
 Inside an envsieve tree (an agent's: ENVSIEVE_TREE is set, or an envsieve
 process is among the ancestors) every secrets verb refuses, and launches
 there take secrets only from their own environment.`,
+		// A mistyped verb is an error with a suggestion, not this help.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return c.Help()
+			}
+			return unknownVerb(c, args[0])
+		},
 	}
 	c.AddCommand(&cobra.Command{
-		Use:   "set NAME",
-		Short: "Store a secret; the value comes from stdin, or from a prompt that does not echo",
+		Use: "set NAME",
+		// The names the policy reads from the store.
+		ValidArgsFunction: completeStoreSecrets,
+		Short:             "Store a secret; the value comes from stdin, or from a prompt that does not echo",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return cli.UsageError{Err: errors.New("secrets set: a value is never taken from the command line, where other processes can read it; pipe it on stdin or type it at the prompt")}
@@ -82,9 +92,10 @@ there take secrets only from their own environment.`,
 		},
 	})
 	c.AddCommand(&cobra.Command{
-		Use:   "rm NAME",
-		Short: "Remove a stored secret",
-		Args:  cobra.ExactArgs(1),
+		Use:               "rm NAME",
+		ValidArgsFunction: completeStored,
+		Short:             "Remove a stored secret",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			s, err := cli.UserStore()
 			if err != nil {
@@ -127,4 +138,16 @@ func checkValue(name, v string) (string, error) {
 		return "", fmt.Errorf("the value of %s holds a NUL byte", name)
 	}
 	return v, nil
+}
+
+// unknownVerb is the usage error for a verb c does not have, with the
+// closest one it has.
+func unknownVerb(c *cobra.Command, arg string) error {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return cli.UsageError{Err: fmt.Errorf("unknown command %q for %q%s", arg, c.CommandPath(), policy.DidYouMean(arg, names))}
 }

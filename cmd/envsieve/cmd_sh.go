@@ -153,8 +153,8 @@ func shimLoads(h *launch.Host, shell string, noShim bool) bool {
 }
 
 func shCmd(u *cli.UI) *cobra.Command {
-	return &cobra.Command{
-		Use:   "sh [--policy FILE] [--profile NAME] [--no-seal] [-lie...] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
+	c := &cobra.Command{
+		Use:   "sh [flags] [-lieuxvfn] [-o NAME] [-c STRING [NAME [ARGS...]] | SCRIPT [ARGS...]]",
 		Short: "Run a shell string with the environment the policy allows (a drop-in SHELL)",
 		Long: `sh runs a shell with the environment the policy allows. It takes the options
 agents hand a shell (-c, -l, -i, -e, combined as in -lc) and the policy from
@@ -224,4 +224,20 @@ for still holds.`,
 			return start(l, path, argv)
 		},
 	}
+	// sh parses its own arguments (parseShArgs), as a shell does; these
+	// are registered for its help only, so that it lists what sh takes.
+	fs := c.Flags()
+	fs.String("policy", "", "policy `file` (default: $ENVSIEVE_POLICY, then $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default)")
+	fs.String("profile", "", "profile `name` (default: $ENVSIEVE_PROFILE)")
+	fs.String("mode", "", "override the policy's mode: enforce or audit")
+	fs.Bool("isolate", false, "run in new user, pid and mount namespaces (implied: sh seals by default)")
+	fs.Bool("seal", true, "seal the tree, as run --seal does (sh's default; undoes an earlier --no-seal)")
+	fs.Bool("no-seal", false, "turn sh's own seal off (a seal the policy asks for still holds)")
+	fs.Bool("no-shim", false, "do not load the shim (libenvsieve.so)")
+	fs.Bool("login", false, "a login shell, as -l: it runs startup files, so no rule applies")
+	fs.Bool("noprofile", false, "passed to the shell (bash's)")
+	fs.Bool("norc", false, "passed to the shell (bash's)")
+	// The one-letter options (-c -l -i -e -u -x -v -f -n -o NAME) have no
+	// long names for pflag to list: the usage line and Long name them.
+	return c
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -90,6 +91,9 @@ With a stand-in ssh agent (one canary key) as its SSH_AUTH_SOCK, it takes
 that socket, signs data that is no login to a bound host, adds a key and
 removes every key: the tree's agent is envsieve's filter (docs/ssh.md).
 verify reports what leaked on each channel: exit 0 only when nothing did.
+When a launch that was not sealed leaks on a channel the seal closes (the
+ancestors' /proc environ, credential files, the store, the policy, a rule's
+program), verify says so and how to turn the seal on (JSON: seal_hint).
 
 With a CMD of your own, a canary counts as leaked when its value appears in
 the command's output (which passes through envsieve's redaction, as an agent
@@ -116,6 +120,7 @@ profile would leave readable, and exits 1 when there is one.`,
 	c.Flags().BoolVar(&o.seal, "seal", false, "run with --seal")
 	c.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	c.Flags().BoolVar(&o.home, "home", false, "list the credential files of your HOME the seal would leave readable")
+	completeRequestFlags(c)
 	return c
 }
 
@@ -200,14 +205,27 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	for _, ch := range channels {
 		leaks += len(found[ch])
 	}
+	// Whether the launch asked for the seal: --seal, or a profile that
+	// turns it on (--isolate alone closes only the /proc channels).
+	sealed := o.seal
+	if plan, err := p.Plan(profileOf(o)); err == nil && plan.Seal != policy.SealOff && plan.Seal != "" {
+		sealed = true
+	}
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": found, "leaked": leaks > 0}); err != nil {
+		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": found, "leaked": leaks > 0}
+		if h := sealHint(channels, found, sealed, o); h != "" {
+			doc["seal_hint"] = h
+		}
+		if err := enc.Encode(doc); err != nil {
 			return err
 		}
 	} else {
 		printMatrix(u, channels, found)
+		if h := sealHint(channels, found, sealed, o); h != "" {
+			fmt.Fprintln(u.Out, h)
+		}
 	}
 	if leaks > 0 {
 		return cli.ExitStatus(1)
@@ -419,4 +437,46 @@ func printMatrix(u *cli.UI, channels []string, found map[string][]string) {
 	} else {
 		fmt.Fprintf(u.Out, "\n%d leaks\n", leaks)
 	}
+}
+
+// sealClosed are the probe's channels the seal closes: with --isolate the
+// ancestors' /proc/PID/environ, with --seal also the credential files,
+// the store and its keys, the policy file and what a rule's program can
+// reach.
+var sealClosed = []string{"/proc/PPID/environ", "/proc/*/environ", chFiles, chStore, chPolicy, chRules}
+
+// profileOf is the profile verify's launch asks for: --profile, else
+// ENVSIEVE_PROFILE as run reads it.
+func profileOf(o *verifyOptions) string {
+	if o.profile != "" {
+		return o.profile
+	}
+	return envknob.Profile()
+}
+
+// sealHint returns the line that says which leaks the seal would close and
+// how to turn it on, or "" when none leaked on such a channel or the
+// launch was sealed already (then the seal did not close them: the leaks
+// are the report).
+func sealHint(channels []string, found map[string][]string, sealed bool, o *verifyOptions) string {
+	if sealed {
+		return ""
+	}
+	var closable []string
+	n := 0
+	for _, ch := range channels {
+		if len(found[ch]) > 0 && slices.Contains(sealClosed, ch) {
+			closable = append(closable, ch)
+			n += len(found[ch])
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	again := "envsieve verify --seal"
+	if o.profile != "" {
+		again = "envsieve verify --profile " + o.profile + " --seal"
+	}
+	return fmt.Sprintf("%d of these leaks (%s) are what the seal closes, and this launch was not sealed: run with --seal, or add 'seal: on' to the profile (the built-in agent profiles have it); check with '%s'",
+		n, strings.Join(closable, ", "), again)
 }

@@ -36,6 +36,26 @@ func TestMakeInstall(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	// Each page is titled by its command; daemon's and client's carry the
+	// flags of envsieve-daemon's commands, and no path of this machine.
+	man := filepath.Join(usr, "share", "man", "man1")
+	for f, want := range map[string][]string{
+		"envsieve-run.1":        {`.TH "ENVSIEVE-RUN" "1"`, `"envsieve manual"`},
+		"envsieve-daemon.1":     {`.TH "ENVSIEVE-DAEMON"`, `\fB--socket\fP`, "$XDG_RUNTIME_DIR/envsieve.sock; without XDG_RUNTIME_DIR"},
+		"envsieve-client-run.1": {`.TH "ENVSIEVE-CLIENT-RUN"`},
+		"envsieve-init.1":       {`\fB--from-audit\fP`},
+	} {
+		page, err := os.ReadFile(filepath.Join(man, f))
+		if err != nil {
+			t.Errorf("man page %s: %v", f, err)
+			continue
+		}
+		for _, w := range want {
+			if !strings.Contains(string(page), w) {
+				t.Errorf("man page %s lacks %q", f, w)
+			}
+		}
+	}
 	exe := filepath.Join(usr, "bin", "envsieve")
 	out, err := exec.Command(exe, "explain", "--", "/bin/true").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "shim:    loads") {

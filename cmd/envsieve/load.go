@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -36,20 +39,35 @@ type policyFlags struct {
 	forceMask bool
 }
 
-func (f *policyFlags) register(fs *pflag.FlagSet, request bool) {
+// Which of policyFlags a verb registers: each verb lists only the flags
+// it uses. --policy is always there.
+const (
+	flagRequest = 1 << iota // --profile, --tool, --secret
+	flagMode                // --mode
+	flagSandbox             // --no-broker, --no-shim, --isolate, --seal
+	flagAudit               // --audit: only a verb that writes the audit log
+	flagsLaunch = flagRequest | flagMode | flagSandbox | flagAudit
+)
+
+func (f *policyFlags) register(fs *pflag.FlagSet, which int) {
 	fs.StringVar(&f.policy, "policy", "", "policy `file` (default: $ENVSIEVE_POLICY, then $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default)")
-	if !request {
-		return
+	if which&flagRequest != 0 {
+		fs.StringVar(&f.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
+		fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
+		fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
 	}
-	fs.StringVar(&f.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
-	fs.StringVar(&f.mode, "mode", "", "override the policy's mode: enforce or audit")
-	fs.StringVar(&f.tool, "tool", "", "give the secrets the policy's tools.`NAME`.injects_env names")
-	fs.StringArrayVar(&f.secrets, "secret", nil, "give the secret `NAME`, from the source the policy names (repeatable)")
-	fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
-	fs.BoolVar(&f.noBroker, "no-broker", false, "hand brokered secrets over as their real values instead of fakes (the broker does not run)")
-	fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
-	fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
-	fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
+	if which&flagMode != 0 {
+		fs.StringVar(&f.mode, "mode", "", "override the policy's mode: enforce or audit")
+	}
+	if which&flagAudit != 0 {
+		fs.StringVar(&f.audit, "audit", "", "write the audit log to `PATH` (- for stderr), instead of the policy's audit.path")
+	}
+	if which&flagSandbox != 0 {
+		fs.BoolVar(&f.noBroker, "no-broker", false, "hand brokered secrets over as their real values instead of fakes (the broker does not run)")
+		fs.BoolVar(&f.noShim, "no-shim", false, "do not load the shim (libenvsieve.so): no hiding, no access reports, no exec-time grants")
+		fs.BoolVar(&f.isolate, "isolate", false, "run in new user, pid and mount namespaces with their own /proc, so no ancestor's /proc/PID/environ is reachable")
+		fs.BoolVar(&f.seal, "seal", false, "with --isolate (implied): mask the credential files of HOME and envsieve's store and keys, and make the envsieve config directory read-only")
+	}
 }
 
 // request turns the flags into an engine request for commands.
@@ -138,7 +156,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	if err != nil {
 		return nil, err
 	}
-	envFile, names, err := readEnvFiles(f.envFiles)
+	envFile, names, err := readEnvFiles(u, f.envFiles)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +168,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 		EnvFile: envFile,
 	})
 	if err != nil {
-		return nil, err
+		return nil, didYouMean(err, p, f, parent)
 	}
 	u.Debugf("environment built: %d of %d parent entries kept, %d variables", kept(l.Result), len(parent), len(l.Result.Env))
 	return l, nil
@@ -181,10 +199,11 @@ func kept(res *sieve.Result) int {
 
 // readEnvFiles reads dotenv files (secret.ParseDotenv) and returns their
 // values by name and the names in file order; nil, nil when there are
-// none. A name in two files, and an op:// reference (the `from: op` source
-// does not exist yet), are errors at their position; no value is ever in
+// none. An op:// reference is read with 1Password's op, as the `from: op`
+// source reads it (readOpRef). A name in two files, a malformed reference
+// and one op cannot read are errors at their position; no value is ever in
 // an error.
-func readEnvFiles(paths []string) (map[string]string, []string, error) {
+func readEnvFiles(u *cli.UI, paths []string) (map[string]string, []string, error) {
 	if len(paths) == 0 {
 		return nil, nil, nil
 	}
@@ -206,11 +225,55 @@ func readEnvFiles(paths []string) (map[string]string, []string, error) {
 				return nil, nil, fmt.Errorf("--env-file: %s: %s is given twice (first at %s)", pos, e.Key, first)
 			}
 			if strings.HasPrefix(e.Value, "op://") {
-				return nil, nil, fmt.Errorf("--env-file: %s: %s is an op:// reference, and op:// references need the `from: op` source, which envsieve does not have yet", pos, e.Key)
+				v, err := readOpRef(u, e.Key, e.Value)
+				if err != nil {
+					return nil, nil, fmt.Errorf("--env-file: %s: %w", pos, err)
+				}
+				e.Value = v
 			}
 			values[e.Key], where[e.Key] = e.Value, pos
 			names = append(names, e.Key)
 		}
 	}
 	return values, names, nil
+}
+
+// readOpRef reads the 1Password reference ref for the secret name as the
+// policy's `from: op` source does: `op read REF`, a trusted op found in
+// PATH, a minimal environment. Inside an envsieve tree no helper runs.
+func readOpRef(u *cli.UI, name, ref string) (string, error) {
+	argv, err := secret.OnePasswordArgv(ref)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if why := cli.Nested(); why != "" {
+		return "", fmt.Errorf("%s is an op:// reference, and inside an envsieve tree (%s) envsieve runs no helper: give %s its value", name, why, name)
+	}
+	cmd := &secret.Command{Argv: argv, Env: os.Environ(), Stderr: u.Err}
+	return cmd.Fetch(context.Background(), name)
+}
+
+// didYouMean adds the closest known name to an unknown tool's error, and
+// to that of a secret no source has (the policy's secrets and the names of
+// the launcher's environment; names only, never a value).
+func didYouMean(err error, p *policy.Policy, f *policyFlags, parent []string) error {
+	var se *sieve.SecretError
+	switch {
+	case errors.Is(err, sieve.ErrUnknownTool):
+		if s := policy.DidYouMean(f.tool, slices.Collect(maps.Keys(p.Tools))); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
+	case errors.As(err, &se) && strings.HasPrefix(se.Reason, "not found"):
+		names := slices.Collect(maps.Keys(p.Secrets))
+		for _, kv := range parent {
+			if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		if s := policy.DidYouMean(se.Name, slices.Compact(names)); s != "" {
+			return fmt.Errorf("%w%s", err, s)
+		}
+	}
+	return err
 }

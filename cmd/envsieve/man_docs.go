@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra/doc"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/cmd/internal/daemoncli"
 )
 
 // With the envsieve_docs build tag (make man), `envsieve __man DIR` writes
@@ -32,7 +33,16 @@ func manCmd(u *cli.UI) *cobra.Command {
 			}
 			root := rootCmd(u, "")
 			root.DisableAutoGenTag = true
-			return doc.GenManTree(root, &doc.GenManHeader{Title: "ENVSIEVE", Section: "1", Source: "envsieve " + version}, args[0])
+			// daemon and client hand over to envsieve-daemon: their pages
+			// are its commands', with their flags.
+			for _, c := range root.Commands() {
+				if c.Name() == "daemon" || c.Name() == "client" {
+					root.RemoveCommand(c)
+				}
+			}
+			root.AddCommand(daemoncli.DocCommands(u)...)
+			// No Title: each page is titled by its command (ENVSIEVE-RUN).
+			return doc.GenManTree(root, &doc.GenManHeader{Section: "1", Source: "envsieve " + version, Manual: "envsieve manual"}, args[0])
 		},
 	}
 }

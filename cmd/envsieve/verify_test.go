@@ -23,9 +23,10 @@ import (
 
 // verifyReport is what `envsieve verify --json` prints, and its exit status.
 type verifyReport struct {
-	Leaks  map[string][]string `json:"leaks"`
-	Leaked bool                `json:"leaked"`
-	status int
+	Leaks    map[string][]string `json:"leaks"`
+	Leaked   bool                `json:"leaked"`
+	SealHint string              `json:"seal_hint"`
+	status   int
 }
 
 // TestVerifyMatrix is the leak matrix of `envsieve verify`, channel by
@@ -145,6 +146,11 @@ func TestVerifyMatrix(t *testing.T) {
 					}
 				}
 			}
+			// An unsealed launch that leaks what the seal closes says so,
+			// and how to turn the seal on; a sealed one has no such hint.
+			if want := len(tc.want) > 0; (r.SealHint != "") != want || (want && !strings.Contains(r.SealHint, "--seal")) {
+				t.Errorf("seal hint %q, leaked %v", r.SealHint, want)
+			}
 			if want := len(tc.want) > 0; r.Leaked != want || r.status != map[bool]int{true: 1, false: 0}[want] {
 				t.Errorf("leaked %v, exit %d; want leaked %v", r.Leaked, r.status, want)
 			}
@@ -217,6 +223,34 @@ func TestProbeDetects(t *testing.T) {
 	for _, ch := range probeChannels {
 		if len(found[ch]) == 0 {
 			t.Errorf("the probe found no leak on %s, which is open here", ch)
+		}
+	}
+}
+
+func TestSealHint(t *testing.T) {
+	leaks := map[string][]string{chFiles: {"~/.aws/credentials", "~/.netrc"}, "environ": {"GITHUB_TOKEN"}}
+	envOnly := map[string][]string{"environ": {"GITHUB_TOKEN"}}
+	for _, tc := range []struct {
+		name   string
+		found  map[string][]string
+		sealed bool
+		o      verifyOptions
+		want   []string // parts of the hint; nil for none
+	}{
+		{"unsealed, files leak", leaks, false, verifyOptions{}, []string{"2 of these leaks (credential files)", "run with --seal", "'envsieve verify --seal'"}},
+		{"with a profile", leaks, false, verifyOptions{profile: "mine"}, []string{"'envsieve verify --profile mine --seal'", "seal: on"}},
+		{"sealed already", leaks, true, verifyOptions{seal: true}, nil},
+		{"no channel the seal closes", envOnly, false, verifyOptions{}, nil},
+		{"nothing leaked", nil, false, verifyOptions{}, nil},
+	} {
+		got := sealHint(probeChannels, tc.found, tc.sealed, &tc.o)
+		if (got == "") != (tc.want == nil) {
+			t.Errorf("%s: hint %q", tc.name, got)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: hint %q lacks %q", tc.name, got, w)
+			}
 		}
 	}
 }

@@ -253,7 +253,17 @@ const (
 	FromEnv     SecretFrom = "env"     // the launcher's own environment
 	FromStore   SecretFrom = "store"   // the encrypted store of `envsieve secrets`
 	FromCommand SecretFrom = "command" // a helper program's standard output
+	// The stores people keep secrets in, each read by its own program as
+	// a FromCommand helper is (Secret.Command holds its argv).
+	FromKeychain SecretFrom = "keychain" // the OS keychain: secret-tool (libsecret) or security (macOS)
+	FromOp       SecretFrom = "op"       // 1Password: op read op://...
 )
+
+// Helper reports whether secrets from f come from a helper program run
+// with Secret.Command as its argv.
+func (f SecretFrom) Helper() bool {
+	return f == FromCommand || f == FromKeychain || f == FromOp
+}
 
 // Delivery says how a secret reaches the child.
 type Delivery string
@@ -275,8 +285,8 @@ type Secret struct {
 	// not listed, or listed without from:): it comes from the launcher's
 	// environment, else from the store.
 	FromDefault bool
-	Command     []string      // FromCommand: the helper and its arguments
-	Timeout     time.Duration // FromCommand: zero means DefaultSecretTimeout
+	Command     []string      // From.Helper(): the helper and its arguments
+	Timeout     time.Duration // From.Helper(): zero means DefaultSecretTimeout
 	Deliver     Delivery
 	// Broker is the secret's own binding (secrets.NAME.broker): wherever
 	// it reaches a child, the child gets a fake and the broker keeps the

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -166,7 +167,7 @@ every process can read:
 exec and run is the command's own; 125 for an error of envsieve or the
 daemon, 126 and 127 for a program that cannot be run or is not found.`,
 	}
-	root.PersistentFlags().StringVar(&f.socket, "socket", "", "daemon socket `path` (default $XDG_RUNTIME_DIR/envsieve.sock)")
+	root.PersistentFlags().StringVar(&f.socket, "socket", "", "daemon socket `path` (default here: "+daemon.DefaultSocket(envknob.RuntimeDir())+")")
 	root.PersistentFlags().DurationVar(&f.wait, "wait", 0, "wait up to `DURATION` for the daemon's socket to answer")
 
 	root.AddCommand(newClientInitCmd(u, &f), newClientNewCmd(u, &f), newClientExecCmd(u, &f), newClientEnvCmd(u, &f),
@@ -229,6 +230,7 @@ func newClientNewCmd(u *cli.UI, f *clientFlags) *cobra.Command {
 	}
 	c.Flags().StringVar(&o.client, "client", "", "client `id` from init (required; its secret in ENVSIEVE_CLIENT_SECRET)")
 	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` (default: the global level only)")
+	_ = c.RegisterFlagCompletionFunc("profile", completeProfiles)
 	c.Flags().StringVar(&o.parent, "parent", "", "parent `session`: a sub-agent's session, whose profile may only narrow the parent's")
 	_ = c.MarkFlagRequired("client")
 	return c
@@ -370,6 +372,7 @@ func newClientRunCmd(u *cli.UI, f *clientFlags) *cobra.Command {
 	}
 	c.Flags().SetInterspersed(false)
 	c.Flags().StringVar(&o.profile, "profile", "", "profile `name` (default: $ENVSIEVE_PROFILE; none means the global level only)")
+	_ = c.RegisterFlagCompletionFunc("profile", completeProfiles)
 	c.Flags().StringVar(&o.id, "id", "", "register under this client `id`")
 	o.register(c)
 	return c
@@ -414,4 +417,21 @@ func runClientShutdown(ctx context.Context, u *cli.UI, f *clientFlags) error {
 	}
 	defer c.Close()
 	return daemonError(u, c.Shutdown(ctx))
+}
+
+// completeProfiles completes a profile name from the policy envsieve would
+// load here (the daemon's is usually the same user's); nothing, silently,
+// when it does not load.
+func completeProfiles(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+	p, err := cli.LoadPolicy(cli.NewUI(io.Discard, io.Discard, false), "")
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, n := range p.ProfileNames() {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -31,8 +31,10 @@ then the client's snapshot through the policy, which wins on conflict. Its
 output is masked as 'envsieve run' masks it and streamed back as
 session/output notifications. docs/protocol.md describes every method.
 
-The socket (default $XDG_RUNTIME_DIR/envsieve.sock) is created 0600 in a
-directory only this user can enter; a process of another user is refused
+The socket (default $XDG_RUNTIME_DIR/envsieve.sock; without
+XDG_RUNTIME_DIR, envsieve-UID/envsieve.sock in /dev/shm or /tmp; --socket
+shows the one used here) is created 0600 in a directory only this user can
+enter; a process of another user is refused
 (SO_PEERCRED). A stale socket left by a dead daemon is replaced; a live one
 is not. The daemon is non-dumpable: commands cannot read the environments it
 holds from /proc. SIGTERM, SIGINT or the shutdown method end it: running
@@ -104,7 +106,7 @@ its commands take secrets only from their session's snapshot.`,
 			return srv.Serve()
 		},
 	}
-	c.Flags().StringVar(&socket, "socket", "", "socket `path` (default $XDG_RUNTIME_DIR/envsieve.sock)")
+	c.Flags().StringVar(&socket, "socket", "", "socket `path` (default here: "+daemon.DefaultSocket(envknob.RuntimeDir())+")")
 	c.Flags().StringVar(&policyPath, "policy", "", "policy `file` (default: $ENVSIEVE_POLICY, then $XDG_CONFIG_HOME/envsieve/policy.yaml, then the embedded default)")
 	return c
 }

@@ -7,12 +7,14 @@
 package daemoncli
 
 import (
-	"github.com/envsieve/envsieve/launch"
 	"os"
 	"runtime"
 
+	"github.com/spf13/cobra"
+
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/launch"
 )
 
 // Main runs envsieve-daemon with os.Args and returns its exit status:
@@ -30,4 +32,16 @@ func Main(version string) int {
 	root.AddCommand(daemonCmd(u), clientCmd(u), brokerCmd(u))
 	root.SetArgs(os.Args[1:])
 	return cli.ExitCode(u, root.Execute())
+}
+
+// DocCommands returns the daemon and client commands for envsieve's man
+// pages (make man), whose flags are these, not those of envsieve's
+// hand-over stubs. Their --socket says the default in words: the path
+// DefaultSocket gives depends on the machine the pages are made on.
+func DocCommands(u *cli.UI) []*cobra.Command {
+	const socket = "socket `path` (default: $XDG_RUNTIME_DIR/envsieve.sock; without XDG_RUNTIME_DIR, envsieve-UID/envsieve.sock in /dev/shm or /tmp)"
+	d, c := daemonCmd(u), clientCmd(u)
+	d.Flags().Lookup("socket").Usage = socket
+	c.PersistentFlags().Lookup("socket").Usage = "daemon " + socket
+	return []*cobra.Command{d, c}
 }
