@@ -1,0 +1,114 @@
+package login
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// check is the last word on every fake file: each credential has a name
+// that does not hold its value, a non-empty real value and a host, and the
+// file holds no real value,
+// raw, percent-encoded or within base64 at any alignment. A real value
+// that is also elsewhere in the file (a login equal to the password) or
+// too short to hide therefore masks the file: fail closed.
+func check(out []byte, creds []Cred) error {
+	for _, c := range creds {
+		if c.Name == "" || c.Real == "" || len(c.Hosts) == 0 {
+			return fmt.Errorf("a credential without a name, a value or a host")
+		}
+		if leaks(c.Name, c.Real) {
+			return fmt.Errorf("a credential's name would hold its value")
+		}
+		if leaks(string(out), c.Real) {
+			return fmt.Errorf("credential %q: the fake file would still hold its real value", c.Name)
+		}
+	}
+	return nil
+}
+
+// leaks reports whether s holds real in a form a client may decode: as it
+// is, percent-encoded (path, query or userinfo rules), or base64-encoded
+// (standard or URL alphabet, padded or not, at any of the three byte
+// alignments, so a real value inside "user:password" is found too).
+func leaks(s, real string) bool {
+	if strings.Contains(s, real) {
+		return true
+	}
+	for _, e := range []string{url.QueryEscape(real), url.PathEscape(real), strings.TrimPrefix(url.UserPassword("", real).String(), ":")} {
+		if strings.Contains(s, e) {
+			return true
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		for k := 0; k < 3; k++ {
+			b := make([]byte, k, k+len(real))
+			b = append(b, real...)
+			full := enc.EncodeToString(b)
+			// The characters whose six bits all come from real.
+			start, end := (k*8+5)/6, len(b)*8/6
+			if end-start >= 4 && strings.Contains(s, full[start:end]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errNoHost is a credential the file binds to no host: it cannot be
+// brokered, so the file is masked.
+var errNoHost = errors.New("a credential bound to no host")
+
+// normHost normalizes a host as the broker compares it: lower case, a
+// default port (80, 443) dropped, IPv6 brackets kept. It refuses what is
+// not a host name or address.
+func normHost(h string) (string, error) {
+	h = strings.ToLower(strings.TrimSpace(h))
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		host, port = h, ""
+		if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+			host = h[1 : len(h)-1]
+		}
+	}
+	if port == "80" || port == "443" {
+		port = ""
+	}
+	if !validHost(host) {
+		return "", fmt.Errorf("not a host name")
+	}
+	if port != "" {
+		for _, c := range port {
+			if c < '0' || c > '9' {
+				return "", fmt.Errorf("not a port")
+			}
+		}
+		return net.JoinHostPort(host, port), nil
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]", nil
+	}
+	return host, nil
+}
+
+// validHost accepts DNS names (letters, digits, '-', '_', '.') and IP
+// addresses.
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for _, c := range h {
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '.', c == '_':
+		default:
+			return false
+		}
+	}
+	return !strings.HasPrefix(h, ".") && !strings.HasSuffix(h, ".") && !strings.Contains(h, "..")
+}
