@@ -91,3 +91,16 @@ func TestNetrcPython(t *testing.T) {
 		}
 	}
 }
+
+func TestGhAuthToken(t *testing.T) {
+	in := "# gh's hosts\ngithub.com:\n    users:\n        alice:\n            oauth_token: gho_16C7e42F292c6912E7710c838347Ae178B4a\n    git_protocol: https\n    user: alice\n    oauth_token: gho_16C7e42F292c6912E7710c838347Ae178B4a\nghe.example.com:\n    oauth_token: 'ghp_Enterprise0000token'\n    user: bob\n"
+	for _, c := range []struct{ host, name string }{{"github.com", "gh:github.com"}, {"ghe.example.com", "gh:ghe.example.com"}} {
+		out, fake := fakeFile(t, "gh-hosts", in, c.name)
+		dir := clientDir(t, map[string]string{"gh/hosts.yml": out, "gh/config.yml": ""})
+		got := runAsNobody(t, dir, []string{"GH_CONFIG_DIR=" + filepath.Join(dir, "gh"), "GH_NO_UPDATE_NOTIFIER=1"},
+			"/usr/bin/gh", "auth", "token", "--hostname", c.host)
+		if got != fake {
+			t.Errorf("%s: gh auth token printed %q, want the fake %q", c.host, got, fake)
+		}
+	}
+}
