@@ -2,10 +2,14 @@ package login
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -102,5 +106,50 @@ func TestGhAuthToken(t *testing.T) {
 		if got != fake {
 			t.Errorf("%s: gh auth token printed %q, want the fake %q", c.host, got, fake)
 		}
+	}
+}
+
+// TestNpmPing: npm reads the fake .npmrc and sends the fake, in the
+// form the broker swaps (Bearer, or Basic of user:fake), to a registry on
+// loopback.
+func TestNpmPing(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"username":"alice"}`)
+	}))
+	defer srv.Close()
+	hostport := strings.TrimPrefix(srv.URL, "http://")
+	for _, c := range []struct{ line, name, want string }{
+		{"//" + hostport + "/:_authToken = \"npm_tokCorp12345\"", "npmrc://" + hostport + "/:_authToken", "Bearer "},
+		{"//" + hostport + "/:_auth=" + b64("alice:Secr3tPassw0rd"), "npmrc://" + hostport + "/:_auth", "Basic "},
+	} {
+		in := "; mine\r\nregistry=" + srv.URL + "/\r\n" + c.line + "\r\n"
+		out, fake := fakeFile(t, "npmrc", in, c.name)
+		want := c.want + fake
+		if c.want == "Basic " {
+			want = c.want + b64("alice:"+fake)
+		}
+		dir := clientDir(t, map[string]string{"npmrc": out})
+		if err := os.Mkdir(filepath.Join(dir, "cache"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(dir, "cache"), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		user := runAsNobody(t, dir, []string{"npm_config_cache=" + filepath.Join(dir, "cache"), "npm_config_update_notifier=false", "npm_config_logs_max=0"},
+			"/usr/bin/npm", "ping", "--userconfig", filepath.Join(dir, "npmrc"))
+		mu.Lock()
+		if len(got) == 0 || got[0] != want {
+			t.Errorf("%s: npm sent %q (printed %q), want %q", c.name, got, user, want)
+		}
+		mu.Unlock()
 	}
 }

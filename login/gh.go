@@ -111,7 +111,7 @@ func fakeGhHosts(real []byte, fake Faker) ([]byte, []Cred, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("gh-hosts: %w", err)
 	}
-	var edits []yamlEdit
+	var edits []edit
 	var creds []Cred
 	for _, s := range secrets {
 		if isYAMLNull(s.node) {
@@ -129,7 +129,7 @@ func fakeGhHosts(real []byte, fake Faker) ([]byte, []Cred, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("gh-hosts: %s: %w", s.name, err)
 		}
-		edits = append(edits, yamlEdit{sc.start, sc.end, text})
+		edits = append(edits, edit{sc.start, sc.end, text})
 		creds = append(creds, Cred{Name: s.name, Real: sc.value, Hosts: s.hosts})
 	}
 	out := applyEdits(d.src, edits)

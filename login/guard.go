@@ -112,3 +112,17 @@ func validHost(h string) bool {
 	}
 	return !strings.HasPrefix(h, ".") && !strings.HasSuffix(h, ".") && !strings.Contains(h, "..")
 }
+
+// hostOfURL returns the normalized host of a URL ("https://h:443/p") or of
+// a scheme-less one ("//h/p", "h/p", "h:5000").
+func hostOfURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "//" + strings.TrimPrefix(s, "//")
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("not a URL with a host")
+	}
+	return normHost(u.Host)
+}

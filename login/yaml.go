@@ -221,14 +221,14 @@ func yamlPlainReadsAs(value string) bool {
 	return ok && s.Token != nil && s.Token.Type == token.StringType && s.Value == value
 }
 
-// yamlEdit replaces src[start:end].
-type yamlEdit struct {
+// edit replaces src[start:end] (every format edits its file in place).
+type edit struct {
 	start, end int
 	text       string
 }
 
 // applyEdits returns src with edits made (they do not overlap).
-func applyEdits(src string, edits []yamlEdit) string {
+func applyEdits(src string, edits []edit) string {
 	sort.Slice(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
 	var b strings.Builder
 	at := 0
