@@ -2,7 +2,10 @@ package login
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,7 +111,8 @@ func checkInvariants(t *testing.T, format string, in, out []byte, creds []Cred) 
 		if c.Real == "" || c.Name == "" || len(c.Hosts) == 0 {
 			t.Fatalf("credential %q: empty field", c.Name)
 		}
-		if !leaks(string(in), c.Real) && !leaks(unescape(string(in)), c.Real) && !leaks(unpercent(string(in)), c.Real) {
+		if !leaks(string(in), c.Real) && !leaks(unescape(string(in)), c.Real) && !leaks(unescapeJSON(string(in)), c.Real) &&
+			!leaks(unpercent(string(in)), c.Real) && !strings.Contains(unbase64(string(in)), c.Real) {
 			t.Fatalf("credential %q: its value is not in the input", c.Name)
 		}
 		if leaks(string(out), c.Real) {
@@ -163,6 +167,19 @@ func unescape(s string) string {
 	return b.String()
 }
 
+// unescapeJSON resolves the escapes of every JSON string in s.
+func unescapeJSON(s string) string {
+	var b strings.Builder
+	for _, q := range regexp.MustCompile(`"(?:[^"\\]|\\.)*"`).FindAllString(s, -1) {
+		var v string
+		if json.Unmarshal([]byte(q), &v) == nil {
+			b.WriteString(v)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
 // unpercent decodes every %XX of s, whatever the case of its digits.
 func unpercent(s string) string {
 	var b strings.Builder
@@ -175,6 +192,18 @@ func unpercent(s string) string {
 			}
 		}
 		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unbase64 decodes every run of base64 characters of s that decodes.
+func unbase64(s string) string {
+	var b strings.Builder
+	for _, run := range regexp.MustCompile(`[A-Za-z0-9+/]+=*`).FindAllString(s, -1) {
+		if raw, err := base64.StdEncoding.DecodeString(run); err == nil {
+			b.Write(raw)
+			b.WriteByte(0)
+		}
 	}
 	return b.String()
 }
