@@ -153,3 +153,18 @@ func TestNpmPing(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestPypircConfigparser: the reader twine and distutils use reads the
+// fake .pypirc to the fakes.
+func TestPypircConfigparser(t *testing.T) {
+	in := "[distutils]\nindex-servers =\n    pypi\n    corp\n\n[pypi]\n  username: __token__\n  password: pypi-AgEIcHlwaS5vcmcCJDAwMDAw\n[corp]\nrepository = https://pypi.corp.example/\nPassword = hunter2hunter2 # not a comment\r\n"
+	for _, section := range []string{"pypi", "corp"} {
+		out, fake := fakeFile(t, "pypirc", in, "pypirc:"+section)
+		dir := clientDir(t, map[string]string{"pypirc": out})
+		got := runAsNobody(t, dir, nil, "/usr/bin/python3", "-c",
+			"import configparser,sys; p=configparser.RawConfigParser(); p.read('pypirc'); print(p.get(sys.argv[1], 'password'))", section)
+		if got != fake {
+			t.Errorf("%s: configparser read %q, want the fake %q", section, got, fake)
+		}
+	}
+}
