@@ -132,43 +132,5 @@ func fakeGhHosts(real []byte, fake Faker) ([]byte, []Cred, error) {
 		edits = append(edits, edit{sc.start, sc.end, text})
 		creds = append(creds, Cred{Name: s.name, Real: sc.value, Hosts: s.hosts})
 	}
-	out := applyEdits(d.src, edits)
-	if err := ghVerify(out, creds, fake); err != nil {
-		return nil, nil, fmt.Errorf("gh-hosts: %w", err)
-	}
-	return []byte(out), creds, nil
-}
-
-// ghVerify parses the fake file again: it must hold the fakes, by the same
-// names, where the real file held the secrets.
-func ghVerify(out string, creds []Cred, fake Faker) error {
-	d, err := parseYAML([]byte(out))
-	if err != nil {
-		return fmt.Errorf("the fake file: %w", err)
-	}
-	secrets, err := ghSecrets(d)
-	if err != nil {
-		return fmt.Errorf("the fake file: %w", err)
-	}
-	i := 0
-	for _, s := range secrets {
-		if isYAMLNull(s.node) {
-			continue
-		}
-		sc, err := d.scalar(s.node)
-		if err != nil {
-			return fmt.Errorf("the fake file: %w", err)
-		}
-		if sc.value == "" {
-			continue
-		}
-		if i >= len(creds) || s.name != creds[i].Name || sc.value != fake(creds[i].Name, creds[i].Real) {
-			return errors.New("the fake file does not read back as the fakes")
-		}
-		i++
-	}
-	if i != len(creds) {
-		return errors.New("the fake file does not read back as the fakes")
-	}
-	return nil
+	return []byte(applyEdits(d.src, edits)), creds, nil
 }

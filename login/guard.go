@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // check is the last word on every fake file: each credential has a name
@@ -25,6 +26,27 @@ func check(out []byte, creds []Cred) error {
 		}
 		if leaks(string(out), c.Real) {
 			return fmt.Errorf("credential %q: the fake file would still hold its real value", c.Name)
+		}
+	}
+	return nil
+}
+
+// readBack parses the fake file out again with the format's parse: it
+// must hold the same credentials, by name and hosts, whose values are the
+// fakes. A format that edited the wrong bytes (and so left part of a real
+// value, or broke the file) fails here.
+func readBack(parse func([]byte, Faker) ([]byte, []Cred, error), out []byte, creds []Cred, fake Faker) error {
+	_, again, err := parse(out, func(_, v string) string { return v })
+	if err != nil {
+		return fmt.Errorf("the fake file does not parse: %w", err)
+	}
+	if len(again) != len(creds) {
+		return errors.New("the fake file does not read back as the fakes")
+	}
+	for i, c := range creds {
+		a := again[i]
+		if a.Name != c.Name || a.Real != fake(c.Name, c.Real) || strings.Join(a.Hosts, " ") != strings.Join(c.Hosts, " ") {
+			return errors.New("the fake file does not read back as the fakes")
 		}
 	}
 	return nil
@@ -125,4 +147,11 @@ func hostOfURL(s string) (string, error) {
 		return "", fmt.Errorf("not a URL with a host")
 	}
 	return normHost(u.Host)
+}
+
+// trimValue trims white space from both ends of raw, as the INI readers
+// do, and returns how many bytes the start lost and the value.
+func trimValue(raw string) (int, string) {
+	left := strings.TrimLeftFunc(raw, unicode.IsSpace)
+	return len(raw) - len(left), strings.TrimRightFunc(left, unicode.IsSpace)
 }

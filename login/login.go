@@ -70,8 +70,10 @@ var formats = map[string]Format{}
 var unchecked = map[string]func([]byte, Faker) ([]byte, []Cred, error){}
 
 // register adds f; a second format of one name is a programming error.
-// Every format's Fake is checked on its way out ([check]): a fake file
-// that still holds a real value, in any form, is an error.
+// Every format's Fake is checked on its way out: a fake file that still
+// holds a real value in any form ([check]), or that does not read back, with
+// the same format, as the same credentials holding the fakes ([readBack]),
+// is an error.
 func register(f Format) {
 	if _, dup := formats[f.Name]; dup {
 		panic(fmt.Sprintf("login: format %q registered twice", f.Name))
@@ -84,6 +86,9 @@ func register(f Format) {
 			return nil, nil, err
 		}
 		if err := check(out, creds); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if err := readBack(inner, out, creds, fake); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
 		return out, creds, nil

@@ -63,8 +63,7 @@ func parseNpmrc(src string) ([]npmLine, error) {
 		}
 		key := strings.TrimSpace(body[:eq])
 		raw := body[eq+1:]
-		lead := len(raw) - len(strings.TrimLeft(raw, " \t"))
-		v := strings.TrimSpace(raw)
+		lead, v := trimValue(raw)
 		vstart := start + eq + 1 + lead
 		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
 			v = v[1 : len(v)-1]

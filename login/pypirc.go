@@ -80,8 +80,7 @@ func parseINI(src string) ([]*iniOption, error) {
 		}
 		key := strings.ToLower(strings.TrimSpace(body[:d]))
 		raw := body[d+1:]
-		lead := len(raw) - len(strings.TrimLeft(raw, " \t\f\v"))
-		v := strings.TrimSpace(raw)
+		lead, v := trimValue(raw)
 		if options[section+"\x00"+key] {
 			return nil, fmt.Errorf("line %d: an option twice", n+1)
 		}
