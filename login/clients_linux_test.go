@@ -168,3 +168,16 @@ func TestPypircConfigparser(t *testing.T) {
 		}
 	}
 }
+
+// TestCargoTomllib: a TOML reader (python's tomllib) reads the fake
+// credentials.toml to the fake.
+func TestCargoTomllib(t *testing.T) {
+	in := "# cargo\r\n[registry] # crates\r\n  token = 'cio-lit/9876' # mine\r\n  other = [1, \"a]\", {x = 1}]\r\n[net]\r\nretry = 3\r\n"
+	out, fake := fakeFile(t, "cargo-credentials", in, "cargo:crates.io")
+	dir := clientDir(t, map[string]string{"credentials.toml": out})
+	got := runAsNobody(t, dir, nil, "/usr/bin/python3", "-c",
+		"import tomllib; print(tomllib.load(open('credentials.toml','rb'))['registry']['token'])")
+	if got != fake {
+		t.Errorf("tomllib read %q, want the fake %q", got, fake)
+	}
+}
