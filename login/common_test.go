@@ -240,3 +240,32 @@ func seedsOf(cases []fakerCase) []string {
 	}
 	return s
 }
+
+// TestRegistry: every format is found by each of its paths, no path has
+// two formats, and the list is the one docs/broker.md documents.
+func TestRegistry(t *testing.T) {
+	var names []string
+	seen := map[string]string{}
+	for _, f := range Formats() {
+		names = append(names, f.Name)
+		for _, p := range f.Paths {
+			if other, dup := seen[p]; dup {
+				t.Errorf("%s: both %s and %s", p, other, f.Name)
+			}
+			seen[p] = f.Name
+			if g, ok := ByPath(p); !ok || g.Name != f.Name {
+				t.Errorf("ByPath(%q) = %q, want %q", p, g.Name, f.Name)
+			}
+		}
+		if len(fuzzSeeds[f.Name]) == 0 {
+			t.Errorf("%s: no fuzz seeds", f.Name)
+		}
+	}
+	want := []string{"cargo-credentials", "docker-config", "gh-hosts", "git-credentials", "netrc", "npmrc", "pypirc", "yarnrc"}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("formats %q, want %q", names, want)
+	}
+	if _, ok := ByPath(".ssh/id_ed25519"); ok {
+		t.Error("a format for a file no format reads")
+	}
+}
