@@ -269,3 +269,25 @@ func TestRegistry(t *testing.T) {
 		t.Error("a format for a file no format reads")
 	}
 }
+
+// BenchmarkFakers fakes one typical file of each format (the first seed
+// of its table that fakes), checks included: a fake file's cost at launch.
+func BenchmarkFakers(b *testing.B) {
+	for _, f := range Formats() {
+		var in []byte
+		for _, s := range fuzzSeeds[f.Name] {
+			if _, creds, err := f.Fake([]byte(s), fakeOf); err == nil && len(creds) > 0 {
+				in = []byte(s)
+				break
+			}
+		}
+		b.Run(f.Name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for i := 0; i < b.N; i++ {
+				if _, _, err := f.Fake(in, fakeOf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
