@@ -89,6 +89,9 @@ func register(f Format) {
 	inner := f.Fake
 	unchecked[f.Name] = inner
 	f.Fake = func(real []byte, fake Faker) ([]byte, []Cred, error) {
+		if loneCR(real) {
+			return nil, nil, fmt.Errorf("%s: a carriage return alone, a line break to some readers and not to others", f.Name)
+		}
 		out, creds, err := inner(real, fake)
 		if err != nil {
 			return nil, nil, err
