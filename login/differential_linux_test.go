@@ -139,5 +139,3 @@ func TestNetrcDifferential(t *testing.T) {
 func TestPypircDifferential(t *testing.T) {
 	differential(t, "pypirc", mutations(fuzzSeeds["pypirc"], 600, ";#[]=:\r\n \t%password"), "/usr/bin/python3", "-c", pyScript, "pypirc")
 }
-
-
