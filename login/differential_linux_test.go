@@ -3,7 +3,6 @@ package login
 import (
 	"bytes"
 	"encoding/json"
-	"math/rand"
 	"os/exec"
 	"testing"
 )
@@ -13,33 +12,6 @@ import (
 // value the tool reads from the real file must be gone from what it reads
 // from the fake. The inputs are the format's table and a few hundred
 // mutations of it, rich in the characters readers disagree on.
-
-// mutations returns n variants of seeds, each with a few bytes of alphabet
-// inserted, replaced or deleted, from a fixed seed.
-func mutations(seeds []string, n int, alphabet string) []string {
-	r := rand.New(rand.NewSource(26))
-	out := append([]string{}, seeds...)
-	for len(out) < n {
-		s := []byte(seeds[r.Intn(len(seeds))])
-		for k := 1 + r.Intn(3); k > 0; k-- {
-			i := 0
-			if len(s) > 0 {
-				i = r.Intn(len(s) + 1)
-			}
-			c := alphabet[r.Intn(len(alphabet))]
-			switch op := r.Intn(3); {
-			case op == 0 || len(s) == 0 || i == len(s):
-				s = append(s[:i], append([]byte{c}, s[i:]...)...)
-			case op == 1:
-				s[i] = c
-			default:
-				s = append(s[:i], s[i+1:]...)
-			}
-		}
-		out = append(out, string(s))
-	}
-	return out
-}
 
 // differential fakes each input with format and hands the pairs (real,
 // fake) that faked to script, run by argv, as JSON on its stdin; the
