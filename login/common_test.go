@@ -232,6 +232,9 @@ func FuzzFakers(f *testing.F) {
 		if keys, ok := yamlKeys[fm.Name]; ok && yamlv3Leak(in, out, keys...) {
 			t.Fatalf("yaml.v3 (gh's reader) reads a real credential from the fake file")
 		}
+		if fm.Name == "docker-config" && dockerLeak(in, out) {
+			t.Fatalf("encoding/json (docker's reader) reads a real credential from the fake file")
+		}
 	})
 }
 
@@ -322,4 +325,56 @@ func mutations(seeds []string, n int, alphabet string) []string {
 		out = append(out, string(s))
 	}
 	return out
+}
+
+// dockerConfig is config.json as docker reads it: encoding/json, field
+// names matched without regard to case.
+type dockerConfig struct {
+	Auths map[string]struct {
+		Auth, Password, RegistryToken, IdentityToken string
+	}
+}
+
+// dockerLeak reports whether a secret docker reads from real (a password
+// within auth's base64 included) is in what it reads from fake.
+func dockerLeak(real, fake []byte) bool {
+	var r, f dockerConfig
+	if json.Unmarshal(real, &r) != nil || json.Unmarshal(fake, &f) != nil {
+		return false
+	}
+	var got []string
+	for _, a := range f.Auths {
+		raw, _ := base64.StdEncoding.DecodeString(a.Auth)
+		got = append(got, a.Auth, string(raw), a.Password, a.RegistryToken, a.IdentityToken)
+	}
+	joined := strings.Join(got, "\x00")
+	for _, a := range r.Auths {
+		secrets := []string{a.Password, a.RegistryToken, a.IdentityToken}
+		if raw, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
+			if _, pass, ok := strings.Cut(string(raw), ":"); ok {
+				secrets = append(secrets, pass)
+			}
+		}
+		for _, s := range secrets {
+			if len(s) > 1 && strings.Contains(joined, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestDockerDifferential(t *testing.T) {
+	n := 0
+	for _, in := range mutations(fuzzSeeds["docker-config"], 800, "{}[]\":,\\ \r\nAaUuTtHh") {
+		out, _, err := formats["docker-config"].Fake([]byte(in), fakeOf)
+		if err != nil {
+			continue
+		}
+		n++
+		if dockerLeak([]byte(in), out) {
+			t.Errorf("encoding/json reads a real credential from the fake of %q", in)
+		}
+	}
+	t.Logf("%d inputs faked and compared", n)
 }

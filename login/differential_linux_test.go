@@ -84,6 +84,11 @@ def read(text):
     with tempfile.NamedTemporaryFile('w', delete=False, newline='') as f:
         f.write(text)
     try:
+        if kind == 'cargo':
+            import tomllib
+            d = tomllib.loads(text)
+            regs = [d.get('registry', {})] + list(d.get('registries', {}).values())
+            return [v for r in regs if isinstance(r, dict) for k, v in r.items() if isinstance(v, str) and k in ('token', 'secret-key')]
         if kind == 'netrc':
             n = netrc.netrc(f.name)
             return [v for h in n.hosts.values() for v in (h[2], h[1]) if v]
@@ -110,4 +115,8 @@ func TestNetrcDifferential(t *testing.T) {
 
 func TestPypircDifferential(t *testing.T) {
 	differential(t, "pypirc", mutations(fuzzSeeds["pypirc"], 600, ";#[]=:\r\n \t%password"), "/usr/bin/python3", "-c", pyScript, "pypirc")
+}
+
+func TestCargoDifferential(t *testing.T) {
+	differential(t, "cargo-credentials", mutations(fuzzSeeds["cargo-credentials"], 600, "[]\"'.=#\\\r\n \ttoken{}"), "/usr/bin/python3", "-c", pyScript, "cargo")
 }
