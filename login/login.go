@@ -14,9 +14,17 @@
 //   - the fake file holds no real value of a credential the format
 //     returns, in any form the format writes it (URL- or base64-encoded
 //     included);
+//   - the fake file reads back, with the same format, as the same
+//     credentials holding the fakes;
 //   - everything else in the file passes as it is;
-//   - a file the format cannot understand wholly is an error (the seal
-//     then masks it), never passed on.
+//   - a file the format cannot understand wholly, or holding a secret it
+//     cannot bind to a host, is an error (the seal then masks it), never
+//     passed on; so is one whose real value cannot be hidden (too short,
+//     or also elsewhere in the file).
+//
+// [register] enforces the first two for every format (guard.go), whatever
+// the format's own parser does. docs/broker.md, "Credential files", lists
+// the formats, what each fakes and the hosts it binds.
 //
 // The package does no I/O: callers read the real file and write the fake.
 package login
@@ -65,10 +73,36 @@ type Format struct {
 // formats are the formats this package understands, by name.
 var formats = map[string]Format{}
 
+// unchecked are the formats' Fake functions before check: the tests
+// re-parse a fake file with them.
+var unchecked = map[string]func([]byte, Faker) ([]byte, []Cred, error){}
+
 // register adds f; a second format of one name is a programming error.
+// Every format's Fake is checked on its way out: a fake file that still
+// holds a real value in any form ([check]), or that does not read back, with
+// the same format, as the same credentials holding the fakes ([readBack]),
+// is an error.
 func register(f Format) {
 	if _, dup := formats[f.Name]; dup {
 		panic(fmt.Sprintf("login: format %q registered twice", f.Name))
+	}
+	inner := f.Fake
+	unchecked[f.Name] = inner
+	f.Fake = func(real []byte, fake Faker) ([]byte, []Cred, error) {
+		if loneCR(real) {
+			return nil, nil, fmt.Errorf("%s: a carriage return alone, a line break to some readers and not to others", f.Name)
+		}
+		out, creds, err := inner(real, fake)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := check(out, creds); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if err := readBack(inner, out, creds, fake); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		return out, creds, nil
 	}
 	formats[f.Name] = f
 }
