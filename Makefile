@@ -133,6 +133,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./internal/detect/
 	$(GO) test -run '^$$' -fuzz '^FuzzChunking$$' -fuzztime $(FUZZTIME) ./redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzDetectorChunking$$' -fuzztime $(FUZZTIME) ./redact/
+	$(GO) test -run '^$$' -fuzz '^FuzzFakers$$' -fuzztime $(FUZZTIME) ./login/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStart$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzServerDoor$$' -fuzztime $(FUZZTIME) ./shim/
