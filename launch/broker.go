@@ -196,6 +196,9 @@ func (l *Plan) StartBroker() error {
 		for k, v := range logins.gitHelperEnv(l.Env) {
 			l.brokerEnv[k] = v
 		}
+		for k, v := range logins.toolEnv(l.opt.Parent, l.Env) {
+			l.brokerEnv[k] = v
+		}
 	}
 	if !proxy {
 		for k, v := range loopbackNoProxy(l.Env) {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,24 @@ type loginFakes struct {
 	// the child's environment.
 	names  map[string]bool
 	states []LoginState
+	// vars name the fakes for the tools that take their file's place from
+	// a variable (toolVars): the tree reads them there when a Landlock
+	// seal masks the file itself.
+	vars map[string]string
+}
+
+// toolVars are the variables that name a faked file's place, by format:
+// the file itself, or (dir) a directory that holds it under its own
+// name, the real directory's other entries linked beside it. A tool with
+// none (git's store: its helper, gitHelperEnv) finds its fake only at
+// the real path, which a Landlock seal masks.
+var toolVars = map[string]struct {
+	name string
+	dir  bool
+}{
+	"npmrc":         {"NPM_CONFIG_USERCONFIG", false},
+	"gh-hosts":      {"GH_CONFIG_DIR", true},
+	"docker-config": {"DOCKER_CONFIG", true},
 }
 
 // fakeLogins reads each credential file of HOME that package login
@@ -68,7 +87,7 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("login fakes: %w", err)
 	}
-	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}}
+	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}}
 	faker := func(name, real string) string { return fake.Of(key, name, real) }
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
@@ -106,6 +125,12 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				os.RemoveAll(lf.dir)
 				return nil, fmt.Errorf("login fakes: %w", err)
 			}
+			if v, ok := toolVars[f.Name]; ok {
+				if err := lf.pointVar(v.name, v.dir, p, dst); err != nil {
+					os.RemoveAll(lf.dir)
+					return nil, fmt.Errorf("login fakes: %w", err)
+				}
+			}
 			file := LoginFile{Path: p, Format: f.Name}
 			for _, c := range creds {
 				file.Names = append(file.Names, c.Name)
@@ -128,6 +153,51 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	}
 	l.logins = lf
 	return lf, nil
+}
+
+// pointVar sets the variable name to the fake dst of the real file p: dst
+// itself, or for a directory variable a directory in lf.dir holding a copy
+// of dst under p's name and a link to each other entry of p's directory.
+func (lf *loginFakes) pointVar(name string, dir bool, p, dst string) error {
+	if !dir {
+		lf.vars[name] = dst
+		return nil
+	}
+	d := filepath.Join(lf.dir, name)
+	if err := os.Mkdir(d, 0o700); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(dst)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d, filepath.Base(p)), data, 0o400); err != nil {
+		return err
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p)) // what cannot be listed is not linked
+	for _, e := range entries {
+		if e.Name() != filepath.Base(p) {
+			if err := os.Symlink(filepath.Join(filepath.Dir(p), e.Name()), filepath.Join(d, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	lf.vars[name] = d
+	return nil
+}
+
+// toolEnv returns the variables of toolVars for the tree, but for those
+// the user's environment (parent) or the tree's (env) already sets: a
+// tool told elsewhere does not read the file at the real path anyway.
+func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range lf.vars {
+		set := func(kv string) bool { return strings.HasPrefix(kv, k+"=") }
+		if !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // removeLogins removes the fake files.

@@ -165,3 +165,38 @@ func BenchmarkFakeLogins(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestToolVars: a faked file whose tool takes its place from a variable
+// gets it: npm's file itself, gh's directory as a copy holding the fake
+// hosts.yml and links to the real directory's other entries; a variable
+// the user's or the tree's environment sets already is left alone.
+func TestToolVars(t *testing.T) {
+	home := t.TempDir()
+	real := "ghp_" + strings.Repeat("Tv5q", 9)
+	os.MkdirAll(filepath.Join(home, ".config/gh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".config/gh/hosts.yml"), []byte("github.com:\n    oauth_token: "+real+"\n    user: a\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".config/gh/config.yml"), []byte("version: \"1\"\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".npmrc"), []byte("//registry.npmjs.org/:_authToken=npm_"+strings.Repeat("Np3z", 9)+"\n"), 0o600)
+	l := loginPlan(home)
+	lf, err := l.fakeLogins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.removeLogins()
+	env := lf.toolEnv(nil, nil)
+	if env["NPM_CONFIG_USERCONFIG"] != lf.fake[filepath.Join(home, ".npmrc")] {
+		t.Errorf("NPM_CONFIG_USERCONFIG = %q", env["NPM_CONFIG_USERCONFIG"])
+	}
+	dir := env["GH_CONFIG_DIR"]
+	hosts, err := os.ReadFile(filepath.Join(dir, "hosts.yml"))
+	if err != nil || strings.Contains(string(hosts), real) || !strings.Contains(string(hosts), "oauth_token: ghp_") {
+		t.Errorf("GH_CONFIG_DIR's hosts.yml is not the fake (%v)", err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "config.yml")); err != nil || target != filepath.Join(home, ".config/gh/config.yml") {
+		t.Errorf("GH_CONFIG_DIR's config.yml is not a link to the real one: %q, %v", target, err)
+	}
+	got := lf.toolEnv([]string{"NPM_CONFIG_USERCONFIG=/elsewhere"}, []string{"GH_CONFIG_DIR=/mine"})
+	if len(got) != 0 {
+		t.Errorf("a variable the user set was replaced: %v", got)
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
 // loopbackName returns a host name (not "localhost", and not an address:
@@ -89,8 +91,15 @@ func companyStandIn(t *testing.T, name string, h func(w http.ResponseWriter, r *
 // (named only by the user's SSL_CERT_FILE and NODE_EXTRA_CA_CERTS), in a
 // sealed tree as an unprivileged user: both work through the broker, the
 // tree's `gh auth token`, `npm config get` and the files themselves hold
-// only fakes, and only the stand-ins got the real tokens.
+// only fakes, and only the stand-ins got the real tokens. Sealed by
+// namespaces (the files are fakes) and by Landlock (the files are masked;
+// GH_CONFIG_DIR and NPM_CONFIG_USERCONFIG name the fakes).
 func TestLoginFileClients(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testLoginFileClients(t, false) })
+	t.Run("landlock", func(t *testing.T) { testLoginFileClients(t, true) })
+}
+
+func testLoginFileClients(t *testing.T, landlock bool) {
 	exe, home := unprivilegedInstall(t)
 	name := loopbackName(t)
 	ghReal := "ghp_" + strings.Repeat("Gh7r", 9)
@@ -134,7 +143,13 @@ echo "gh api: $(GH_HOST=` + ghHost + ` gh api user --jq .login 2>&1)"
 echo "npm whoami: $(npm whoami 2>&1)"
 `
 	ca := filepath.Join(home, "company-ca.pem")
-	cmd := exec.Command(exe, "run", "--seal", "--", "/bin/sh", "-c", script)
+	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SSL_CERT_FILE=" + ca, "NODE_EXTRA_CA_CERTS=" + ca,
 		"GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1"}
 	cmd.Dir = filepath.Join(home, "work")
@@ -147,8 +162,11 @@ echo "npm whoami: $(npm whoami 2>&1)"
 	if out != string(b) {
 		t.Errorf("a real token is in what the tree printed:\n%s", out)
 	}
-	for _, want := range []string{"gh api: alice-ghe", "npm whoami: alice-npm", "hosts.yml:     oauth_token: ghp_", "npmrc: //" + npmHost + "/:_authToken=npm_",
-		"gh token: ghp_"} {
+	files := []string{"hosts.yml:     oauth_token: ghp_", "npmrc: //" + npmHost + "/:_authToken=npm_"}
+	if landlock {
+		files = []string{"hosts.yml: grep: " + home + "/.config/gh/hosts.yml: Permission denied", "npmrc: grep: " + home + "/.npmrc: Permission denied"}
+	}
+	for _, want := range append(files, "gh api: alice-ghe", "npm whoami: alice-npm", "gh token: ghp_") {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
 		}
