@@ -16,6 +16,7 @@ import (
 	"github.com/envsieve/envsieve/broker/fake"
 	"github.com/envsieve/envsieve/login"
 	"github.com/envsieve/envsieve/policy"
+	"github.com/envsieve/envsieve/seal"
 )
 
 // LoginFile is a credential file of HOME whose sealed view is a fake
@@ -33,13 +34,66 @@ type LoginFile struct {
 // LoginState is what the sealed tree sees of one credential file that
 // package login understands, for explain and the debug output.
 type LoginState struct {
-	Path   string
-	Format string
-	// Seen is "fake", or "masked" (Why says why: the file could not be
-	// understood, or the seal cannot show other content there).
-	Seen, Why string
+	Path   string `json:"path"`
+	Format string `json:"format"`
+	// Seen is "fake", "masked" (Why says why: the file could not be
+	// understood, no broker can run, or the seal cannot show other
+	// content there, and what serves the fake then), or "passed" (the
+	// launch is not sealed: the tree reads the real file).
+	Seen string `json:"seen"`
+	Why  string `json:"why,omitempty"`
 	// Hosts are the hosts its fakes are bound to.
-	Hosts []string
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// LoginPreview says, for explain, what a launch's tree would see of each
+// credential file under home that package login understands: sealed or
+// not, by which mechanism, and whether a broker could run. It reads and
+// parses the files, and writes nothing.
+func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []LoginState {
+	var out []LoginState
+	if home == "" {
+		return nil
+	}
+	anyFake := func(_, real string) string { return strings.Repeat("x", len(real)) }
+	for _, f := range login.Formats() {
+		for _, rel := range f.Paths {
+			p := filepath.Join(home, rel)
+			real, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			var creds []login.Cred
+			if err == nil {
+				_, creds, err = f.Fake(real, anyFake)
+			}
+			if err == nil && len(creds) == 0 {
+				err = errors.New("no credential in it")
+			}
+			for _, c := range creds {
+				st.Hosts = append(st.Hosts, c.Hosts...)
+			}
+			switch v, hasVar := toolVars[f.Name]; {
+			case !sealed:
+				st.Seen, st.Hosts = "passed", nil
+			case err != nil:
+				st.Why, st.Hosts = err.Error(), nil
+			case !broker:
+				st.Why, st.Hosts = "no broker can run", nil
+			case by == seal.Namespaces:
+				st.Seen = "fake"
+			case hasVar:
+				st.Seen, st.Why = "fake", "Landlock masks the file; "+v.name+" names the fake"
+			case f.Name == "git-credentials":
+				st.Why = "Landlock masks the file; git's credential helper answers the fake"
+			default:
+				st.Why = "Landlock cannot show a fake at the path"
+			}
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // loginFakes are a launch's fake credential files.

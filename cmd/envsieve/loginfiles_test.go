@@ -284,3 +284,40 @@ wait:
 	}
 	omu.Unlock()
 }
+
+// TestExplainLogins: explain lists each credential file envsieve
+// understands with what the tree would see (fake, masked, passed) and the
+// hosts its fakes are bound to, never a value.
+func TestExplainLogins(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	real := "Pw-" + strings.Repeat("Ex9p", 6)
+	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://alice:"+real+"@git.example.com\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("default password "+real+"\n"), 0o600)
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	explain := func(args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"explain"}, args...), "--", "true")...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, strings.ReplaceAll(string(out), real, "<REAL>"))
+		}
+		if strings.Contains(string(out), real) {
+			t.Errorf("explain printed a real value")
+		}
+		return string(out)
+	}
+	sealed := explain("--seal")
+	for _, want := range []string{"login:   " + home + "/.git-credentials fake, bound to git.example.com",
+		"login:   " + home + "/.netrc masked ("} {
+		if !strings.Contains(sealed, want) {
+			t.Errorf("explain --seal: %q missing:\n%s", want, sealed)
+		}
+	}
+	if open := explain(); !strings.Contains(open, "login:   "+home+"/.git-credentials passed") {
+		t.Errorf("explain unsealed: the file is not passed:\n%s", open)
+	}
+}
