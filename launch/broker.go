@@ -184,6 +184,14 @@ func (l *Plan) StartBroker() error {
 	run, err := h.Broker(req, func(e BrokerEvent) { l.alog.Load().Broker(e.Kind, e.Secret, e.Host, e.Place) })
 	if err != nil {
 		os.RemoveAll(dir)
+		l.brokerDir = ""
+		if len(l.Result.Brokered) == 0 {
+			// Only credential files were to be faked: they stay masked.
+			h.warnf("broker: %v: your credential files stay masked in the sealed tree", err)
+			l.removeLogins()
+			l.logins = nil
+			return nil
+		}
 		return fmt.Errorf("broker: %w", err)
 	}
 	l.broker = run

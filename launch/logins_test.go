@@ -1,12 +1,15 @@
 package launch
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/sieve"
 )
 
@@ -198,5 +201,34 @@ func TestToolVars(t *testing.T) {
 	got := lf.toolEnv([]string{"NPM_CONFIG_USERCONFIG=/elsewhere"}, []string{"GH_CONFIG_DIR=/mine"})
 	if len(got) != 0 {
 		t.Errorf("a variable the user set was replaced: %v", got)
+	}
+}
+
+// TestLoginBrokerFails: a sealed launch that has only credential files to
+// fake, whose broker cannot start, goes on with the files masked (and a
+// warning), its fake files removed; nothing in its seal shows a fake.
+func TestLoginBrokerFails(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://alice:pw-"+strings.Repeat("Bf4", 8)+"@git.example.com\n"), 0o600)
+	pol, err := policy.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w warnings
+	l := &Plan{host: &Host{Home: home, Report: &w, SocketDir: t.TempDir(),
+		Broker: func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error) { return nil, errors.New("no broker today") }},
+		opt: Options{Seal: true, Policy: pol}, ownKey: []byte("0123456789abcdef0123456789abcdef"), Result: &sieve.Result{}}
+	if err := l.StartBroker(); err != nil {
+		t.Fatalf("StartBroker: %v", err)
+	}
+	if len(w) != 1 || !strings.Contains(w[0], "stay masked") {
+		t.Errorf("warnings = %q", w)
+	}
+	if entries, _ := os.ReadDir(l.host.SocketDir); len(entries) != 0 {
+		t.Errorf("the fake files were left behind: %v", entries)
+	}
+	spec, err := l.sealSpec()
+	if err != nil || len(spec.Fake) != 0 || !slices.Contains(spec.Mask, filepath.Join(home, ".git-credentials")) {
+		t.Errorf("the seal: fakes %v, err %v", spec.Fake, err)
 	}
 }
