@@ -321,3 +321,48 @@ func TestExplainLogins(t *testing.T) {
 		t.Errorf("explain unsealed: the file is not passed:\n%s", open)
 	}
 }
+
+// TestDaemonLoginFile: a sealed daemon session's command (sealed by
+// Landlock, the daemon being its parent) clones over https with the
+// user's ~/.git-credentials through the daemon's broker: the file is
+// masked, git's credential helper of envsieve's answers the fake, and
+// the stand-in gets the real password.
+func TestDaemonLoginFile(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	dir := filepath.Dir(exe)
+	real := "Pw-" + strings.Repeat("Dm3k", 6)
+	git := newGitStandIn(t, real)
+	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://alice:"+real+"@"+git.host+"\n"), 0o600)
+	os.WriteFile(filepath.Join(home, "company-ca.pem"), git.caPEM, 0o600)
+	os.Mkdir(filepath.Join(home, "work"), 0o700)
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\nprofiles:\n  sealed: {seal: on}\n")
+	sock := filepath.Join(home, "d.sock")
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + home, "GIT_SSL_CAINFO=" + filepath.Join(home, "company-ca.pem")}
+	dErr := startDaemonAs(t, exe, sock, pol, home, env)
+	script := `cd "$HOME/work"
+echo "file: $(cat "$HOME/.git-credentials" 2>&1)"
+printf 'protocol=https\nhost=` + git.host + `\n\n' | git credential fill | sed 's/^/fill: /'
+cd "$HOME/.cache" && git clone -q ` + git.url + `/remote.git repo && echo clone-ok`
+	c := exec.Command(exe, "client", "run", "--socket", sock, "--profile", "sealed", "-c", script)
+	c.Env = env
+	c.Dir = filepath.Join(home, "work")
+	c.SysProcAttr = asUnprivileged()
+	b, _ := c.CombinedOutput()
+	out := strings.ReplaceAll(string(b), real, "<REAL>")
+	if out != string(b) {
+		t.Errorf("the real password is in what the session printed")
+	}
+	for _, want := range []string{"file: cat: ", "fill: password=", "clone-ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing:\n%s\ndaemon: %s", want, out, strings.ReplaceAll(dErr.String(), real, "<REAL>"))
+		}
+	}
+	for _, pw := range git.passwords() {
+		if pw != real {
+			t.Errorf("the stand-in got a password that is not the real one (%d bytes)", len(pw))
+		}
+	}
+}
