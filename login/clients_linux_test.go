@@ -3,6 +3,7 @@ package login
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -179,5 +180,28 @@ func TestCargoTomllib(t *testing.T) {
 		"import tomllib; print(tomllib.load(open('credentials.toml','rb'))['registry']['token'])")
 	if got != fake {
 		t.Errorf("tomllib read %q, want the fake %q", got, fake)
+	}
+}
+
+// TestNetrcCurl: curl reads the fake .netrc (a quoted password included)
+// and sends the fake, in Basic auth, to the machine's stand-in.
+func TestNetrcCurl(t *testing.T) {
+	var mu sync.Mutex
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = r.Header.Get("Authorization")
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	in := "# logins\nmachine other.example login x password plainPass77\nmachine localhost\n  login bob\n  password \"tok en\\\"9Az\"\n"
+	out, fake := fakeFile(t, "netrc", in, "netrc:localhost")
+	dir := clientDir(t, map[string]string{"netrc": out})
+	runAsNobody(t, dir, nil, "/usr/bin/curl", "-sS", "--fail", "--netrc-file", filepath.Join(dir, "netrc"), "http://localhost:"+port+"/")
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "Basic " + b64("bob:"+fake); got != want {
+		t.Errorf("curl sent %q, want %q", got, want)
 	}
 }

@@ -100,8 +100,9 @@ func ghSecrets(d *yamlDoc) ([]ghSecret, error) {
 // its users' (gh 2.40+), becomes a fake bound to the hosts gh sends it to
 // (ghHosts). The scalar is replaced in place; comments, order, and every
 // other key pass as they are. An empty token passes. A token that is not
-// a one-line string, YAML anchors or aliases, or a key that is not a host
-// name is an error.
+// a one-line string, YAML anchors or aliases, a key that is not a host
+// name, or the word oauth_token anywhere else in the file (a comment
+// included: gh's YAML reader is not ours) is an error.
 func fakeGhHosts(real []byte, fake Faker) ([]byte, []Cred, error) {
 	d, err := parseYAML(real)
 	if err != nil {
@@ -110,6 +111,12 @@ func fakeGhHosts(real []byte, fake Faker) ([]byte, []Cred, error) {
 	secrets, err := ghSecrets(d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gh-hosts: %w", err)
+	}
+	if strings.Count(d.src, "oauth_token") > len(secrets) {
+		// gh's YAML reader is not this one: a token key this parse did not
+		// place where gh looks (or a comment naming one) masks the file
+		// rather than pass a token it may read.
+		return nil, nil, errors.New("gh-hosts: an oauth_token outside a host's or a user's entry")
 	}
 	var edits []edit
 	var creds []Cred

@@ -34,6 +34,9 @@ var ghCases = []fakerCase{
 	{name: "two documents", in: "a.example:\n  oauth_token: gho_abcdef123\n---\nb.example: {}\n", wantErr: true},
 	{name: "duplicate key", in: "a.example:\n  oauth_token: gho_abcdef123\n  oauth_token: gho_zzzzzz999\n", wantErr: true},
 	{name: "not a host", in: "a/b:\n  oauth_token: gho_abcdef123\n", wantErr: true},
+	{name: "token key elsewhere", in: "a.example:\n  nested:\n    oauth_token: gho_abcdef123\n", wantErr: true},
+	{name: "token key in a comment", in: "# oauth_token: gho_old99999\na.example:\n  oauth_token: gho_abcdef123\n", wantErr: true},
+	{name: "token key inside another value", in: "a.example:\n  note: |\n    oauth_token: gho_old99999\n", wantErr: true},
 	{name: "token elsewhere in the file", in: "a.example:\n  oauth_token: gho_abcdef123\n  note: gho_abcdef123\n", wantErr: true},
 }
 

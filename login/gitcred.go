@@ -40,7 +40,11 @@ func fakeGitCredentials(real []byte, fake Faker) ([]byte, []Cred, error) {
 		if !ok || pass == "" {
 			return nil, nil, fmt.Errorf("git-credentials: line %d: no password", n+1)
 		}
-		name := "git-credentials:" + u.Scheme + "://" + u.Host
+		host, err := normHost(u.Host)
+		if err != nil {
+			return nil, nil, fmt.Errorf("git-credentials: line %d: %w", n+1, err)
+		}
+		name := "git-credentials:" + strings.ToLower(u.Scheme) + "://" + host
 		if seen[name] {
 			// git uses the first match; a later line for the same host
 			// is never sent, so it gets a fake of its own name.
@@ -50,7 +54,7 @@ func fakeGitCredentials(real []byte, fake Faker) ([]byte, []Cred, error) {
 		f := fake(name, pass)
 		u.User = url.UserPassword(u.User.Username(), f)
 		out.WriteString(u.String() + end)
-		creds = append(creds, Cred{Name: name, Real: pass, Hosts: []string{u.Host}})
+		creds = append(creds, Cred{Name: name, Real: pass, Hosts: []string{host}})
 	}
 	return out.Bytes(), creds, nil
 }

@@ -22,7 +22,11 @@ func TestGitCredentials(t *testing.T) {
 	if !strings.Contains(string(out), "alice:FAKE-.COM@git.example.com\n\n") {
 		t.Fatalf("fake file:\n%s", out)
 	}
-	for _, bad := range []string{"not a url\n", "https://git.example.com\n", "https://alice@host\n"} {
+	_, creds, err = fakeGitCredentials([]byte("https://u:pw123456@Git.Example.COM:443/x\n"), testFaker)
+	if err != nil || creds[0].Name != "git-credentials:https://git.example.com" || creds[0].Hosts[0] != "git.example.com" {
+		t.Fatalf("the host is not normalized: %v %+v", err, creds)
+	}
+	for _, bad := range []string{"not a url\n", "https://git.example.com\n", "https://alice@host\n", "https://u:pw@a_b c/\n"} {
 		if _, _, err := fakeGitCredentials([]byte(bad), testFaker); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -155,3 +155,15 @@ func trimValue(raw string) (int, string) {
 	left := strings.TrimLeftFunc(raw, unicode.IsSpace)
 	return len(raw) - len(left), strings.TrimRightFunc(left, unicode.IsSpace)
 }
+
+// loneCR reports whether b holds a '\r' not followed by '\n': npm's ini
+// reader and Python's text files break lines there, Go's readers here do
+// not, so a line could hide from the parse.
+func loneCR(b []byte) bool {
+	for i, c := range b {
+		if c == '\r' && (i+1 == len(b) || b[i+1] != '\n') {
+			return true
+		}
+	}
+	return false
+}

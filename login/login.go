@@ -14,9 +14,17 @@
 //   - the fake file holds no real value of a credential the format
 //     returns, in any form the format writes it (URL- or base64-encoded
 //     included);
+//   - the fake file reads back, with the same format, as the same
+//     credentials holding the fakes;
 //   - everything else in the file passes as it is;
-//   - a file the format cannot understand wholly is an error (the seal
-//     then masks it), never passed on.
+//   - a file the format cannot understand wholly, or holding a secret it
+//     cannot bind to a host, is an error (the seal then masks it), never
+//     passed on; so is one whose real value cannot be hidden (too short,
+//     or also elsewhere in the file).
+//
+// [register] enforces the first two for every format (guard.go), whatever
+// the format's own parser does. docs/broker.md, "Credential files", lists
+// the formats, what each fakes and the hosts it binds.
 //
 // The package does no I/O: callers read the real file and write the fake.
 package login
@@ -81,6 +89,9 @@ func register(f Format) {
 	inner := f.Fake
 	unchecked[f.Name] = inner
 	f.Fake = func(real []byte, fake Faker) ([]byte, []Cred, error) {
+		if loneCR(real) {
+			return nil, nil, fmt.Errorf("%s: a carriage return alone, a line break to some readers and not to others", f.Name)
+		}
 		out, creds, err := inner(real, fake)
 		if err != nil {
 			return nil, nil, err

@@ -82,7 +82,7 @@ func isNetrcBlank(c byte) bool {
 // a "default" entry binds no host and masks the file: it would go to any
 // host a client asks for. A password before any machine, a keyword without
 // its value, or a word the readers disagree on (a quote or backslash inside
-// a bare word) is an error.
+// a bare word, a '#' that does not begin its line) is an error.
 func fakeNetrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 	src := string(real)
 	var out bytes.Buffer
@@ -100,7 +100,13 @@ func fakeNetrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 		}
 		pos = next
 		if !tok.quoted && strings.HasPrefix(tok.value, "#") {
-			// A comment, to the end of the line.
+			// A comment, to the end of the line, for Python; curl takes
+			// only a line that begins with '#' for one, and reads on
+			// after a '#' elsewhere ("login u # password p" is a
+			// password to curl). Only a comment both agree on passes.
+			if tok.start > 0 && src[tok.start-1] != '\n' {
+				return nil, nil, fmt.Errorf("netrc: offset %d: a '#' the readers disagree on", tok.start)
+			}
 			if i := strings.IndexByte(src[pos:], '\n'); i >= 0 {
 				pos += i
 			} else {

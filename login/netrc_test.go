@@ -6,7 +6,7 @@ var netrcCases = []fakerCase{
 	{name: "one line", in: "machine api.example.com login alice password s3cretPass1\n",
 		creds: []wantCred{{"netrc:api.example.com", "s3cretPass1", []string{"api.example.com"}}}},
 	{name: "several hosts, lines, comments, CRLF",
-		in: "# my logins\r\nmachine Git.Example.COM\r\n  login bob\r\n  password tok_abc123XYZ # trailing\r\n\r\nmachine h2.example.org:443 login c password pw-2222zz account acct9988\r\n",
+		in: "# my logins\r\nmachine Git.Example.COM\r\n  login bob\r\n  password tok_abc123XYZ\r\n#trailing\r\n\r\nmachine h2.example.org:443 login c password pw-2222zz account acct9988\r\n",
 		creds: []wantCred{
 			{"netrc:git.example.com", "tok_abc123XYZ", []string{"git.example.com"}},
 			{"netrc:h2.example.org", "pw-2222zz", []string{"h2.example.org"}},
@@ -36,6 +36,8 @@ var netrcCases = []fakerCase{
 	{name: "unterminated quote", in: "machine h.example password \"abc\n", wantErr: true},
 	{name: "quote inside word", in: "machine h.example password ab\"cd\n", wantErr: true},
 	{name: "backslash inside word", in: "machine h.example password ab\\cd\n", wantErr: true},
+	{name: "comment mid-line, a password to curl", in: "machine h.example login u # password pass1234\n", wantErr: true},
+	{name: "indented comment", in: "machine h.example password pass1234\n  # note\n", wantErr: true},
 	{name: "hash password", in: "machine h.example password #abcdef1\n", wantErr: true},
 	{name: "bad host", in: "machine h/x password pass1234\n", wantErr: true},
 	{name: "login equals password", in: "machine h.example login pass1234 password pass1234\n", wantErr: true},

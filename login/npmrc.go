@@ -98,7 +98,8 @@ func npmAuthKey(key string) (scope, field string, ok bool) {
 // a registry-less one to the file's "registry=" host, else
 // registry.npmjs.org. "${NAME}" values pass (npm reads them from the
 // environment), as does every other line. An auth key under a [section], a
-// key twice, a value with an escape, a comment character or a partial
+// key npm may read as an auth key though it does not look like one (a ';',
+// '#', quote, backslash or "${" in it, or a final "[]"), a key twice, a value with an escape, a comment character or a partial
 // "${...}", or a base64 value that is not one, is an error.
 func fakeNpmrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 	src := string(real)
@@ -120,6 +121,12 @@ func fakeNpmrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 	for _, l := range lines {
 		scope, field, ok := npmAuthKey(l.key)
 		if !ok {
+			if npmKeyUnclear(l.key) && l.value != "" && !npmEnvRef.MatchString(l.value) {
+				// npm may read this key as an auth key: ini cuts a key at
+				// ';' or '#', unquotes and unescapes it and drops a final
+				// "[]", and npm expands "${...}" in it.
+				return nil, nil, fmt.Errorf("npmrc: line %d: a key npm's readers may read otherwise", l.lineNumber)
+			}
 			continue
 		}
 		if l.section {
@@ -170,4 +177,11 @@ func fakeNpmrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 		creds = append(creds, Cred{Name: name, Real: secret, Hosts: []string{host}})
 	}
 	return []byte(applyEdits(src, edits)), creds, nil
+}
+
+// npmKeyUnclear reports whether npm may read key as another key than it
+// looks: it holds a comment character, a quote, an escape or a "${", or
+// ends in "[]".
+func npmKeyUnclear(key string) bool {
+	return strings.ContainsAny(key, ";#\"'\\") || strings.Contains(key, "${") || strings.HasSuffix(key, "[]")
 }

@@ -33,6 +33,12 @@ var npmrcCases = []fakerCase{
 	{name: "bad _auth", in: "//r.example/:_auth=notbase64!\n", wantErr: true},
 	{name: "_auth without a colon", in: "//r.example/:_auth=" + b64("userpass123") + "\n", wantErr: true},
 	{name: "bad section", in: "[sec\n", wantErr: true},
+	{name: "lone CR hides a line", in: "foo=bar\r//r.example/:_authToken=abcdef123\n", wantErr: true},
+	{name: "key cut at a comment character", in: "//r.example/:_authToken;x=abcdef123\n", wantErr: true},
+	{name: "array key", in: "//r.example/:_authToken[]=abcdef123\n", wantErr: true},
+	{name: "quoted key", in: "\"//r.example/:_authToken\"=abcdef123\n", wantErr: true},
+	{name: "env in a key", in: "//r.example/:_auth${X?}Token=abcdef123\n", wantErr: true},
+	{name: "env in a key, env value passes", in: "//${HOST}/:_authToken=${TOKEN}\n"},
 }
 
 func init() {

@@ -23,6 +23,7 @@ var pypircCases = []fakerCase{
 	{name: "option twice", in: "[pypi]\npassword = secretPW99\nPASSWORD = other999\n", wantErr: true},
 	{name: "not an option", in: "[pypi]\njust words\n", wantErr: true},
 	{name: "bad header", in: "[pypi\n", wantErr: true},
+	{name: "lone CR hides a line", in: "[pypi]\nusername = a\rpassword = secretPW99\n", wantErr: true},
 	{name: "userinfo in repository", in: "[x]\nrepository = https://u:secretPW99@r.example/\npassword = secretPW99\n", wantErr: true},
 	{name: "userinfo in repository, no password", in: "[x]\nrepository = https://u:secretPW99@r.example/\n", wantErr: true},
 }

@@ -167,8 +167,9 @@ func yarnSecrets(d *yamlDoc) ([]yarnSecret, error) {
 // npmRegistries entries and in npmScopes entries become fakes, replaced in
 // place, bound as yarnSecrets says. "${NAME}" values pass (yarn reads
 // them from the environment). A secret whose registry is not known (a
-// "${...}" server), a partial "${...}", or a value yarn may read otherwise
-// (not a one-line string, anchors, aliases) is an error.
+// "${...}" server), a partial "${...}", a value yarn may read otherwise
+// (not a one-line string, anchors, aliases), or a credential key anywhere
+// else in the file (a comment included) is an error.
 func fakeYarnrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 	d, err := parseYAML(real)
 	if err != nil {
@@ -177,6 +178,11 @@ func fakeYarnrc(real []byte, fake Faker) ([]byte, []Cred, error) {
 	secrets, err := yarnSecrets(d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("yarnrc: %w", err)
+	}
+	if strings.Count(d.src, "npmAuthToken")+strings.Count(d.src, "npmAuthIdent") > len(secrets) {
+		// yarn's YAML reader is not this one: a credential key this parse
+		// did not place (or a comment naming one) masks the file.
+		return nil, nil, errors.New("yarnrc: a credential key outside the entries yarn reads")
 	}
 	var edits []edit
 	var creds []Cred

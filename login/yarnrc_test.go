@@ -22,6 +22,7 @@ var yarnrcCases = []fakerCase{
 	{name: "token in a block scalar", in: "npmAuthToken: |\n  npm_topTOKEN12345\n", wantErr: true},
 	{name: "alias", in: "a: &t npm_topTOKEN12345\nnpmAuthToken: *t\n", wantErr: true},
 	{name: "not a mapping", in: "- x\n", wantErr: true},
+	{name: "credential key elsewhere", in: "packageExtensions:\n  x:\n    npmAuthToken: tok12345678\n", wantErr: true},
 }
 
 func init() {
