@@ -77,6 +77,8 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []Lo
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
 				st.Seen, st.Hosts = "passed", nil
+			case !slices.Contains(seal.CredentialFiles(), rel):
+				st.Seen, st.Why, st.Hosts = "passed", "not on the seal's list", nil
 			case err != nil:
 				st.Why, st.Hosts = err.Error(), nil
 			case !broker:
@@ -143,8 +145,16 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	}
 	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}}
 	faker := func(name, real string) string { return fake.Of(key, name, real) }
+	masked := seal.CredentialFiles()
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
+			if !slices.Contains(masked, rel) {
+				// Only a file the seal masks is shown as a fake: one in a
+				// directory the tree writes (an agent's state dir) needs
+				// the seal to hold it first.
+				l.host.debugf("login: ~/%s is not on the seal's list: not faked", rel)
+				continue
+			}
 			p := filepath.Join(l.host.Home, rel)
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {

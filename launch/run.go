@@ -209,10 +209,9 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		// Shown by a namespace seal; masked by Landlock all the same.
 		spec.Fake = map[string]string{}
 		for p, src := range l.logins.fake {
-			if !slices.Contains(spec.Mask, p) {
-				spec.Mask = append(spec.Mask, p)
+			if slices.Contains(spec.Mask, p) { // always: fakeLogins takes the seal's list only
+				spec.Fake[p] = src
 			}
-			spec.Fake[p] = src
 		}
 	}
 	writes, err := l.writePlaces(spec)
