@@ -115,22 +115,24 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	defer l.Cleanup()
-	if err := l.StartBroker(); err != nil {
-		return nil, err
-	}
-	if err := l.StartSSHAgent(); err != nil {
-		return nil, err
-	}
 	// The daemon seals its commands as `envsieve run` does, by Landlock
 	// (it is their parent). Where it cannot, a profile that requires the
 	// seal gets no command, and one that asks for it gets it unsealed with
-	// a notice on the command's stderr and in the daemon's log.
+	// a notice on the command's stderr and in the daemon's log. The seal
+	// first: a sealed command's credential files are fakes the broker
+	// keeps the real values of.
 	sealNotice, err := l.ChooseServerSeal(client.Seal)
 	if err != nil {
 		return nil, rpcError(CodeExecFailed, "session/exec: "+err.Error())
 	}
 	if sealNotice != "" {
 		s.log.Warn("exec unsealed: "+sealNotice, "session_id", ss.id)
+	}
+	if err := l.StartBroker(); err != nil {
+		return nil, err
+	}
+	if err := l.StartSSHAgent(); err != nil {
+		return nil, err
 	}
 	var path string
 	if p.Shell != "" {

@@ -235,6 +235,9 @@ type Plan struct {
 	// sshAgent is the running ssh agent filter, sshDir its directory.
 	sshAgent *sshfilter.Filter
 	sshDir   string
+	// logins are the fake credential files of a sealed launch
+	// (fakeLogins), once the broker started.
+	logins *loginFakes
 	// alog is the open audit log, for the broker's events.
 	alog atomic.Pointer[audit.Log]
 	// pinned is the sealed copy of the first program when the rule the
@@ -287,6 +290,7 @@ func (l *Plan) Cleanup() {
 	}
 	l.stopBroker()
 	l.stopSSHAgent()
+	l.removeLogins()
 	if l.files != nil {
 		_ = l.files.Remove()
 		l.files = nil

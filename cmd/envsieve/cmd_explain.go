@@ -108,6 +108,10 @@ type sealJSON struct {
 	// Write are the policy's own places under HOME the tree may write
 	// besides its work, state dirs, caches and temp directory.
 	Write []string `json:"write,omitempty"`
+	// Logins says what the tree sees of each credential file envsieve
+	// understands: fake, masked or passed, and the hosts bound (additive
+	// to schema v1).
+	Logins []launch.LoginState `json:"logins,omitempty"`
 }
 
 // shimJSON says whether the shim would load into the command and so where
@@ -309,6 +313,9 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 		}
 	}
 	doc.SSH = sshDoc(p, res.Env)
+	h := host(u, f)
+	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
+		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -432,6 +439,16 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		fmt.Fprintf(w, "seal:    on, but not available here (%s): the command would run without it\n", s.Why)
 	}
 	printSSH(w, doc.SSH)
+	for _, st := range doc.Seal.Logins {
+		fmt.Fprintf(w, "login:   %s %s", st.Path, st.Seen)
+		if len(st.Hosts) > 0 {
+			fmt.Fprintf(w, ", bound to %s", strings.Join(st.Hosts, ", "))
+		}
+		if st.Why != "" {
+			fmt.Fprintf(w, " (%s)", st.Why)
+		}
+		fmt.Fprintln(w)
+	}
 	switch {
 	case doc.Shim.RulesAt == "exec":
 		fmt.Fprintf(w, "shim:    loads; rules apply at each exec, to the program that matches\n")
