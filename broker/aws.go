@@ -1,0 +1,252 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/envsieve/envsieve/sigv4"
+)
+
+// AWSCred is one set of AWS keys the tree holds fakes of (a profile of
+// ~/.aws/credentials, or the AWS_* variables). AWS requests are signed
+// with the secret key, never send it, so the broker cannot swap it: a
+// request to an AWS endpoint signed with the fake keys is verified with
+// the fake secret and signed again with the real keys (package sigv4).
+type AWSCred struct {
+	// Name names it in the audit ("aws:default", "aws:env"); never a value.
+	Name string
+	// Fake are the keys the tree holds. A session token is optional.
+	Fake sigv4.Credentials
+	// Hosts are hosts besides AWS's own (AWSHosts) its requests are
+	// re-signed for: a profile's endpoint_url host. None means AWS's only.
+	Hosts []string
+	// Real gives the real keys when a request is re-signed (see
+	// [AWSStatic], [AWSProcess]). Required.
+	Real AWSSource
+	// Env, when true, gives the child the fakes in AWS_ACCESS_KEY_ID,
+	// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (ChildEnv).
+	Env bool
+}
+
+// AWSHosts are AWS's own endpoints: every AWS credential is re-signed for
+// them.
+var AWSHosts = []string{"*.amazonaws.com", "*.amazonaws.com.cn"}
+
+// AWSMaxBody caps the body the broker reads to hash a request that
+// declares no payload hash (every service but S3 signs the body's hash;
+// their requests are small). A larger one is refused ("sigv4-body-size").
+const AWSMaxBody = 32 << 20
+
+// awsBound reports whether c's requests may be re-signed for target.
+func (c *AWSCred) bound(target string) bool {
+	for _, h := range AWSHosts {
+		if matchHost(h, target) {
+			return true
+		}
+	}
+	for _, h := range c.Hosts {
+		if matchHost(h, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// awsBound reports whether any AWS credential is re-signed for target
+// (its CONNECT is intercepted).
+func (b *Broker) awsBound(target string) bool {
+	for i := range b.cfg.AWS {
+		if b.cfg.AWS[i].bound(target) {
+			return true
+		}
+	}
+	return false
+}
+
+// awsHosts are the host patterns the launch CA must permit for AWS.
+func awsHosts(creds []AWSCred) []string {
+	if len(creds) == 0 {
+		return nil
+	}
+	hosts := append([]string(nil), AWSHosts...)
+	for _, c := range creds {
+		hosts = append(hosts, c.Hosts...)
+	}
+	return hosts
+}
+
+// checkAWS checks the AWS credentials of a Config.
+func checkAWS(creds []AWSCred) error {
+	seen := map[string]bool{}
+	for _, c := range creds {
+		if c.Name == "" || c.Real == nil || c.Fake.AccessKeyID == "" || c.Fake.SecretAccessKey == "" {
+			return fmt.Errorf("broker: AWS credential %q: a name, fake keys and a source of the real ones are required", c.Name)
+		}
+		if seen[c.Fake.AccessKeyID] {
+			return fmt.Errorf("broker: AWS credential %q: its fake access key id is another's", c.Name)
+		}
+		seen[c.Fake.AccessKeyID] = true
+	}
+	return nil
+}
+
+// awsEnv adds the fakes of the credentials marked Env to env, and reports
+// whether there are AWS credentials (proxy mode is then on).
+func awsEnv(creds []AWSCred, env map[string]string) bool {
+	for _, c := range creds {
+		if !c.Env {
+			continue
+		}
+		env["AWS_ACCESS_KEY_ID"] = c.Fake.AccessKeyID
+		env["AWS_SECRET_ACCESS_KEY"] = c.Fake.SecretAccessKey
+		if c.Fake.SessionToken != "" {
+			env["AWS_SESSION_TOKEN"] = c.Fake.SessionToken
+		}
+	}
+	return len(creds) > 0
+}
+
+// awsByKey returns the credential whose fake access key id is id.
+func (b *Broker) awsByKey(id string) *AWSCred {
+	for i := range b.cfg.AWS {
+		if b.cfg.AWS[i].Fake.AccessKeyID == id {
+			return &b.cfg.AWS[i]
+		}
+	}
+	return nil
+}
+
+// resignAWS re-signs r, on its way to target, when it is signed with an
+// AWS fake: verified with the fake secret, signed again with the real
+// keys. An intercepted AWS request signed with a key that is no fake of
+// the launch, or in a way that cannot be re-signed soundly (presigned
+// with a fake, signed chunks, SigV4A), or whose signature does not verify
+// is refused (403, a "denied" event whose place names the reason). A fake
+// key id sent to a host it is not re-signed for is refused as a leak. It
+// returns a status and message to refuse with, or 0.
+func (b *Broker) resignAWS(r *http.Request, target string, secure bool) (int, string) {
+	if len(b.cfg.AWS) == 0 {
+		return 0, ""
+	}
+	deny := func(c *AWSCred, kind, place, msg string) (int, string) {
+		name := ""
+		if c != nil {
+			name = c.Name
+		}
+		b.audit(Event{Kind: kind, Secret: name, Host: target, Place: place})
+		return http.StatusForbidden, msg
+	}
+	if sigv4.Presigned(r) {
+		q, _ := url.ParseQuery(r.URL.RawQuery)
+		for k, vs := range q {
+			if !strings.EqualFold(k, "X-Amz-Credential") || len(vs) == 0 {
+				continue
+			}
+			id, _, _ := strings.Cut(vs[0], "/")
+			if c := b.awsByKey(id); c != nil {
+				return deny(c, "denied", string(sigv4.ReasonPresigned), "a presigned URL signed with the fake AWS keys cannot be re-signed: sign requests in the Authorization header")
+			}
+		}
+		return 0, "" // someone else's URL: the broker holds no key of it
+	}
+	auth := r.Header.Get("Authorization")
+	aws := b.awsBound(target)
+	if !aws {
+		for i := range b.cfg.AWS {
+			if c := &b.cfg.AWS[i]; auth != "" && strings.Contains(auth, c.Fake.AccessKeyID) {
+				return deny(c, "refused", "header:Authorization", c.Name+"'s fake is not sent to "+target+": it is re-signed for AWS endpoints only")
+			}
+		}
+		return 0, ""
+	}
+	if !strings.HasPrefix(auth, "AWS4-") {
+		return 0, "" // not SigV4 (an anonymous request, or another scheme)
+	}
+	s, err := sigv4.Parse(r)
+	if err != nil {
+		var c *AWSCred
+		if a, aerr := sigv4.ParseAuthorization(auth); aerr == nil {
+			c = b.awsByKey(a.AccessKeyID)
+		}
+		return deny(c, "denied", string(sigv4.ReasonOf(err)), err.Error())
+	}
+	c := b.awsByKey(s.AccessKeyID)
+	if c == nil {
+		return deny(nil, "denied", "sigv4-unknown-key", "the request is signed with an AWS access key that is not one of this launch's fakes")
+	}
+	if !c.bound(target) {
+		return deny(c, "refused", "header:Authorization", c.Name+"'s fake is not re-signed for "+target)
+	}
+	if !secure {
+		return deny(c, "denied", "sigv4-cleartext", c.Name+" is not re-signed in the clear: use https")
+	}
+	if tok := r.Header.Get("X-Amz-Security-Token"); tok != "" && tok != c.Fake.SessionToken {
+		return deny(c, "denied", "sigv4-token", "the session token is not "+c.Name+"'s fake")
+	}
+	var bodyHash string
+	if s.NeedsBody() {
+		h, body, err := hashBody(r.Body)
+		if err != nil {
+			return deny(c, "denied", "sigv4-body-size", "a request without X-Amz-Content-Sha256 is hashed by the broker, up to 32 MiB: "+err.Error())
+		}
+		bodyHash, r.Body = h, body
+	}
+	if err := s.Verify(r, c.Fake.SecretAccessKey, bodyHash); err != nil {
+		return deny(c, "denied", string(sigv4.ReasonOf(err)), err.Error())
+	}
+	real, err := c.Real.Credentials(r.Context())
+	if err != nil {
+		b.audit(Event{Kind: "denied", Secret: c.Name, Host: target, Place: "sigv4-credentials"})
+		return http.StatusBadGateway, c.Name + ": the real AWS credentials: " + b.scrubString(err.Error())
+	}
+	if err := s.Resign(r, real, bodyHash); err != nil {
+		b.audit(Event{Kind: "denied", Secret: c.Name, Host: target, Place: "sigv4-credentials"})
+		return http.StatusBadGateway, c.Name + ": " + err.Error()
+	}
+	b.audit(Event{Kind: "swapped", Secret: c.Name, Host: target, Place: "sigv4"})
+	return 0, ""
+}
+
+var errBodyTooLarge = errors.New("the body is larger")
+
+// hashBody reads a request body (up to AWSMaxBody) and returns its hex
+// SHA-256 and a body to send in its place.
+func hashBody(body io.ReadCloser) (string, io.ReadCloser, error) {
+	if body == nil || body == http.NoBody {
+		sum := sha256.Sum256(nil)
+		return hex.EncodeToString(sum[:]), body, nil
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, AWSMaxBody+1))
+	if err != nil {
+		return "", nil, err
+	}
+	if len(data) > AWSMaxBody {
+		return "", nil, errBodyTooLarge
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// AWSSource gives the real AWS keys, current (refreshed when they
+// expire).
+type AWSSource interface {
+	Credentials(ctx context.Context) (sigv4.Credentials, error)
+}
+
+// AWSStatic is keys that do not change: a profile of the user's
+// ~/.aws/credentials, or the user's AWS_* variables.
+type AWSStatic sigv4.Credentials
+
+// Credentials returns the keys.
+func (s AWSStatic) Credentials(context.Context) (sigv4.Credentials, error) {
+	return sigv4.Credentials(s), nil
+}
