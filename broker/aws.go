@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -130,19 +131,21 @@ func (b *Broker) awsByKey(id string) *AWSCred {
 // the launch, or in a way that cannot be re-signed soundly (presigned
 // with a fake, signed chunks, SigV4A), or whose signature does not verify
 // is refused (403, a "denied" event whose place names the reason). A fake
-// key id sent to a host it is not re-signed for is refused as a leak. It
-// returns a status and message to refuse with, or 0.
-func (b *Broker) resignAWS(r *http.Request, target string, secure bool) (int, string) {
+// key id sent to a host it is not re-signed for is refused as a leak. A
+// refusal is answered to w as an AWS error (AccessDenied, the reason in
+// its message) that SDKs report as it is; resignAWS then returns false.
+func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string, secure bool) bool {
 	if len(b.cfg.AWS) == 0 {
-		return 0, ""
+		return true
 	}
-	deny := func(c *AWSCred, kind, place, msg string) (int, string) {
+	deny := func(c *AWSCred, kind, place, msg string) bool {
 		name := ""
 		if c != nil {
 			name = c.Name
 		}
 		b.audit(Event{Kind: kind, Secret: name, Host: target, Place: place})
-		return http.StatusForbidden, msg
+		awsError(w, http.StatusForbidden, place, msg)
+		return false
 	}
 	if sigv4.Presigned(r) {
 		q, _ := url.ParseQuery(r.URL.RawQuery)
@@ -155,7 +158,7 @@ func (b *Broker) resignAWS(r *http.Request, target string, secure bool) (int, st
 				return deny(c, "denied", string(sigv4.ReasonPresigned), "a presigned URL signed with the fake AWS keys cannot be re-signed: sign requests in the Authorization header")
 			}
 		}
-		return 0, "" // someone else's URL: the broker holds no key of it
+		return true // someone else's URL: the broker holds no key of it
 	}
 	auth := r.Header.Get("Authorization")
 	aws := b.awsBound(target)
@@ -165,10 +168,10 @@ func (b *Broker) resignAWS(r *http.Request, target string, secure bool) (int, st
 				return deny(c, "refused", "header:Authorization", c.Name+"'s fake is not sent to "+target+": it is re-signed for AWS endpoints only")
 			}
 		}
-		return 0, ""
+		return true
 	}
 	if !strings.HasPrefix(auth, "AWS4-") {
-		return 0, "" // not SigV4 (an anonymous request, or another scheme)
+		return true // not SigV4 (an anonymous request, or another scheme)
 	}
 	s, err := sigv4.Parse(r)
 	if err != nil {
@@ -203,16 +206,34 @@ func (b *Broker) resignAWS(r *http.Request, target string, secure bool) (int, st
 		return deny(c, "denied", string(sigv4.ReasonOf(err)), err.Error())
 	}
 	real, err := c.Real.Credentials(r.Context())
+	if err == nil {
+		err = s.Resign(r, real, bodyHash)
+	}
 	if err != nil {
 		b.audit(Event{Kind: "denied", Secret: c.Name, Host: target, Place: "sigv4-credentials"})
-		return http.StatusBadGateway, c.Name + ": the real AWS credentials: " + b.scrubString(err.Error())
-	}
-	if err := s.Resign(r, real, bodyHash); err != nil {
-		b.audit(Event{Kind: "denied", Secret: c.Name, Host: target, Place: "sigv4-credentials"})
-		return http.StatusBadGateway, c.Name + ": " + err.Error()
+		awsError(w, http.StatusBadGateway, "sigv4-credentials", c.Name+": the real AWS credentials: "+b.scrubString(err.Error()))
+		return false
 	}
 	b.audit(Event{Kind: "swapped", Secret: c.Name, Host: target, Place: "sigv4"})
-	return 0, ""
+	return true
+}
+
+// awsError answers an AWS request the broker refuses in the XML error
+// form of AWS's query and REST-XML services, which the SDKs parse (a JSON
+// service's client still reports the status): the client shows the
+// reason, and does not retry it as a malformed answer.
+func awsError(w http.ResponseWriter, status int, reason, msg string) {
+	code := "AccessDenied"
+	if status != http.StatusForbidden {
+		code = "ServiceUnavailable"
+	}
+	var m bytes.Buffer
+	xml.EscapeText(&m, []byte("envsieve broker refused ("+reason+"): "+msg))
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Envsieve-Refused", reason)
+	w.WriteHeader(status)
+	io.WriteString(w, "<ErrorResponse><Error><Type>Sender</Type><Code>"+code+"</Code><Message>"+m.String()+
+		"</Message></Error><RequestId>envsieve</RequestId></ErrorResponse>\n")
 }
 
 var errBodyTooLarge = errors.New("the body is larger")

@@ -740,8 +740,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	// Swapping in the clear happens only to loopback (tests, local model
 	// servers): elsewhere a real value travels only inside TLS.
 	secure := scheme == "https" || isLoopback(hostOnly(target))
-	if code, msg := b.resignAWS(out, target, secure); code != 0 {
-		http.Error(w, "envsieve broker: "+msg, code)
+	if !b.resignAWS(w, out, target, secure) {
 		return
 	}
 	if code, msg := b.swap(out, target, base, secure); code != 0 {

@@ -1,0 +1,182 @@
+//go:build linux
+
+package broker
+
+import (
+	"bytes"
+	"crypto/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/envsieve/envsieve/sigv4"
+)
+
+// awsCLI is Debian's awscli (not a pyenv shim on PATH).
+const awsCLI = "/usr/bin/aws"
+
+// awsTree is a HOME for uid 65534 holding a credentials file of the given
+// keys, and the environment of a child of b with that HOME.
+func awsTree(t *testing.T, b *Broker, keys sigv4.Credentials) (home string, env []string) {
+	t.Helper()
+	home = t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".aws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cred := "[default]\naws_access_key_id = " + keys.AccessKeyID + "\naws_secret_access_key = " + keys.SecretAccessKey + "\n"
+	if keys.SessionToken != "" {
+		cred += "aws_session_token = " + keys.SessionToken + "\n"
+	}
+	for name, data := range map[string]string{"credentials": cred, "config": "[default]\nregion = us-east-1\n"} {
+		if err := os.WriteFile(filepath.Join(home, ".aws", name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// t.TempDir's parent is 0700: open the way down to HOME and the CA
+	// bundle for uid 65534.
+	for _, d := range []string{filepath.Dir(home), home, filepath.Join(home, ".aws"), filepath.Dir(filepath.Dir(b.bundle)), filepath.Dir(b.bundle)} {
+		os.Chmod(d, 0o755)
+	}
+	os.Chown(home, 65534, 65534)
+	os.Chmod(b.bundle, 0o644)
+	env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_EC2_METADATA_DISABLED=true", "AWS_PAGER=", "LANG=C.UTF-8"}
+	for k, v := range b.ChildEnv() {
+		env = append(env, k+"="+v)
+	}
+	return home, env
+}
+
+// runAWS runs the CLI as uid 65534 in env, with the stand-in as its
+// endpoint.
+func runAWS(t *testing.T, env []string, endpoint string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	if endpoint != "" {
+		args = append(args, "--endpoint-url", endpoint)
+	}
+	cmd := exec.Command(awsCLI, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = asNobody()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// TestAWSCLI: Debian's aws, run as another user with only the fake keys
+// and the broker's proxy variables, reaches a stand-in that serves only
+// the real keys: sts get-caller-identity, s3 ls and a multipart s3 cp
+// work; what the tree can read back (export-credentials, its output) holds
+// only fakes; keys the tree does not hold, and a presigned URL, are
+// refused with their reasons.
+func TestAWSCLI(t *testing.T) {
+	if _, err := os.Stat(awsCLI); err != nil {
+		t.Fatalf("Debian's awscli is needed: %v", err)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the client as another user") // CI runs as root
+	}
+	for _, real := range []sigv4.Credentials{awsReal, {AccessKeyID: "ASIA" + awsReal.AccessKeyID[4:],
+		SecretAccessKey: awsReal.SecretAccessKey, SessionToken: "IQoJb3JpZ2luX2VjE" + strings.Repeat("T0k3n", 30)}} {
+		fake := awsFake
+		if real.SessionToken != "" {
+			fake.AccessKeyID = Fake(testKey, "aws:default:id", real.AccessKeyID)
+			fake.SessionToken = Fake(testKey, "aws:default:token", real.SessionToken)
+		}
+		t.Run(real.AccessKeyID[:4], func(t *testing.T) {
+			srv, roots, rec := awsStandIn(t, real)
+			host := srv.Listener.Addr().String()
+			endpoint := "https://" + host
+			b, log := startAWSBroker(t, host, roots, AWSCred{Name: "aws:default", Fake: fake, Real: AWSStatic(real)},
+				func(c *Config) { c.UID = 65534 })
+			home, env := awsTree(t, b, fake)
+			noReal := func(what, s string) {
+				t.Helper()
+				for _, v := range []string{real.AccessKeyID, real.SecretAccessKey, real.SessionToken} {
+					if v != "" && strings.Contains(s, v) {
+						t.Errorf("%s holds a real key", what)
+					}
+				}
+			}
+
+			out, errOut, err := runAWS(t, env, endpoint, "sts", "get-caller-identity")
+			noReal("sts output", out+errOut)
+			if err != nil || !strings.Contains(out, "arn:aws:iam::123456789012:user/standin") {
+				t.Fatalf("sts get-caller-identity: %v: %s%s", err, out, errOut)
+			}
+			out, errOut, err = runAWS(t, env, endpoint, "s3", "ls")
+			noReal("s3 ls output", out+errOut)
+			if err != nil || !strings.Contains(out, "standin-bucket") {
+				t.Fatalf("s3 ls: %v: %s%s", err, out, errOut)
+			}
+
+			big := filepath.Join(home, "big.bin")
+			data := make([]byte, 9<<20)
+			rand.Read(data)
+			if err := os.WriteFile(big, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := len(rec.all())
+			out, errOut, err = runAWS(t, env, endpoint, "s3", "cp", big, "s3://standin-bucket/big.bin")
+			noReal("s3 cp output", out+errOut)
+			if err != nil {
+				t.Fatalf("s3 cp: %v: %s%s", err, out, errOut)
+			}
+			parts, bytesUp, payloads := 0, 0, map[string]bool{}
+			for _, e := range rec.all()[n:] {
+				if e.Method == "PUT" && strings.Contains(e.Query, "partNumber") {
+					parts++
+					bytesUp += e.Bytes
+					kind := e.Payload
+					if len(kind) == 64 {
+						kind = "sha256"
+					}
+					payloads[kind] = true
+				}
+			}
+			if parts < 2 || bytesUp < len(data) {
+				t.Errorf("s3 cp: %d parts, %d bytes reached the stand-in", parts, bytesUp)
+			}
+			t.Logf("s3 cp of 9 MiB: %d parts, payload signing %v", parts, payloads)
+
+			out, errOut, err = runAWS(t, env, "", "configure", "export-credentials")
+			noReal("export-credentials", out+errOut)
+			if err != nil || !strings.Contains(out, fake.AccessKeyID) || !strings.Contains(out, fake.SecretAccessKey) {
+				t.Errorf("export-credentials: %v: %s", err, errOut)
+			}
+
+			// A presigned URL made with the fake is refused by name.
+			out, errOut, err = runAWS(t, env, endpoint, "s3", "presign", "s3://standin-bucket/big.bin")
+			if err != nil {
+				t.Fatalf("s3 presign: %v: %s", err, errOut)
+			}
+			cmd := exec.Command("curl", "-sS", "-w", "\n%{http_code}", strings.TrimSpace(out))
+			cmd.Env, cmd.SysProcAttr = env, asNobody()
+			got, _ := cmd.Output()
+			if !strings.HasSuffix(string(got), "\n403") || !log.has("denied", "aws:default", "sigv4-presigned") {
+				t.Errorf("a presigned URL: %s", got)
+			}
+
+			// Keys the tree does not hold: the fake id with another secret,
+			// and another id.
+			denied := rec.denied
+			for _, c := range []struct {
+				keys  sigv4.Credentials
+				place string
+			}{
+				{sigv4.Credentials{AccessKeyID: fake.AccessKeyID, SecretAccessKey: strings.Repeat("x", 40), SessionToken: fake.SessionToken}, "sigv4-signature"},
+				{sigv4.Credentials{AccessKeyID: "AKIA" + strings.Repeat("OTHR", 4), SecretAccessKey: fake.SecretAccessKey}, "sigv4-unknown-key"},
+			} {
+				_, env := awsTree(t, b, c.keys)
+				out, errOut, err := runAWS(t, env, endpoint, "sts", "get-caller-identity")
+				if err == nil || !strings.Contains(out+errOut, "AccessDenied") || !strings.Contains(out+errOut, c.place) || !log.has("denied", "", c.place) && !log.has("denied", "aws:default", c.place) {
+					t.Errorf("%s: %v: %s%s", c.place, err, out, errOut)
+				}
+			}
+			if rec.denied != denied {
+				t.Error("the stand-in got a request the broker should have refused")
+			}
+		})
+	}
+}
