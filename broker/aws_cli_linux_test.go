@@ -11,23 +11,29 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/login"
 	"github.com/envsieve/envsieve/sigv4"
 )
 
 // awsCLI is Debian's awscli (not a pyenv shim on PATH).
 const awsCLI = "/usr/bin/aws"
 
-// awsTree is a HOME for uid 65534 holding a credentials file of the given
-// keys, and the environment of a child of b with that HOME.
-func awsTree(t *testing.T, b *Broker, keys sigv4.Credentials) (home string, env []string) {
+// awsCredFile is a credentials file of one default profile.
+func awsCredFile(keys sigv4.Credentials) string {
+	cred := "[default]\naws_access_key_id = " + keys.AccessKeyID + "\naws_secret_access_key = " + keys.SecretAccessKey + "\n"
+	if keys.SessionToken != "" {
+		cred += "aws_session_token = " + keys.SessionToken + "\n"
+	}
+	return cred
+}
+
+// awsTree is a HOME for uid 65534 holding the credentials file cred, and
+// the environment of a child of b with that HOME.
+func awsTree(t *testing.T, b *Broker, cred string) (home string, env []string) {
 	t.Helper()
 	home = t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, ".aws"), 0o755); err != nil {
 		t.Fatal(err)
-	}
-	cred := "[default]\naws_access_key_id = " + keys.AccessKeyID + "\naws_secret_access_key = " + keys.SecretAccessKey + "\n"
-	if keys.SessionToken != "" {
-		cred += "aws_session_token = " + keys.SessionToken + "\n"
 	}
 	for name, data := range map[string]string{"credentials": cred, "config": "[default]\nregion = us-east-1\n"} {
 		if err := os.WriteFile(filepath.Join(home, ".aws", name), []byte(data), 0o644); err != nil {
@@ -79,18 +85,21 @@ func TestAWSCLI(t *testing.T) {
 	}
 	for _, real := range []sigv4.Credentials{awsReal, {AccessKeyID: "ASIA" + awsReal.AccessKeyID[4:],
 		SecretAccessKey: awsReal.SecretAccessKey, SessionToken: "IQoJb3JpZ2luX2VjE" + strings.Repeat("T0k3n", 30)}} {
-		fake := awsFake
-		if real.SessionToken != "" {
-			fake.AccessKeyID = Fake(testKey, "aws:default:id", real.AccessKeyID)
-			fake.SessionToken = Fake(testKey, "aws:default:token", real.SessionToken)
-		}
 		t.Run(real.AccessKeyID[:4], func(t *testing.T) {
+			// The user's file, faked by its login format as a launch
+			// fakes it; the broker gets the profile's keys.
+			f, _ := login.ByPath(".aws/credentials")
+			fakeFile, creds, err := f.Fake([]byte("# mine\n"+awsCredFile(real)+"region = us-east-1\n"), func(name, real string) string { return Fake(testKey, name, real) })
+			if err != nil || len(creds) != 1 {
+				t.Fatalf("faking the credentials file: %v", err)
+			}
+			fake := creds[0].AWS.Fake
 			srv, roots, rec := awsStandIn(t, real)
 			host := srv.Listener.Addr().String()
 			endpoint := "https://" + host
-			b, log := startAWSBroker(t, host, roots, AWSCred{Name: "aws:default", Fake: fake, Real: AWSStatic(real)},
+			b, log := startAWSBroker(t, host, roots, AWSCred{Name: creds[0].Name, Fake: fake, Real: AWSStatic(creds[0].AWS.Real)},
 				func(c *Config) { c.UID = 65534 })
-			home, env := awsTree(t, b, fake)
+			home, env := awsTree(t, b, string(fakeFile))
 			noReal := func(what, s string) {
 				t.Helper()
 				for _, v := range []string{real.AccessKeyID, real.SecretAccessKey, real.SessionToken} {
@@ -168,7 +177,7 @@ func TestAWSCLI(t *testing.T) {
 				{sigv4.Credentials{AccessKeyID: fake.AccessKeyID, SecretAccessKey: strings.Repeat("x", 40), SessionToken: fake.SessionToken}, "sigv4-signature"},
 				{sigv4.Credentials{AccessKeyID: "AKIA" + strings.Repeat("OTHR", 4), SecretAccessKey: fake.SecretAccessKey}, "sigv4-unknown-key"},
 			} {
-				_, env := awsTree(t, b, c.keys)
+				_, env := awsTree(t, b, awsCredFile(c.keys))
 				out, errOut, err := runAWS(t, env, endpoint, "sts", "get-caller-identity")
 				if err == nil || !strings.Contains(out+errOut, "AccessDenied") || !strings.Contains(out+errOut, c.place) || !log.has("denied", "", c.place) && !log.has("denied", "aws:default", c.place) {
 					t.Errorf("%s: %v: %s%s", c.place, err, out, errOut)

@@ -24,6 +24,8 @@ package login
 import (
 	"fmt"
 	"sort"
+
+	"github.com/envsieve/envsieve/sigv4"
 )
 
 // Cred is one credential of a file.
@@ -45,6 +47,18 @@ type Cred struct {
 	// Paths, when set, are the only path prefixes the real value is given
 	// to (a token endpoint's body field).
 	Paths []string
+	// AWS is set for an AWS profile's keys, which are never sent, only
+	// signed with: the broker re-signs the tree's requests with them
+	// (broker.AWSCred) instead of swapping a value. Real is then the secret
+	// access key, Hosts AWS's endpoints and In ["sigv4"], a place no
+	// swap names.
+	AWS *AWSKeys
+}
+
+// AWSKeys are one AWS profile's real keys and the fakes its fake file
+// holds.
+type AWSKeys struct {
+	Real, Fake sigv4.Credentials
 }
 
 // Faker returns the fake of a credential: the same value for the same
