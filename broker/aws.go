@@ -5,13 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/envsieve/envsieve/sigv4"
 )
@@ -270,4 +275,105 @@ type AWSStatic sigv4.Credentials
 // Credentials returns the keys.
 func (s AWSStatic) Credentials(context.Context) (sigv4.Credentials, error) {
 	return sigv4.Credentials(s), nil
+}
+
+// AWSRefreshBefore is how long before its expiration the broker gets new
+// temporary keys.
+const AWSRefreshBefore = 5 * time.Minute
+
+// AWSProcess gives the keys a profile's credential_process prints, run by
+// the broker outside the tree, again when they are about to expire. A
+// failed refresh keeps the last keys while they are valid.
+type AWSProcess struct {
+	// Argv is the command (the profile's credential_process, split as
+	// botocore splits it). Required.
+	Argv []string
+	// Env is its whole environment; nil is an error, never the broker's.
+	Env []string
+	// Dir is its working directory; "" is the broker's.
+	Dir string
+	// Timeout bounds one run; 0 means a minute.
+	Timeout time.Duration
+
+	mu  sync.Mutex
+	cur sigv4.Credentials
+	exp time.Time
+	ok  bool
+}
+
+// Credentials returns the current keys, running the process when there
+// are none or they expire within AWSRefreshBefore.
+func (p *AWSProcess) Credentials(ctx context.Context) (sigv4.Credentials, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.ok && (p.exp.IsZero() || p.exp.Sub(now) > AWSRefreshBefore) {
+		return p.cur, nil
+	}
+	c, exp, err := p.run(ctx)
+	if err != nil {
+		if p.ok && (p.exp.IsZero() || now.Before(p.exp)) {
+			return p.cur, nil
+		}
+		return sigv4.Credentials{}, err
+	}
+	p.cur, p.exp, p.ok = c, exp, true
+	return c, nil
+}
+
+// processOutput is credential_process's output (version 1).
+type processOutput struct {
+	Version         int
+	AccessKeyID     string `json:"AccessKeyId"`
+	SecretAccessKey string
+	SessionToken    string
+	Expiration      string
+}
+
+// run runs the process once. Its output and errors are never in the
+// error: they may hold keys.
+func (p *AWSProcess) run(ctx context.Context) (sigv4.Credentials, time.Time, error) {
+	if len(p.Argv) == 0 || p.Env == nil {
+		return sigv4.Credentials{}, time.Time{}, errors.New("credential_process: no command or no environment")
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(p.Timeout, time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.Argv[0], p.Argv[1:]...)
+	cmd.Env, cmd.Dir, cmd.WaitDelay = p.Env, p.Dir, time.Second
+	var out limitedBuffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return sigv4.Credentials{}, time.Time{}, fmt.Errorf("credential_process %s: %w", filepath.Base(p.Argv[0]), err)
+	}
+	if out.over {
+		return sigv4.Credentials{}, time.Time{}, errors.New("credential_process: output larger than 1 MiB")
+	}
+	dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
+	var o processOutput
+	if err := dec.Decode(&o); err != nil || o.Version != 1 || o.AccessKeyID == "" || o.SecretAccessKey == "" {
+		return sigv4.Credentials{}, time.Time{}, errors.New("credential_process: the output is not version 1 JSON with AccessKeyId and SecretAccessKey")
+	}
+	var exp time.Time
+	if o.Expiration != "" {
+		t, err := time.Parse(time.RFC3339, o.Expiration)
+		if err != nil {
+			return sigv4.Credentials{}, time.Time{}, errors.New("credential_process: Expiration is not RFC 3339")
+		}
+		exp = t
+	}
+	return sigv4.Credentials{AccessKeyID: o.AccessKeyID, SecretAccessKey: o.SecretAccessKey, SessionToken: o.SessionToken}, exp, nil
+}
+
+// limitedBuffer keeps the first MiB written to it.
+type limitedBuffer struct {
+	bytes.Buffer
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if l.Len()+len(p) > 1<<20 {
+		l.over = true
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -9,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -319,4 +322,60 @@ func hmacHex(key []byte, s string) string {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(s))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestAWSProcess: credential_process's keys are cached until they near
+// their expiration, then the process runs again; a failed refresh keeps
+// keys that are still valid, and no error holds the process's output.
+func TestAWSProcess(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "creds")
+	count := filepath.Join(dir, "count")
+	write := func(exp time.Duration, fail bool) {
+		body := "#!/bin/sh\necho run >> " + count + "\n"
+		if fail {
+			body += "echo '" + awsReal.SecretAccessKey + "' >&2; echo '" + awsReal.SecretAccessKey + "'; exit 1\n"
+		} else {
+			body += "printf '%s' '{\"Version\": 1, \"AccessKeyId\": \"" + awsReal.AccessKeyID + "\", \"SecretAccessKey\": \"" + awsReal.SecretAccessKey +
+				"\", \"SessionToken\": \"tok\", \"Expiration\": \"" + time.Now().Add(exp).UTC().Format(time.RFC3339) + "\"}'\n"
+		}
+		if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := func() int {
+		data, _ := os.ReadFile(count)
+		return strings.Count(string(data), "run")
+	}
+	p := &AWSProcess{Argv: []string{script}, Env: []string{"PATH=/usr/bin:/bin"}}
+	ctx := context.Background()
+	write(time.Hour, false)
+	for i := 0; i < 3; i++ {
+		c, err := p.Credentials(ctx)
+		if err != nil || c.AccessKeyID != awsReal.AccessKeyID || c.SessionToken != "tok" {
+			t.Fatalf("%v %v", c.AccessKeyID, err)
+		}
+	}
+	if runs() != 1 {
+		t.Errorf("valid keys: the process ran %d times", runs())
+	}
+	p = &AWSProcess{Argv: []string{script}, Env: []string{"PATH=/usr/bin:/bin"}}
+	write(2*time.Minute, false) // within AWSRefreshBefore: every use refreshes
+	p.Credentials(ctx)
+	p.Credentials(ctx)
+	if runs() != 3 {
+		t.Errorf("expiring keys: the process ran %d times in all, want 3", runs())
+	}
+	write(0, true)
+	if c, err := p.Credentials(ctx); err != nil || c.AccessKeyID != awsReal.AccessKeyID {
+		t.Errorf("a failed refresh dropped keys still valid: %v", err)
+	}
+	p = &AWSProcess{Argv: []string{script}, Env: []string{"PATH=/usr/bin:/bin"}}
+	_, err := p.Credentials(ctx)
+	if err == nil || strings.Contains(err.Error(), awsReal.SecretAccessKey) {
+		t.Errorf("a failing process: %v", err != nil)
+	}
+	if _, err := (&AWSProcess{Argv: []string{script}}).Credentials(ctx); err == nil {
+		t.Error("a nil Env is not an error")
+	}
 }
