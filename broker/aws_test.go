@@ -379,3 +379,28 @@ func TestAWSProcess(t *testing.T) {
 		t.Error("a nil Env is not an error")
 	}
 }
+
+// BenchmarkBrokerAWS is BenchmarkBroker's request signed with the AWS
+// fakes (an S3 GET with its empty payload's hash): verified and re-signed
+// on the way, where BenchmarkBroker's is swapped.
+func BenchmarkBrokerAWS(b *testing.B) {
+	srv, roots := benchServer(b)
+	host := srv.Listener.Addr().String()
+	br, _ := startAWSBroker(b, host, roots, AWSCred{Name: "aws:default", Fake: awsFake, Real: AWSStatic(awsReal)}, nil)
+	c := &http.Client{Transport: proxyTransport(b, br)}
+	signed, _ := http.NewRequest("GET", "https://"+host+"/bucket/key", nil)
+	clientSign(b, signed, awsFake, "s3", hashHex(""), nil)
+	for b.Loop() {
+		req, _ := http.NewRequest("GET", signed.URL.String(), nil)
+		req.Header = signed.Header.Clone()
+		resp, err := c.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+}

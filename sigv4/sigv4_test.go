@@ -347,3 +347,23 @@ func TestNormalizePath(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVerifyResign is what the broker adds to a request: parse,
+// verify with one secret, re-sign with another.
+func BenchmarkVerifyResign(b *testing.B) {
+	v := suite[3]
+	real := Credentials{AccessKeyID: "AKIAREALREALREALREAL", SecretAccessKey: strings.Repeat("r", 40), SessionToken: strings.Repeat("t", 400)}
+	for b.Loop() {
+		r := v.request(b, v.auth())
+		s, err := Parse(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Verify(r, suiteSecret, emptyHash); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Resign(r, real, emptyHash); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
