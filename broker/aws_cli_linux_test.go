@@ -120,34 +120,64 @@ func TestAWSCLI(t *testing.T) {
 				t.Fatalf("s3 ls: %v: %s%s", err, out, errOut)
 			}
 
-			big := filepath.Join(home, "big.bin")
-			data := make([]byte, 9<<20)
-			rand.Read(data)
-			if err := os.WriteFile(big, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			n := len(rec.all())
-			out, errOut, err = runAWS(t, env, endpoint, "s3", "cp", big, "s3://standin-bucket/big.bin")
-			noReal("s3 cp output", out+errOut)
-			if err != nil {
-				t.Fatalf("s3 cp: %v: %s%s", err, out, errOut)
-			}
-			parts, bytesUp, payloads := 0, 0, map[string]bool{}
-			for _, e := range rec.all()[n:] {
-				if e.Method == "PUT" && strings.Contains(e.Query, "partNumber") {
-					parts++
-					bytesUp += e.Bytes
-					kind := e.Payload
-					if len(kind) == 64 {
-						kind = "sha256"
+			// The transfers once, with the session token (the one the
+			// broker replaces; the long-term keys' run shows no more).
+			if real.SessionToken != "" {
+				big := filepath.Join(home, "big.bin")
+				data := make([]byte, 9<<20)
+				rand.Read(data)
+				if err := os.WriteFile(big, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				n := len(rec.all())
+				out, errOut, err = runAWS(t, env, endpoint, "s3", "cp", big, "s3://standin-bucket/big.bin")
+				noReal("s3 cp output", out+errOut)
+				if err != nil {
+					t.Fatalf("s3 cp: %v: %s%s", err, out, errOut)
+				}
+				parts, bytesUp, payloads := 0, 0, map[string]bool{}
+				for _, e := range rec.all()[n:] {
+					if e.Method == "PUT" && strings.Contains(e.Query, "partNumber") {
+						parts++
+						bytesUp += e.Bytes
+						kind := e.Payload
+						if len(kind) == 64 {
+							kind = "sha256"
+						}
+						payloads[kind] = true
 					}
-					payloads[kind] = true
+				}
+				if parts < 2 || bytesUp < len(data) {
+					t.Errorf("s3 cp: %d parts, %d bytes reached the stand-in", parts, bytesUp)
+				}
+				t.Logf("s3 cp of 9 MiB: %d parts, payload signing %v", parts, payloads)
+
+				// A checksum trailer: the CLI streams aws-chunked with an
+				// unsigned trailer.
+				n = len(rec.all())
+				out, errOut, err = runAWS(t, env, endpoint, "s3api", "put-object", "--bucket", "standin-bucket", "--key", "small",
+					"--body", big, "--checksum-algorithm", "CRC32")
+				noReal("s3api put-object output", out+errOut)
+				if err != nil {
+					t.Fatalf("s3api put-object: %v: %s%s", err, out, errOut)
+				}
+				if got := rec.all()[n:]; len(got) != 1 || got[0].Payload != sigv4.StreamingUnsignedTrailer || got[0].Bytes <= len(data) {
+					t.Errorf("put-object with a trailer: %+v", got)
+				}
+
+				// botocore from Python, as a program of the tree would use it
+				// (the botocore Debian's awscli carries).
+				py := botocoreScript
+				cmd := exec.Command("/usr/bin/python3", "-c", py, endpoint)
+				cmd.Env, cmd.SysProcAttr = env, asNobody()
+				var pyErr bytes.Buffer
+				cmd.Stderr = &pyErr
+				pyOut, err := cmd.Output()
+				noReal("botocore's output", string(pyOut)+pyErr.String())
+				if err != nil || !strings.Contains(string(pyOut), "user/standin") || !strings.Contains(string(pyOut), fake.SecretAccessKey) {
+					t.Errorf("botocore: %v: %s", err, pyErr.String())
 				}
 			}
-			if parts < 2 || bytesUp < len(data) {
-				t.Errorf("s3 cp: %d parts, %d bytes reached the stand-in", parts, bytesUp)
-			}
-			t.Logf("s3 cp of 9 MiB: %d parts, payload signing %v", parts, payloads)
 
 			out, errOut, err = runAWS(t, env, "", "configure", "export-credentials")
 			noReal("export-credentials", out+errOut)
@@ -189,3 +219,15 @@ func TestAWSCLI(t *testing.T) {
 		})
 	}
 }
+
+// botocoreScript calls STS and S3 with botocore's own credential chain and
+// prints what the tree can read of the secret key.
+const botocoreScript = `import os, sys
+from awscli.botocore.session import get_session
+s = get_session()
+sts = s.create_client("sts", endpoint_url=sys.argv[1], region_name="us-east-1")
+print(sts.get_caller_identity()["Arn"])
+s3 = s.create_client("s3", endpoint_url=sys.argv[1], region_name="us-east-1")
+s3.put_object(Bucket="standin-bucket", Key="py", Body=b"x" * 1000)
+print(s.get_credentials().get_frozen_credentials().secret_key)
+`
