@@ -143,6 +143,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) ./sigv4/
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./sigv4/
 	$(GO) test -run '^$$' -fuzz '^FuzzAWSCredentials$$' -fuzztime $(FUZZTIME) ./login/
+	$(GO) test -run '^$$' -fuzz '^FuzzAWSEndpointHosts$$' -fuzztime $(FUZZTIME) ./login/
 	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/

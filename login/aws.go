@@ -3,6 +3,8 @@ package login
 import (
 	"bytes"
 	"fmt"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/envsieve/envsieve/sigv4"
@@ -195,4 +197,110 @@ func AWSEnv(env map[string]string, fake Faker) (fakes map[string]string, c Cred,
 		}
 	}
 	return fakes, Cred{Name: name, Real: secret, Hosts: AWSHosts, In: []string{"sigv4"}, AWS: &keys}, true, nil
+}
+
+// AWSEndpointHosts reads ~/.aws/config and returns, by profile name
+// ("default", "work" for "[profile work]"), the hosts of its endpoint_url
+// settings: the profile's own, those nested under a service key
+// ("s3 =\n  endpoint_url = ..."), and those of the "[services NAME]"
+// section its "services" names. The broker re-signs the profile's
+// requests for them too. An endpoint_url that is not an absolute http(s)
+// URL is an error.
+func AWSEndpointHosts(config []byte) (map[string][]string, error) {
+	type section struct {
+		top    map[string]string
+		nested map[string]map[string]string
+	}
+	sections := map[string]*section{}
+	var cur *section
+	var parent string // the key indented lines are nested under
+	for n, line := range strings.Split(string(config), "\n") {
+		body := strings.TrimRight(line, "\r")
+		trimmed := strings.TrimSpace(body)
+		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == ';' {
+			continue
+		}
+		if trimmed[0] == '[' && body[0] == '[' {
+			if !strings.HasSuffix(trimmed, "]") {
+				return nil, fmt.Errorf("aws config: line %d: a malformed section", n+1)
+			}
+			name := strings.Join(strings.Fields(trimmed[1:len(trimmed)-1]), " ")
+			cur = &section{top: map[string]string{}, nested: map[string]map[string]string{}}
+			sections[name] = cur
+			parent = ""
+			continue
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("aws config: line %d: a setting outside a section", n+1)
+		}
+		i := strings.IndexAny(trimmed, "=:")
+		if i < 0 {
+			return nil, fmt.Errorf("aws config: line %d: not key = value", n+1)
+		}
+		key, value := strings.ToLower(strings.TrimSpace(trimmed[:i])), strings.TrimSpace(trimmed[i+1:])
+		if body[0] == ' ' || body[0] == '\t' {
+			if parent == "" {
+				return nil, fmt.Errorf("aws config: line %d: an indented line that continues nothing", n+1)
+			}
+			cur.nested[parent][key] = value
+			continue
+		}
+		cur.top[key] = value
+		parent = ""
+		if value == "" {
+			parent = key
+			cur.nested[key] = map[string]string{}
+		}
+	}
+	hostOf := func(u string) (string, error) {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
+			return "", fmt.Errorf("aws config: endpoint_url %q is not an absolute http(s) URL", u)
+		}
+		return p.Host, nil
+	}
+	collect := func(s *section, into *[]string) error {
+		var urls []string
+		if u := s.top["endpoint_url"]; u != "" {
+			urls = append(urls, u)
+		}
+		for _, sub := range s.nested {
+			if u := sub["endpoint_url"]; u != "" {
+				urls = append(urls, u)
+			}
+		}
+		for _, u := range urls {
+			h, err := hostOf(u)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(*into, h) {
+				*into = append(*into, h)
+			}
+		}
+		return nil
+	}
+	out := map[string][]string{}
+	for name, s := range sections {
+		profile, ok := strings.CutPrefix(name, "profile ")
+		if !ok && name != "default" {
+			continue // sso-session, services: reached through a profile
+		}
+		var hosts []string
+		if err := collect(s, &hosts); err != nil {
+			return nil, err
+		}
+		if svc := s.top["services"]; svc != "" {
+			if ss := sections["services "+svc]; ss != nil {
+				if err := collect(ss, &hosts); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if len(hosts) > 0 {
+			slices.Sort(hosts)
+			out[profile] = hosts
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package login
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,7 +10,9 @@ import (
 )
 
 // awsFaker is a launch's faker: broker.Fake under a test install key.
-func awsFaker(name, real string) string { return broker.Fake([]byte("0123456789abcdef0123456789abcdef"), name, real) }
+func awsFaker(name, real string) string {
+	return broker.Fake([]byte("0123456789abcdef0123456789abcdef"), name, real)
+}
 
 var (
 	realAWSID     = "AKIA" + "REALREALREAL" + "2345"
@@ -130,6 +133,46 @@ func FuzzAWSCredentials(f *testing.F) {
 		_, again, err := fakeAWSCredentials(out, awsFaker)
 		if err != nil || len(again) != len(creds) {
 			t.Fatalf("the fake file does not read back: %v (%d of %d)", err, len(again), len(creds))
+		}
+	})
+}
+
+func TestAWSEndpointHosts(t *testing.T) {
+	config := "[default]\nregion = us-east-1\nendpoint_url = https://minio.example:9000\n" +
+		"[profile dev]\nservices = local\ns3 =\n  endpoint_url = https://s3.dev.example\n  addressing_style = path\n" +
+		"[services local]\nsts =\n  endpoint_url = http://127.0.0.1:4566\n" +
+		"[profile plain]\nregion = eu-west-1\n[sso-session x]\nsso_region = us-east-1\n"
+	got, err := AWSEndpointHosts([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"default": {"minio.example:9000"}, "dev": {"127.0.0.1:4566", "s3.dev.example"}}
+	if len(got) != len(want) || !slices.Equal(got["default"], want["default"]) || !slices.Equal(got["dev"], want["dev"]) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for _, bad := range []string{"[default]\nendpoint_url = minio:9000\n", "[default]\n  x = 1\n", "region = x\n", "[default\n"} {
+		if _, err := AWSEndpointHosts([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzAWSEndpointHosts: any config is read or refused without a panic,
+// and every host it returns is one a URL named.
+func FuzzAWSEndpointHosts(f *testing.F) {
+	f.Add("[default]\nendpoint_url = https://minio.example:9000\n[profile d]\nservices = l\n[services l]\ns3 =\n  endpoint_url = http://h\n")
+	f.Add("[profile x]\ns3 =\n\tendpoint_url=https://a\n")
+	f.Fuzz(func(t *testing.T, config string) {
+		got, err := AWSEndpointHosts([]byte(config))
+		if err != nil {
+			return
+		}
+		for p, hosts := range got {
+			for _, h := range hosts {
+				if h == "" || !strings.Contains(config, h) {
+					t.Fatalf("profile %q: host %q is not in the config", p, h)
+				}
+			}
 		}
 	})
 }
