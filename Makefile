@@ -133,6 +133,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./internal/detect/
 	$(GO) test -run '^$$' -fuzz '^FuzzChunking$$' -fuzztime $(FUZZTIME) ./redact/
 	$(GO) test -run '^$$' -fuzz '^FuzzDetectorChunking$$' -fuzztime $(FUZZTIME) ./redact/
+	$(GO) test -run '^$$' -fuzz '^FuzzFakers$$' -fuzztime $(FUZZTIME) ./login/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStart$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzServerDoor$$' -fuzztime $(FUZZTIME) ./shim/
@@ -144,6 +145,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./sigv4/
 	$(GO) test -run '^$$' -fuzz '^FuzzAWSCredentials$$' -fuzztime $(FUZZTIME) ./login/
 	$(GO) test -run '^$$' -fuzz '^FuzzAWSEndpointHosts$$' -fuzztime $(FUZZTIME) ./login/
+	$(GO) test -run '^$$' -fuzz '^FuzzFake$$' -fuzztime $(FUZZTIME) ./broker/fake/
 	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDotenv$$' -fuzztime $(FUZZTIME) ./secret/
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPatch$$' -fuzztime $(FUZZTIME) ./cmd/envsieve/

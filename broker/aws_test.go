@@ -29,7 +29,7 @@ var (
 	}
 	awsFake = sigv4.Credentials{
 		AccessKeyID:     Fake(testKey, "aws:default:id", awsReal.AccessKeyID),
-		SecretAccessKey: Fake(testKey, "aws:default:secret", awsReal.SecretAccessKey),
+		SecretAccessKey: Fake(testKey, "aws:default", awsReal.SecretAccessKey),
 	}
 )
 

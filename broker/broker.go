@@ -62,7 +62,8 @@ type Event struct {
 	// "unswapped" (a fake in a place of its own host that is not swapped:
 	// it went through as the fake), "denied" (a request the broker does
 	// not serve: another user, no or a wrong credential, a method or path
-	// the binding does not allow, egress), or "swapped".
+	// the binding does not allow, egress), "swapped", or "reloaded" (the
+	// secret's real value read anew, Config.Reload).
 	Kind string
 	// Secret is the secret's name; "" when none is concerned.
 	Secret string
@@ -101,6 +102,15 @@ type Config struct {
 	// SystemRoots is the PEM bundle of system roots the child's bundle
 	// starts with; "" looks in the usual places.
 	SystemRoots string
+	// UserRoots are PEM certificates the child's clients trust besides:
+	// the CA files the user's own environment names (a company CA). They
+	// go in the bundle and in the file of the launch CA alone.
+	UserRoots []byte
+	// Reload, when set, is asked for a secret's current real value before
+	// its fake is swapped (a credential file the user may log in again to
+	// during the session): a value that differs replaces the one the
+	// broker holds, the fake staying the same; false keeps the one held.
+	Reload func(name string) (real string, ok bool)
 	// Env is the user's environment: the original values of base-URL
 	// variables and NO_PROXY.
 	Env map[string]string
@@ -166,8 +176,12 @@ type Broker struct {
 	secrets []*brokered
 	// routes maps a base-URL route name to its secret and upstream.
 	routes map[string]*route
-	// scrub replaces real values by fakes in responses.
-	scrub *patterns
+	// scrub replaces real values by fakes in responses; a reload adds to
+	// it (current).
+	scrub atomic.Pointer[patterns]
+	// reloadMu guards the real values and scrubPairs, for Config.Reload.
+	reloadMu   sync.Mutex
+	scrubPairs []pair
 	// fakes finds fakes in requests.
 	fakes *patterns
 
@@ -222,7 +236,8 @@ func Start(cfg Config) (*Broker, error) {
 			b.routes[strings.ToLower(bd.BaseURL)] = &route{secret: s, upstream: u}
 		}
 	}
-	b.scrub, b.fakes = newPatterns(scrub), newPatterns(fakes)
+	b.scrub.Store(newPatterns(scrub))
+	b.scrubPairs, b.fakes = scrub, newPatterns(fakes)
 	if err := checkAWS(cfg.AWS); err != nil {
 		return nil, err
 	}
@@ -328,12 +343,16 @@ func (b *Broker) writeTrust() (bundle, caOnly string, err error) {
 	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
 		sys = append(sys, '\n')
 	}
+	user := b.cfg.UserRoots
+	if len(user) > 0 && user[len(user)-1] != '\n' {
+		user = append(slices.Clip(user), '\n')
+	}
 	bundle = filepath.Join(b.cfg.Dir, "broker-ca.pem")
-	if err := os.WriteFile(bundle, append(sys, b.ca.pem...), 0o600); err != nil {
+	if err := os.WriteFile(bundle, slices.Concat(sys, user, b.ca.pem), 0o600); err != nil {
 		return "", "", fmt.Errorf("broker: CA bundle: %w", err)
 	}
 	caOnly = filepath.Join(b.cfg.Dir, "broker-launch-ca.pem")
-	if err := os.WriteFile(caOnly, b.ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(caOnly, slices.Concat(user, b.ca.pem), 0o600); err != nil {
 		return "", "", fmt.Errorf("broker: launch CA: %w", err)
 	}
 	return bundle, caOnly, nil
@@ -769,7 +788,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 			for k, vs := range resp.Header {
 				for i, v := range vs {
 					buf := []byte(v)
-					b.scrub.replace(buf, nil)
+					b.scrub.Load().replace(buf, nil)
 					resp.Header[k][i] = string(buf)
 				}
 			}
@@ -778,7 +797,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				// were swapped; the connection is tunnelled from here, what
 				// the host sends still scrubbed.
 				if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-					resp.Body = upgraded{ReadCloser: newScrubber(rwc, b.scrub, nil), w: rwc}
+					resp.Body = upgraded{ReadCloser: newScrubber(rwc, b.scrub.Load(), nil), w: rwc}
 				}
 				return nil
 			}
@@ -802,7 +821,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 					resp.ContentLength = -1
 				}
 			}
-			resp.Body = newScrubber(body, b.scrub, nil)
+			resp.Body = newScrubber(body, b.scrub.Load(), nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -862,7 +881,7 @@ func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
 
 func (b *Broker) scrubString(s string) string {
 	buf := []byte(s)
-	b.scrub.replace(buf, nil)
+	b.scrub.Load().replace(buf, nil)
 	return string(buf)
 }
 
@@ -922,7 +941,7 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 					return code, msg
 				}
 				if swap {
-					vs[i] = swapValue(v, s.fake, s.real)
+					vs[i] = swapValue(v, s.fake, b.current(s))
 				}
 			}
 		}
@@ -938,7 +957,7 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 					return code, msg
 				}
 				if swap {
-					vs[i] = strings.ReplaceAll(v, s.fake, s.real)
+					vs[i] = strings.ReplaceAll(v, s.fake, b.current(s))
 					changed = true
 				}
 			}
@@ -954,6 +973,28 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 		}
 	}
 	return 0, ""
+}
+
+// current returns s's real value, asking Config.Reload first: a new value
+// replaces the held one, and responses are scrubbed of it as well (to
+// the fake, or where its length differs, to a fake of its own shape).
+func (b *Broker) current(s *brokered) string {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	if b.cfg.Reload == nil {
+		return s.real
+	}
+	if v, ok := b.cfg.Reload(s.Name); ok && v != "" && v != s.real {
+		s.real = v
+		to := s.fake
+		if len(v) != len(to) {
+			to = Fake(b.cfg.Key, s.Name, v)
+		}
+		b.scrubPairs = append(b.scrubPairs, scrubPairs(s.Name, v, to)...)
+		b.scrub.Store(newPatterns(b.scrubPairs))
+		b.audit(Event{Kind: "reloaded", Secret: s.Name})
+	}
+	return s.real
 }
 
 // swapsIn reports whether place ("header:Name", "query:name") is one the

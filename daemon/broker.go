@@ -23,10 +23,31 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 		cfg.Bindings = append(cfg.Bindings, broker.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Methods: b.Methods,
 			Paths: b.Paths, BaseURL: b.BaseURL, Upstream: b.Upstream})
 	}
-	if len(req.UpstreamCA) > 0 {
+	if len(req.Logins) > 0 {
+		cfg.Reload = launch.LoginReloader(req.Logins)
+	}
+	// The CA files the user's own environment names (a company CA): the
+	// tree's clients trust them in the bundle, and the broker upstream.
+	// One that cannot be read, or holds no certificate, is left out: the
+	// user's own clients could not use it either.
+	var userCAs [][]byte
+	for _, k := range launch.UserCAVars() {
+		f := req.Env[k]
+		if f == "" {
+			continue
+		}
+		if data, err := os.ReadFile(f); err == nil && x509.NewCertPool().AppendCertsFromPEM(data) {
+			userCAs = append(userCAs, data)
+			cfg.UserRoots = append(append(cfg.UserRoots, data...), '\n')
+		}
+	}
+	if len(req.UpstreamCA) > 0 || len(userCAs) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
+		}
+		for _, data := range userCAs {
+			pool.AppendCertsFromPEM(data)
 		}
 		for _, f := range req.UpstreamCA {
 			data, err := os.ReadFile(f)

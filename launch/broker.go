@@ -28,8 +28,13 @@ type BrokerRequest struct {
 	// Dir is a private directory for the CA bundle the child trusts.
 	Dir string `json:"dir"`
 	// Env are the user's values of the variables the broker takes over:
-	// the base-URL variables, NO_PROXY, and the proxy it goes through.
+	// the base-URL variables, NO_PROXY, the proxy it goes through, and
+	// the CA files their clients trust (userCAVars).
 	Env map[string]string `json:"env"`
+	// Logins are the credential files the sealed tree sees as fakes: the
+	// broker re-reads one that changed before it swaps one of its
+	// credentials (LoginReloader).
+	Logins []LoginFile `json:"logins,omitempty"`
 }
 
 // BrokerEvent is one thing the broker did or refused (see broker.Event).
@@ -54,7 +59,16 @@ type BrokerRun interface {
 var ErrNoBroker = errors.New("no credential broker")
 
 // brokerVars are the user's variables a broker reads.
-var brokerVars = []string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}
+var brokerVars = append([]string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}, userCAVars...)
+
+// userCAVars name the CA files of the user's own environment: the
+// broker trusts them upstream, and puts them in the bundle the tree's
+// clients trust (docs/design.md section 11).
+var userCAVars = []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
+
+// UserCAVars returns the names of the variables through which the user's
+// environment names CA files the broker trusts.
+func UserCAVars() []string { return slices.Clone(userCAVars) }
 
 // brokerCandidates returns the names the broker keeps the real value of:
 // every brokered key of the result, and every key an exec-time grant could
@@ -106,7 +120,14 @@ func (l *Plan) brokerCandidates() map[string]string {
 // broker can run) when something is and no broker starts: a brokered
 // value is never handed over for real instead.
 func (l *Plan) StartBroker() error {
-	if len(l.Result.Brokered) == 0 || l.broker != nil {
+	if l.broker != nil {
+		return nil
+	}
+	logins, err := l.fakeLogins()
+	if err != nil {
+		return err
+	}
+	if len(l.Result.Brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
 		return nil
 	}
 	h := l.host
@@ -139,6 +160,9 @@ func (l *Plan) StartBroker() error {
 	for name := range req.Secrets {
 		req.Bindings = append(req.Bindings, p.Binding(name))
 	}
+	if logins != nil {
+		logins.addLogins(&req)
+	}
 	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
 	proxy := proxyMode(req.Bindings, req.BoundOnly)
 	if !proxy {
@@ -164,6 +188,18 @@ func (l *Plan) StartBroker() error {
 	}
 	l.broker = run
 	l.brokerEnv = run.ChildEnv()
+	if logins != nil {
+		// A login's fake is in its file, not a variable of the child's.
+		for n := range logins.names {
+			delete(l.brokerEnv, n)
+		}
+		for k, v := range logins.gitHelperEnv(l.Env) {
+			l.brokerEnv[k] = v
+		}
+		for k, v := range logins.toolEnv(l.opt.Parent, l.Env) {
+			l.brokerEnv[k] = v
+		}
+	}
 	if !proxy {
 		for k, v := range loopbackNoProxy(l.Env) {
 			l.brokerEnv[k] = v
@@ -172,10 +208,19 @@ func (l *Plan) StartBroker() error {
 	l.Env = overlay(l.Env, l.brokerEnv)
 	l.mask = nil // the real values left the environment: mask them
 	for n := range req.Secrets {
-		l.brokered = append(l.brokered, n)
+		if logins == nil || !logins.names[n] {
+			l.brokered = append(l.brokered, n)
+		}
 	}
 	sort.Strings(l.brokered)
-	h.debugf("broker: %s brokered (the child holds fakes)", strings.Join(l.brokered, ", "))
+	if len(l.brokered) > 0 {
+		h.debugf("broker: %s brokered (the child holds fakes)", strings.Join(l.brokered, ", "))
+	}
+	if logins != nil {
+		for _, f := range logins.files {
+			h.debugf("login: %s is a fake in the sealed tree (%s)", f.Path, strings.Join(f.Names, ", "))
+		}
+	}
 	return nil
 }
 

@@ -231,6 +231,9 @@ type Plan struct {
 	brokerEnv map[string]string
 	brokered  []string
 	brokerDir string
+	// logins are the fake credential files of a sealed launch
+	// (fakeLogins), once the broker started.
+	logins *loginFakes
 	// alog is the open audit log, for the broker's events.
 	alog atomic.Pointer[audit.Log]
 	// pinned is the sealed copy of the first program when the rule the
@@ -282,6 +285,7 @@ func (l *Plan) Cleanup() {
 		return
 	}
 	l.stopBroker()
+	l.removeLogins()
 	if l.files != nil {
 		_ = l.files.Remove()
 		l.files = nil

@@ -205,6 +205,16 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		extra = append(extra, p)
 	}
 	spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	if l.logins != nil && len(l.logins.fake) > 0 && l.broker != nil {
+		// Shown by a namespace seal; masked by Landlock all the same.
+		spec.Fake = map[string]string{}
+		for p, src := range l.logins.fake {
+			if !slices.Contains(spec.Mask, p) {
+				spec.Mask = append(spec.Mask, p)
+			}
+			spec.Fake[p] = src
+		}
+	}
 	writes, err := l.writePlaces(spec)
 	if err != nil {
 		return seal.Spec{}, err
@@ -420,6 +430,11 @@ func (l *Plan) command(path string, argv []string) (*Cmd, error) {
 // plan is cleaned up either way.
 func (l *Plan) Run(path string, argv []string) (int, error) {
 	defer l.Cleanup()
+	// The seal first: a sealed launch's credential files are fakes whose
+	// real values the broker keeps.
+	if err := l.ChooseSeal(); err != nil {
+		return 0, err
+	}
 	if err := l.StartBroker(); err != nil {
 		return 0, err
 	}
@@ -430,9 +445,6 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	defer alog.Close()
 	set, err := l.RedactionSet()
 	if err != nil {
-		return 0, err
-	}
-	if err := l.ChooseSeal(); err != nil {
 		return 0, err
 	}
 	if l.sealMode != "" {

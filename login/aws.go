@@ -39,7 +39,8 @@ const (
 // and session token are replaced by fakes of the same shape (AKIA/ASIA and
 // 16 upper-case letters and digits, a 40-character secret); everything
 // else passes. A profile's keys are one credential, re-signed with by
-// the broker (Cred.AWS). Not understood, so the file is masked: a key
+// the broker (Cred.AWS); its name ("aws:PROFILE") fakes the secret, and
+// the id and token are faked under NAME:id and NAME:token. Not understood, so the file is masked: a key
 // or section given twice (configparser refuses it too), a profile with an
 // id and no secret or the other way round, a token without keys, and a
 // credential_process (a command the tree would run to get real keys).
@@ -139,7 +140,7 @@ func fakeAWSCredentials(real []byte, fake Faker) ([]byte, []Cred, error) {
 		keys := AWSKeys{Real: sigv4.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
 		keys.Fake = sigv4.Credentials{
 			AccessKeyID:     fake(name+":id", id),
-			SecretAccessKey: fake(name+":secret", secret),
+			SecretAccessKey: fake(name, secret),
 		}
 		if token != "" {
 			keys.Fake.SessionToken = fake(name+":token", token)
@@ -157,8 +158,11 @@ func fakeAWSCredentials(real []byte, fake Faker) ([]byte, []Cred, error) {
 		out.WriteString(s.prefix + fakes[s.p][s.key] + s.end)
 	}
 	for _, c := range creds {
-		for _, v := range []string{c.AWS.Real.AccessKeyID, c.AWS.Real.SecretAccessKey, c.AWS.Real.SessionToken} {
-			if v != "" && bytes.Contains(out.Bytes(), []byte(v)) {
+		r, f := c.AWS.Real, c.AWS.Fake
+		for _, v := range [][2]string{{r.AccessKeyID, f.AccessKeyID}, {r.SecretAccessKey, f.SecretAccessKey}, {r.SessionToken, f.SessionToken}} {
+			// A real value is nowhere in the file (unless it is its own
+			// fake: the identity faker that reads a fake file back).
+			if v[0] != "" && v[0] != v[1] && bytes.Contains(out.Bytes(), []byte(v[0])) {
 				return nil, nil, fmt.Errorf("aws-credentials: %s: the fake file would still hold a real key", c.Name)
 			}
 		}
@@ -186,7 +190,7 @@ func AWSEnv(env map[string]string, fake Faker) (fakes map[string]string, c Cred,
 	}
 	const name = "aws:env"
 	keys := AWSKeys{Real: sigv4.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
-	keys.Fake = sigv4.Credentials{AccessKeyID: fake(name+":id", id), SecretAccessKey: fake(name+":secret", secret)}
+	keys.Fake = sigv4.Credentials{AccessKeyID: fake(name+":id", id), SecretAccessKey: fake(name, secret)}
 	fakes = map[string]string{"AWS_ACCESS_KEY_ID": keys.Fake.AccessKeyID, "AWS_SECRET_ACCESS_KEY": keys.Fake.SecretAccessKey}
 	if token != "" {
 		keys.Fake.SessionToken = fake(name+":token", token)

@@ -28,3 +28,7 @@ func TestGitCredentials(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	fuzzSeeds["git-credentials"] = []string{"https://alice:s3cr%2Ft@git.example.com\n\nhttps://bob:tok@github.com:8443/org\n", "https://u:p%40ss@H.example/x\r\n"}
+}

@@ -79,10 +79,33 @@ type Format struct {
 // formats are the formats this package understands, by name.
 var formats = map[string]Format{}
 
+// unchecked are the formats' Fake functions before check: the tests
+// re-parse a fake file with them.
+var unchecked = map[string]func([]byte, Faker) ([]byte, []Cred, error){}
+
 // register adds f; a second format of one name is a programming error.
+// Every format's Fake is checked on its way out: a fake file that still
+// holds a real value in any form ([check]), or that does not read back, with
+// the same format, as the same credentials holding the fakes ([readBack]),
+// is an error.
 func register(f Format) {
 	if _, dup := formats[f.Name]; dup {
 		panic(fmt.Sprintf("login: format %q registered twice", f.Name))
+	}
+	inner := f.Fake
+	unchecked[f.Name] = inner
+	f.Fake = func(real []byte, fake Faker) ([]byte, []Cred, error) {
+		out, creds, err := inner(real, fake)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := check(out, creds); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		if err := readBack(inner, out, creds, fake); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		return out, creds, nil
 	}
 	formats[f.Name] = f
 }

@@ -95,6 +95,13 @@ type Spec struct {
 	// user works outside the tree: the directories between HOME and its
 	// masked paths ([HoldDirs]).
 	Hold []string
+	// Fake maps a masked file to a file of the same format holding fakes
+	// (docs/design.md section 13), written by the launcher outside HOME:
+	// a namespace seal shows that file, read-only, in the masked one's
+	// place (in the held copies too, so it holds while the user works), in
+	// place of an empty file. Each key must also be in Mask: a Landlock
+	// seal cannot show other content at a path, and keeps it masked.
+	Fake map[string]string
 }
 
 // credentialFiles is docs/design.md "The seal"'s list, relative to HOME: files
@@ -257,18 +264,36 @@ func sortShallowFirst(dirs []string) {
 }
 
 // Encode writes s as lines "m PATH", "r PATH", "w PATH" and "h PATH",
-// for the init of the namespace; a path holding a newline is an error.
+// for the init of the namespace, a faked mask's "m PATH" preceded by
+// "s SOURCE" (Spec.Fake); a path holding a newline is an error, and so is
+// a fake of a path that is not masked.
 func (s Spec) Encode() (string, error) {
 	var b strings.Builder
+	line := func(tag, p string) error {
+		if strings.ContainsAny(p, "\n\x00") || !filepath.IsAbs(p) {
+			return fmt.Errorf("seal: %q is not an absolute path on one line", p)
+		}
+		b.WriteString(tag + " " + p + "\n")
+		return nil
+	}
+	for p := range s.Fake {
+		if !slices.Contains(s.Mask, p) {
+			return "", fmt.Errorf("seal: the fake of %s is not of a masked path", p)
+		}
+	}
 	for _, l := range []struct {
 		tag   string
 		paths []string
 	}{{"m", s.Mask}, {"r", s.ReadOnly}, {"w", s.Write}, {"h", s.Hold}} {
 		for _, p := range l.paths {
-			if strings.ContainsAny(p, "\n\x00") || !filepath.IsAbs(p) {
-				return "", fmt.Errorf("seal: %q is not an absolute path on one line", p)
+			if src, ok := s.Fake[p]; ok && l.tag == "m" {
+				if err := line("s", src); err != nil {
+					return "", err
+				}
 			}
-			b.WriteString(l.tag + " " + p + "\n")
+			if err := line(l.tag, p); err != nil {
+				return "", err
+			}
 		}
 	}
 	return b.String(), nil
@@ -277,16 +302,28 @@ func (s Spec) Encode() (string, error) {
 // Decode reads what Encode wrote.
 func Decode(text string) (Spec, error) {
 	var s Spec
+	src := "" // an "s" line's source, for the "m" line that must follow
 	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
 		if line == "" {
 			continue
 		}
 		tag, p, ok := strings.Cut(line, " ")
+		if src != "" && tag != "m" {
+			return Spec{}, errors.New("seal: malformed spec line (a fake's source not followed by its mask)")
+		}
 		switch {
 		case !ok || !filepath.IsAbs(p) || strings.IndexByte(p, 0) >= 0:
 			return Spec{}, errors.New("seal: malformed spec line")
+		case tag == "s":
+			src = p
 		case tag == "m":
 			s.Mask = append(s.Mask, p)
+			if src != "" {
+				if s.Fake == nil {
+					s.Fake = map[string]string{}
+				}
+				s.Fake[p], src = src, ""
+			}
 		case tag == "r":
 			s.ReadOnly = append(s.ReadOnly, p)
 		case tag == "w":
@@ -296,6 +333,9 @@ func Decode(text string) (Spec, error) {
 		default:
 			return Spec{}, errors.New("seal: malformed spec line")
 		}
+	}
+	if src != "" {
+		return Spec{}, errors.New("seal: malformed spec (a fake's source at its end)")
 	}
 	return s, nil
 }

@@ -54,9 +54,12 @@ func Apply(s Spec) error {
 		if err != nil {
 			return fmt.Errorf("seal %s: %w", p, err)
 		}
-		if fi.IsDir() {
+		switch src := s.Fake[p]; {
+		case fi.IsDir():
 			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0500")
-		} else {
+		case src != "":
+			err = readOnlyBind(src, p) // its fake (Spec.Fake)
+		default:
 			err = readOnlyBind("/dev/null", p)
 		}
 		if err != nil {
@@ -77,9 +80,10 @@ func Apply(s Spec) error {
 			return fmt.Errorf("seal %s %s: %w", b.path, map[bool]string{false: "read-only", true: "writable"}[b.write], err)
 		}
 	}
-	masked := map[string]bool{}
+	// Each masked path, and its fake's source ("" for none).
+	masked := map[string]string{}
 	for _, m := range s.Mask {
-		masked[filepath.Clean(m)] = true
+		masked[filepath.Clean(m)] = s.Fake[m]
 	}
 	dirs := make([]string, 0, len(s.Hold))
 	for _, d := range s.Hold {
@@ -103,10 +107,12 @@ func Apply(s Spec) error {
 // outside it, and the new file would show; in the copy, the masked name
 // is nobody's mount point, and what happens to the real directory's names
 // (a file replaced, deleted and made anew, a directory renamed and another
-// made in its place) does not reach it. An entry that cannot be reached
+// made in its place) does not reach it. A masked file with a fake (its
+// source in masked) has the fake bound read-only on its stand-in. An
+// entry that cannot be reached
 // (a dead FUSE mount) is left out, or stays an empty stand-in. A
 // directory that does not exist is skipped.
-func freeze(dir string, masked map[string]bool) error {
+func freeze(dir string, masked map[string]string) error {
 	src, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil
@@ -161,8 +167,13 @@ func freeze(dir string, masked map[string]bool) error {
 		if err != nil {
 			return err
 		}
-		if masked[p] {
-			continue // the empty stand-in
+		if fake, ok := masked[p]; ok {
+			if fake != "" && !isDir {
+				if err := readOnlyBind(fake, p); err != nil {
+					return err
+				}
+			}
+			continue // the empty stand-in, or the fake
 		}
 		// One that cannot be bound back (unreachable) stays an empty
 		// stand-in: nothing of it shows.

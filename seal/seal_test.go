@@ -69,6 +69,7 @@ func TestEncodeDecode(t *testing.T) {
 	s.ReadOnly = append(s.ReadOnly, "/home/u")
 	s.Write = []string{"/home/u/proj", "/home/u/.cache"}
 	s.Hold = HoldDirs(s.Mask, "/home/u")
+	s.Fake = map[string]string{"/home/u/.git-credentials": "/tmp/envsieve-fakes-1/git-credentials"}
 	text, err := s.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +78,17 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("Decode(Encode(s)) = %+v, %v", got, err)
 	}
-	for _, bad := range []Spec{{Mask: []string{"relative"}}, {Mask: []string{"/a\nr /etc"}}, {ReadOnly: []string{"/a\x00"}}} {
+	if !strings.Contains(text, "s /tmp/envsieve-fakes-1/git-credentials\nm /home/u/.git-credentials\n") {
+		t.Errorf("a fake is not written before its mask:\n%s", text)
+	}
+	for _, bad := range []Spec{{Mask: []string{"relative"}}, {Mask: []string{"/a\nr /etc"}}, {ReadOnly: []string{"/a\x00"}},
+		{Mask: []string{"/a"}, Fake: map[string]string{"/b": "/src"}}, {Mask: []string{"/a"}, Fake: map[string]string{"/a": "src"}}} {
 		if _, err := bad.Encode(); err == nil {
 			t.Errorf("Encode(%q) gave no error", bad)
 		}
 	}
-	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n", "w relative\n", "w  /a\n"} {
+	for _, bad := range []string{"x /a\n", "m relative\n", "m\n", "/a\n", "m /a\x00b\n", "w relative\n", "w  /a\n",
+		"s /src\n", "s /src\nr /a\n", "s /src\ns /src\nm /a\n", "s relative\nm /a\n"} {
 		if _, err := Decode(bad); err == nil {
 			t.Errorf("Decode(%q) gave no error", bad)
 		}
@@ -107,6 +113,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("m /home/u/.aws/credentials\nr /home/u/.config/envsieve\n")
 	f.Add("m /a\n\nr /b")
 	f.Add("r /home/u\nw /home/u/proj\nh /home/u\n")
+	f.Add("s /tmp/f/netrc\nm /home/u/.netrc\nh /home/u\n")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := Decode(text)
 		if err != nil {

@@ -9,13 +9,13 @@
  *      namespace;
  *   2. apply the seal given in ENVSIEVE_INIT_SEAL ("m PATH" masks, "r PATH"
  *      read-only, "w PATH" writable beneath a read-only path, "h PATH" held,
- *      one per line;
+ *      "s SOURCE" the fake of the mask on the next line, one per line;
  *      package seal): a masked directory gets an empty read-only tmpfs, a
- *      masked file /dev/null bound read-only; then each read-only and
+ *      masked file /dev/null (or its fake) bound read-only; then each read-only and
  *      write path, the deepest first, is bound on itself, read-only or as
  *      it is; then each held directory ("h PATH": HOME and those between
  *      it and a mask) is replaced by a read-only tmpfs copy of its entries,
- *      bound back, the masked ones left empty, so that a mask holds while
+ *      bound back, the masked ones left empty (or their fakes), so that a mask holds while
  *      the user works (seal.Apply); a path that does not exist is skipped,
  *      any other failure ends the init (exit 125) before the program
  *      starts;
@@ -96,12 +96,13 @@ static int by_length(const void *a, const void *b) {
  * now, as seal.freeze does: each bound back from where it is (through the
  * descriptor of the directory, recursively), a symbolic link made anew, a
  * masked one (named in masks, "m PATH" lines) an empty file or directory
- * in its place. So the masks hold while the user works outside the tree:
+ * in its place, or for a file with a fake (its source in fakes, NULL for
+ * none) the fake bound read-only on it. So the masks hold while the user works outside the tree:
  * what happens to the real directory's names does not reach the copy. An
  * entry that cannot be reached is left out, or stays an empty stand-in. A
  * directory that does not exist is skipped. Returns 0, or -1 with errno
  * set. */
-static int freeze(const char *dir, char **masks, size_t nm) {
+static int freeze(const char *dir, char **masks, char **fakes, size_t nm) {
 	int src = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (src < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
@@ -161,12 +162,16 @@ static int freeze(const char *dir, char **masks, size_t nm) {
 			close(fd);
 		}
 		int is_masked = 0;
+		const char *fake = NULL;
 		for (size_t k = 0; k < nm && !is_masked; k++)
-			is_masked = strcmp(masks[k] + 2, p) == 0;
+			if ((is_masked = strcmp(masks[k] + 2, p) == 0))
+				fake = fakes[k];
 		/* One that cannot be bound back (unreachable) stays an empty
 		 * stand-in: nothing of it shows. */
 		if (!is_masked)
 			(void)!mount(from, p, NULL, MS_BIND | MS_REC, NULL);
+		else if (fake && !S_ISDIR(est.st_mode) && read_only_bind(fake, p) != 0)
+			goto out;
 	}
 	if (chmod(dir, st.st_mode & 07777) != 0)
 		goto out;
@@ -183,7 +188,9 @@ out:
 	return ret;
 }
 
-/* seal applies the spec as seal.Apply does: the masks first, then each
+/* seal applies the spec as seal.Apply does: the masks first (a file with
+ * a fake, its "s SOURCE" line just before its "m PATH", gets the fake
+ * bound read-only on it instead of /dev/null), then each
  * read-only and write path, the deepest first, bound on itself
  * (recursively, so that what is bound beneath it stays), read-only or as
  * it is; then each held directory ("h PATH"), the shallowest first, is
@@ -194,10 +201,11 @@ static int seal(char *spec) {
 	for (char *c = spec; *c; c++)
 		n += *c == '\n';
 	char **binds = calloc(n, sizeof *binds), **masks = calloc(n, sizeof *masks), **holds = calloc(n, sizeof *holds);
+	char **fakes = calloc(n, sizeof *fakes), *src = NULL;
 	size_t nb = 0, nm = 0, nh = 0;
 	const char *what = "seal", *p = NULL;
 	int ret = -1;
-	if (binds == NULL || masks == NULL || holds == NULL) {
+	if (binds == NULL || masks == NULL || holds == NULL || fakes == NULL) {
 		what = "seal: allocate";
 		goto out;
 	}
@@ -205,24 +213,26 @@ static int seal(char *spec) {
 		char *next = strchr(line, '\n');
 		if (next)
 			*next++ = 0;
-		if (!strchr("mrwh", line[0]) || line[1] != ' ' || line[2] != '/') {
+		if (!strchr("mrwhs", line[0]) || line[1] != ' ' || line[2] != '/' || (src && line[0] != 'm')) {
 			errno = EINVAL;
 			what = "seal: a malformed spec line";
 			goto out;
 		}
 		p = line + 2;
 		struct stat st;
-		if (line[0] == 'h') {
+		if (line[0] == 's') {
+			src = line + 2; /* the fake of the next line's mask */
+		} else if (line[0] == 'h') {
 			holds[nh++] = line + 2;
 		} else if (line[0] != 'm') {
 			binds[nb++] = line;
-		} else if (masks[nm++] = line, stat(p, &st) != 0) { /* follows links: the target is masked */
+		} else if (fakes[nm] = src, src = NULL, masks[nm++] = line, stat(p, &st) != 0) { /* follows links: the target is masked */
 			if (errno != ENOENT && errno != ENOTDIR)
 				goto out;
 		} else if (S_ISDIR(st.st_mode)) {
 			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
 				goto out;
-		} else if (read_only_bind("/dev/null", p) != 0) {
+		} else if (read_only_bind(fakes[nm - 1] ? fakes[nm - 1] : "/dev/null", p) != 0) {
 			goto out;
 		}
 		line = next;
@@ -245,7 +255,7 @@ static int seal(char *spec) {
 	what = "seal";
 	for (size_t i = 0; i < nh; i++) {
 		p = holds[i];
-		if (freeze(p, masks, nm) != 0)
+		if (freeze(p, masks, fakes, nm) != 0)
 			goto out;
 	}
 	ret = 0;
@@ -258,6 +268,7 @@ out:
 	free(binds);
 	free(masks);
 	free(holds);
+	free(fakes);
 	return ret == 0 ? 0 : 125;
 }
 

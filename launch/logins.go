@@ -1,0 +1,356 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/envsieve/envsieve/broker/fake"
+	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/policy"
+)
+
+// LoginFile is a credential file of HOME whose sealed view is a fake
+// (docs/design.md section 13): the broker re-reads it when it changes, so
+// that a new login of the user's reaches the broker (LoginReloader).
+type LoginFile struct {
+	// Path is the real file's absolute path.
+	Path string `json:"path"`
+	// Format is its login.Format's name.
+	Format string `json:"format"`
+	// Names are the names of its credentials among the brokered secrets.
+	Names []string `json:"names"`
+}
+
+// LoginState is what the sealed tree sees of one credential file that
+// package login understands, for explain and the debug output.
+type LoginState struct {
+	Path   string
+	Format string
+	// Seen is "fake", or "masked" (Why says why: the file could not be
+	// understood, or the seal cannot show other content there).
+	Seen, Why string
+	// Hosts are the hosts its fakes are bound to.
+	Hosts []string
+}
+
+// loginFakes are a launch's fake credential files.
+type loginFakes struct {
+	// dir holds the fake files (outside HOME; removed at the end).
+	dir string
+	// fake maps a real file to its fake.
+	fake  map[string]string
+	files []LoginFile
+	creds []login.Cred
+	// names holds the credentials' names, which are not variables of
+	// the child's environment.
+	names  map[string]bool
+	states []LoginState
+	// vars name the fakes for the tools that take their file's place from
+	// a variable (toolVars): the tree reads them there when a Landlock
+	// seal masks the file itself.
+	vars map[string]string
+}
+
+// toolVars are the variables that name a faked file's place, by format:
+// the file itself, or (dir) a directory that holds it under its own
+// name, the real directory's other entries linked beside it. A tool with
+// none (git's store: its helper, gitHelperEnv) finds its fake only at
+// the real path, which a Landlock seal masks.
+var toolVars = map[string]struct {
+	name string
+	dir  bool
+}{
+	"npmrc":         {"NPM_CONFIG_USERCONFIG", false},
+	"gh-hosts":      {"GH_CONFIG_DIR", true},
+	"docker-config": {"DOCKER_CONFIG", true},
+}
+
+// fakeLogins reads each credential file of HOME that package login
+// understands and writes its fake in a private directory (once; nil when
+// the launch is not sealed, has no HOME, or no broker can run: then the
+// files stay masked). A file that cannot be read or understood stays
+// masked, and the debug output says why (never a value).
+func (l *Plan) fakeLogins() (*loginFakes, error) {
+	if l.logins != nil || !l.opt.Seal || l.host.Home == "" || l.opt.NoBroker || l.host.Broker == nil {
+		return l.logins, nil
+	}
+	key, err := l.key()
+	if err != nil {
+		return nil, fmt.Errorf("login fakes: %w", err)
+	}
+	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}}
+	faker := func(name, real string) string { return fake.Of(key, name, real) }
+	for _, f := range login.Formats() {
+		for _, rel := range f.Paths {
+			p := filepath.Join(l.host.Home, rel)
+			real, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+				continue
+			}
+			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			var out []byte
+			var creds []login.Cred
+			if err == nil {
+				out, creds, err = f.Fake(real, faker)
+			}
+			if err == nil && len(creds) == 0 {
+				err = errors.New("no credential in it")
+			}
+			if err != nil {
+				st.Why = err.Error()
+				l.host.debugf("login: %s stays masked: %v", p, err)
+				lf.states = append(lf.states, st)
+				continue
+			}
+			if lf.dir == "" {
+				// $XDG_RUNTIME_DIR (a tmpfs), else /tmp: where the tree
+				// reads them too (git's helper, under Landlock), as it
+				// reaches the shim's socket; not /dev/shm, which an
+				// agent's own sandbox may replace.
+				if lf.dir, err = os.MkdirTemp(l.host.socketDir(), "envsieve-logins-"); err != nil {
+					return nil, fmt.Errorf("login fakes: %w", err)
+				}
+			}
+			dst := filepath.Join(lf.dir, strconv.Itoa(len(lf.files))+"-"+filepath.Base(p))
+			if err := os.WriteFile(dst, out, 0o400); err != nil {
+				os.RemoveAll(lf.dir)
+				return nil, fmt.Errorf("login fakes: %w", err)
+			}
+			if v, ok := toolVars[f.Name]; ok {
+				if err := lf.pointVar(v.name, v.dir, p, dst); err != nil {
+					os.RemoveAll(lf.dir)
+					return nil, fmt.Errorf("login fakes: %w", err)
+				}
+			}
+			file := LoginFile{Path: p, Format: f.Name}
+			for _, c := range creds {
+				file.Names = append(file.Names, c.Name)
+				lf.names[c.Name] = true
+				st.Hosts = append(st.Hosts, c.Hosts...)
+			}
+			st.Seen = "fake"
+			lf.fake[p] = dst
+			lf.files = append(lf.files, file)
+			lf.creds = append(lf.creds, creds...)
+			lf.states = append(lf.states, st)
+		}
+	}
+	if lf.dir != "" {
+		// Neither the tree nor git's store helper (erase) changes them.
+		if err := os.Chmod(lf.dir, 0o500); err != nil {
+			os.RemoveAll(lf.dir)
+			return nil, fmt.Errorf("login fakes: %w", err)
+		}
+	}
+	l.logins = lf
+	return lf, nil
+}
+
+// pointVar sets the variable name to the fake dst of the real file p: dst
+// itself, or for a directory variable a directory in lf.dir holding a copy
+// of dst under p's name and a link to each other entry of p's directory.
+func (lf *loginFakes) pointVar(name string, dir bool, p, dst string) error {
+	if !dir {
+		lf.vars[name] = dst
+		return nil
+	}
+	d := filepath.Join(lf.dir, name)
+	if err := os.Mkdir(d, 0o700); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(dst)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(d, filepath.Base(p)), data, 0o400); err != nil {
+		return err
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p)) // what cannot be listed is not linked
+	for _, e := range entries {
+		if e.Name() != filepath.Base(p) {
+			if err := os.Symlink(filepath.Join(filepath.Dir(p), e.Name()), filepath.Join(d, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	lf.vars[name] = d
+	return nil
+}
+
+// toolEnv returns the variables of toolVars for the tree, but for those
+// the user's environment (parent) or the tree's (env) already sets: a
+// tool told elsewhere does not read the file at the real path anyway.
+func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range lf.vars {
+		set := func(kv string) bool { return strings.HasPrefix(kv, k+"=") }
+		if !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// removeLogins removes the fake files.
+func (l *Plan) removeLogins() {
+	if l.logins != nil && l.logins.dir != "" {
+		os.Chmod(l.logins.dir, 0o700)
+		os.RemoveAll(l.logins.dir)
+		l.logins.dir = ""
+	}
+}
+
+// LoginStates returns what the sealed tree sees of each credential file
+// package login understands (fake or masked, and the hosts bound), once
+// the broker started; nil before, or when the launch fakes none.
+func (l *Plan) LoginStates() []LoginState {
+	if l.logins == nil {
+		return nil
+	}
+	return l.logins.states
+}
+
+// addLogins adds the fake files' credentials to a broker request: their
+// real values, and a binding for each from the file (its hosts, places
+// and paths).
+func (lf *loginFakes) addLogins(req *BrokerRequest) {
+	for _, c := range lf.creds {
+		req.Secrets[c.Name] = c.Real
+		req.Bindings = append(req.Bindings, &policy.Binding{Name: c.Name, Hosts: c.Hosts, In: c.In, Paths: c.Paths})
+	}
+	req.Logins = lf.files
+}
+
+// gitHelperEnv returns the variables that make git in the tree answer
+// https credentials from the fake git credential store with no file of
+// its own (docs/design.md section 13): credential.URL.helper for each
+// URL a faked git credential store names, through GIT_CONFIG_COUNT,
+// GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, after any the environment env
+// holds. Nil when there is none, or env's GIT_CONFIG_COUNT is not a
+// count (git would refuse it, and envsieve does not guess).
+func (lf *loginFakes) gitHelperEnv(env []string) map[string]string {
+	type helper struct{ url, file string }
+	var hs []helper
+	for _, f := range lf.files {
+		if f.Format != "git-credentials" {
+			continue
+		}
+		for _, n := range f.Names {
+			u, ok := strings.CutPrefix(n, "git-credentials:")
+			if !ok || strings.Contains(u, "#") || strings.ContainsAny(lf.fake[f.Path], " \t\n\"'\\") {
+				continue // a later line of one host, never used; a path git's helper parsing would split
+			}
+			hs = append(hs, helper{u, lf.fake[f.Path]})
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	sort.SliceStable(hs, func(i, j int) bool { return hs[i].url < hs[j].url })
+	n := 0
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			c, err := strconv.Atoi(v)
+			if err != nil || c < 0 || strconv.Itoa(c) != v {
+				return nil
+			}
+			n = c
+		}
+	}
+	out := map[string]string{}
+	seen := map[string]bool{}
+	for _, h := range hs {
+		if seen[h.url] {
+			continue // the first file git would read wins, as in git
+		}
+		seen[h.url] = true
+		// It answers; it never stores or erases (the fake file is
+		// read-only, and git would wait a second for its lock).
+		out["GIT_CONFIG_KEY_"+strconv.Itoa(n)] = "credential." + h.url + ".helper"
+		out["GIT_CONFIG_VALUE_"+strconv.Itoa(n)] = `!f() { test "$1" = get && exec git credential-store --file=` + h.file + ` get; }; f`
+		n++
+	}
+	// The user's own store helper cannot lock a file in the read-only
+	// HOME: it gives up at once, rather than after a second each time.
+	out["GIT_CONFIG_KEY_"+strconv.Itoa(n)] = "credentialstore.locktimeoutms"
+	out["GIT_CONFIG_VALUE_"+strconv.Itoa(n)] = "0"
+	n++
+	out["GIT_CONFIG_COUNT"] = strconv.Itoa(n)
+	return out
+}
+
+// LoginReloader returns the broker's hook (broker.Config.Reload) for the
+// fake files' credentials: asked for a credential's real value before its
+// fake is swapped, it stats the real file, and re-reads and parses it when
+// it changed (another inode, size, mtime or ctime: a new login in the
+// user's terminal, replaced by rename or rewritten). It answers the value
+// and true, or false when it has nothing newer to say (the file is gone,
+// cannot be read or understood now, or no longer holds the credential):
+// the broker then keeps the value it has.
+func LoginReloader(files []LoginFile) func(name string) (string, bool) {
+	type state struct {
+		file  LoginFile
+		f     login.Format
+		stamp [5]int64
+		vals  map[string]string
+		ok    bool
+	}
+	byName := map[string]*state{}
+	for _, lf := range files {
+		var f login.Format
+		found := false
+		for _, c := range login.Formats() {
+			if c.Name == lf.Format {
+				f, found = c, true
+			}
+		}
+		if !found {
+			continue
+		}
+		s := &state{file: lf, f: f}
+		for _, n := range lf.Names {
+			byName[n] = s
+		}
+	}
+	var mu sync.Mutex
+	anyFake := func(_, real string) string { return strings.Repeat("x", len(real)) }
+	return func(name string) (string, bool) {
+		s := byName[name]
+		if s == nil {
+			return "", false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.file.Path, &st); err != nil {
+			return "", false
+		}
+		stamp := statStamp(&st)
+		if !s.ok || stamp != s.stamp {
+			real, err := os.ReadFile(s.file.Path)
+			if err != nil {
+				return "", false
+			}
+			_, creds, err := s.f.Fake(real, anyFake)
+			if err != nil {
+				return "", false
+			}
+			s.vals = map[string]string{}
+			for _, c := range creds {
+				s.vals[c.Name] = c.Real
+			}
+			s.stamp, s.ok = stamp, true
+		}
+		v, ok := s.vals[name]
+		return v, ok && v != ""
+	}
+}
