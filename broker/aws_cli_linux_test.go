@@ -93,7 +93,7 @@ func TestAWSCLI(t *testing.T) {
 			if err != nil || len(creds) != 1 {
 				t.Fatalf("faking the credentials file: %v", err)
 			}
-			fake := creds[0].AWS.Fake
+			fake := sigv4.Credentials(creds[0].AWS.Fake)
 			srv, roots, rec := awsStandIn(t, real)
 			host := srv.Listener.Addr().String()
 			endpoint := "https://" + host

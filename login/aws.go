@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/envsieve/envsieve/sigv4"
 )
 
 func init() {
@@ -137,8 +135,8 @@ func fakeAWSCredentials(real []byte, fake Faker) ([]byte, []Cred, error) {
 			return nil, nil, fmt.Errorf("aws-credentials: [%s]: keys too short to be AWS's", p.name)
 		}
 		name := "aws:" + p.name
-		keys := AWSKeys{Real: sigv4.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
-		keys.Fake = sigv4.Credentials{
+		keys := AWSKeys{Real: AWSKey{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
+		keys.Fake = AWSKey{
 			AccessKeyID:     fake(name+":id", id),
 			SecretAccessKey: fake(name, secret),
 		}
@@ -189,8 +187,8 @@ func AWSEnv(env map[string]string, fake Faker) (fakes map[string]string, c Cred,
 		return nil, Cred{}, false, fmt.Errorf("aws: the environment has an access key id or a secret without the other")
 	}
 	const name = "aws:env"
-	keys := AWSKeys{Real: sigv4.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
-	keys.Fake = sigv4.Credentials{AccessKeyID: fake(name+":id", id), SecretAccessKey: fake(name, secret)}
+	keys := AWSKeys{Real: AWSKey{AccessKeyID: id, SecretAccessKey: secret, SessionToken: token}}
+	keys.Fake = AWSKey{AccessKeyID: fake(name+":id", id), SecretAccessKey: fake(name, secret)}
 	fakes = map[string]string{"AWS_ACCESS_KEY_ID": keys.Fake.AccessKeyID, "AWS_SECRET_ACCESS_KEY": keys.Fake.SecretAccessKey}
 	if token != "" {
 		keys.Fake.SessionToken = fake(name+":token", token)

@@ -24,8 +24,6 @@ package login
 import (
 	"fmt"
 	"sort"
-
-	"github.com/envsieve/envsieve/sigv4"
 )
 
 // Cred is one credential of a file.
@@ -58,7 +56,15 @@ type Cred struct {
 // AWSKeys are one AWS profile's real keys and the fakes its fake file
 // holds.
 type AWSKeys struct {
-	Real, Fake sigv4.Credentials
+	Real, Fake AWSKey
+}
+
+// AWSKey is one set of AWS keys (as sigv4.Credentials, which this package
+// does not import: the envsieve launcher links no net/http).
+type AWSKey struct {
+	AccessKeyID, SecretAccessKey string
+	// SessionToken is "" for long-term keys.
+	SessionToken string
 }
 
 // Faker returns the fake of a credential: the same value for the same
