@@ -8,6 +8,7 @@ import (
 
 	"github.com/envsieve/envsieve/broker"
 	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/sigv4"
 )
 
 // StartBroker runs a credential broker for a launch's request in this
@@ -25,6 +26,10 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	}
 	if len(req.Logins) > 0 {
 		cfg.Reload = launch.LoginReloader(req.Logins)
+	}
+	for _, a := range req.AWS {
+		cfg.AWS = append(cfg.AWS, broker.AWSCred{Name: a.Name, Fake: sigv4.Credentials(a.Fake), Hosts: a.Hosts,
+			Real: broker.AWSStatic(a.Real)})
 	}
 	// The CA files the user's own environment names (a company CA): the
 	// tree's clients trust them in the bundle, and the broker upstream.
