@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/sigv4"
 )
 
@@ -24,6 +25,14 @@ import (
 // through the broker's re-signing, while the tree's credentials file and
 // `aws configure export-credentials` hold only fakes.
 func TestAWSLoginFile(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testAWSLoginFile(t, false) })
+	t.Run("landlock", func(t *testing.T) { testAWSLoginFile(t, true) })
+}
+
+// testAWSLoginFile runs it sealed by namespaces (the file is a fake at its
+// path) or by Landlock (the file is masked; AWS_SHARED_CREDENTIALS_FILE
+// names the fake).
+func testAWSLoginFile(t *testing.T, landlock bool) {
 	if _, err := os.Stat("/usr/bin/aws"); err != nil {
 		t.Fatalf("Debian's awscli is needed: %v", err)
 	}
@@ -62,7 +71,13 @@ echo "file: $(grep aws_ "$HOME/.aws/credentials" 2>&1 | tr '\n' ' ')"
 echo "export: $(/usr/bin/aws configure export-credentials --format env 2>&1 | tr '\n' ' ')"
 echo "sts: $(AWS_EC2_METADATA_DISABLED=true /usr/bin/aws sts get-caller-identity --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
 `
-	cmd := exec.Command(exe, "run", "--seal", "--", "/bin/sh", "-c", script)
+	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SSL_CERT_FILE=" + filepath.Join(home, "company-ca.pem")}
 	cmd.Dir = filepath.Join(home, "work")
 	cmd.SysProcAttr = asUnprivileged()
@@ -74,7 +89,11 @@ echo "sts: $(AWS_EC2_METADATA_DISABLED=true /usr/bin/aws sts get-caller-identity
 	if out != string(b) {
 		t.Errorf("a real key is in what the tree printed:\n%s", out)
 	}
-	for _, want := range []string{"file: aws_access_key_id = AKIA", "export: export AWS_ACCESS_KEY_ID=AKIA", "sts: arn:aws:iam::123456789012:user/e2e"} {
+	file := "file: aws_access_key_id = AKIA"
+	if landlock {
+		file = "file: grep: " + home + "/.aws/credentials: Permission denied"
+	}
+	for _, want := range []string{file, "export: export AWS_ACCESS_KEY_ID=AKIA", "sts: arn:aws:iam::123456789012:user/e2e"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
 		}
