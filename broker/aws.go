@@ -268,6 +268,13 @@ type AWSSource interface {
 	Credentials(ctx context.Context) (sigv4.Credentials, error)
 }
 
+// AWSFunc is a source of keys as a function (the launcher's, which
+// re-reads the user's ~/.aws/credentials when it changes).
+type AWSFunc func(ctx context.Context) (sigv4.Credentials, error)
+
+// Credentials calls f.
+func (f AWSFunc) Credentials(ctx context.Context) (sigv4.Credentials, error) { return f(ctx) }
+
 // AWSStatic is keys that do not change: a profile of the user's
 // ~/.aws/credentials, or the user's AWS_* variables.
 type AWSStatic sigv4.Credentials

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/envsieve/envsieve/login"
 )
@@ -43,4 +45,64 @@ func awsLogins(creds []login.Cred, home string) []AWSLogin {
 		out = append(out, AWSLogin{Name: c.Name, Real: c.AWS.Real, Fake: c.AWS.Fake, Hosts: hosts[profile]})
 	}
 	return out
+}
+
+// AWSReloader returns, for the broker, the current real keys of an AWS
+// profile of the faked files: it stats the real ~/.aws/credentials at
+// each call, and re-reads and parses it when it changed (a tool such as
+// saml2aws writing new temporary keys in the user's terminal). It answers
+// the keys and true, or false when it has nothing newer to say (the file
+// is gone, cannot be read or understood, or no longer holds the profile):
+// the broker then keeps the keys it has.
+func AWSReloader(files []LoginFile) func(name string) (login.AWSKey, bool) {
+	f, _ := login.ByPath(".aws/credentials")
+	type state struct {
+		path  string
+		stamp [5]int64
+		keys  map[string]login.AWSKey
+		ok    bool
+	}
+	byName := map[string]*state{}
+	for _, lf := range files {
+		if lf.Format != f.Name {
+			continue
+		}
+		s := &state{path: lf.Path}
+		for _, n := range lf.Names {
+			byName[n] = s
+		}
+	}
+	var mu sync.Mutex
+	anyFake := func(_, real string) string { return strings.Repeat("x", len(real)) }
+	return func(name string) (login.AWSKey, bool) {
+		s := byName[name]
+		if s == nil {
+			return login.AWSKey{}, false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		var st syscall.Stat_t
+		if err := syscall.Stat(s.path, &st); err != nil {
+			return login.AWSKey{}, false
+		}
+		if stamp := statStamp(&st); !s.ok || stamp != s.stamp {
+			real, err := os.ReadFile(s.path)
+			if err != nil {
+				return login.AWSKey{}, false
+			}
+			_, creds, err := f.Fake(real, anyFake)
+			if err != nil {
+				return login.AWSKey{}, false
+			}
+			s.keys = map[string]login.AWSKey{}
+			for _, c := range creds {
+				if c.AWS != nil {
+					s.keys[c.Name] = c.AWS.Real
+				}
+			}
+			s.stamp, s.ok = stamp, true
+		}
+		k, ok := s.keys[name]
+		return k, ok
+	}
 }
