@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/envsieve/envsieve/sigv4"
@@ -201,11 +202,31 @@ func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string
 	}
 	var bodyHash string
 	if s.NeedsBody() {
+		// The bodies held at once are capped too: a tree that sends many
+		// at a time is refused, not served out of the broker's memory.
+		hold := int64(AWSMaxBody + 1)
+		if r.ContentLength >= 0 && r.ContentLength <= AWSMaxBody {
+			hold = r.ContentLength
+		}
+		if awsHeld.Add(hold) > testOnlyAWSMaxHeld {
+			awsHeld.Add(-hold)
+			return deny(c, "denied", "sigv4-body-size", "the broker holds too many request bodies to hash at once: send X-Amz-Content-Sha256")
+		}
 		h, body, err := hashBody(r.Body)
 		if err != nil {
+			awsHeld.Add(-hold)
 			return deny(c, "denied", "sigv4-body-size", "a request without X-Amz-Content-Sha256 is hashed by the broker, up to 32 MiB: "+err.Error())
 		}
-		bodyHash, r.Body = h, body
+		bodyHash = h
+		held := &heldBody{n: hold}
+		// Released when the transport closes the body, or at the latest
+		// when the request ends (a later refusal never sends it).
+		context.AfterFunc(r.Context(), held.release)
+		if body != nil && body != http.NoBody {
+			held.ReadCloser, r.Body = body, held
+		} else {
+			held.release()
+		}
 	}
 	if err := s.Verify(r, c.Fake.SecretAccessKey, bodyHash); err != nil {
 		return deny(c, "denied", string(sigv4.ReasonOf(err)), err.Error())
@@ -242,6 +263,28 @@ func awsError(w http.ResponseWriter, status int, reason, msg string) {
 }
 
 var errBodyTooLarge = errors.New("the body is larger")
+
+// awsHeld counts the bytes of the request bodies the broker holds to
+// hash (of every broker of the process), up to testOnlyAWSMaxHeld.
+var awsHeld atomic.Int64
+
+// testOnlyAWSMaxHeld is the cap of awsHeld: 256 MiB (tests lower it).
+var testOnlyAWSMaxHeld int64 = 256 << 20
+
+// heldBody is a held request body: its bytes count in awsHeld until the
+// transport closes it.
+type heldBody struct {
+	io.ReadCloser
+	n    int64
+	once sync.Once
+}
+
+func (h *heldBody) release() { h.once.Do(func() { awsHeld.Add(-h.n) }) }
+
+func (h *heldBody) Close() error {
+	h.release()
+	return h.ReadCloser.Close()
+}
 
 // hashBody reads a request body (up to AWSMaxBody) and returns its hex
 // SHA-256 and a body to send in its place.

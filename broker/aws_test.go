@@ -404,3 +404,46 @@ func BenchmarkBrokerAWS(b *testing.B) {
 		}
 	}
 }
+
+// TestAWSBodiesHeldCapped: the bodies the broker holds to hash are capped
+// across requests: past the cap a request is refused, and what was held
+// is given back when requests end.
+func TestAWSBodiesHeldCapped(t *testing.T) {
+	old := testOnlyAWSMaxHeld
+	testOnlyAWSMaxHeld = 100
+	t.Cleanup(func() { testOnlyAWSMaxHeld = old })
+	srv, roots, rec := awsStandIn(t, awsReal)
+	host := srv.Listener.Addr().String()
+	b, log := startAWSBroker(t, host, roots, AWSCred{Name: "aws:default", Fake: awsFake, Real: AWSStatic(awsReal)}, nil)
+	client := &http.Client{Transport: proxyTransport(t, b)}
+	post := func(body string) int {
+		r, _ := http.NewRequest("POST", "https://"+host+"/", strings.NewReader(body))
+		clientSign(t, r, awsFake, "sts", "", []byte(body))
+		resp, err := client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	small := "Action=GetCallerIdentity&Version=2011-06-15"
+	for i := 0; i < 5; i++ { // each held and given back
+		if code := post(small); code != 200 {
+			t.Fatalf("request %d: status %d", i, code)
+		}
+	}
+	if code := post(small + "&" + strings.Repeat("x", 100)); code != 403 || !log.has("denied", "aws:default", "sigv4-body-size") {
+		t.Errorf("past the cap: status %d", code)
+	}
+	if n := len(rec.all()); n != 5 {
+		t.Errorf("the stand-in served %d", n)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for awsHeld.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := awsHeld.Load(); n != 0 {
+		t.Errorf("%d bytes still counted as held", n)
+	}
+}
