@@ -136,6 +136,10 @@ type Config struct {
 	// until it ends); one more is answered 503 and closed, with a "denied"
 	// event of Place "connection-limit". 0 means DefaultMaxConns.
 	MaxConns int
+	// AWS are the AWS keys the tree holds fakes of: requests signed with
+	// them are verified and re-signed (aws.go). None means no AWS endpoint
+	// is intercepted for them.
+	AWS []AWSCred
 }
 
 // The defaults of Config's bounds on the child's connections.
@@ -234,6 +238,10 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.scrub.Store(newPatterns(scrub))
 	b.scrubPairs, b.fakes = scrub, newPatterns(fakes)
+	if err := checkAWS(cfg.AWS); err != nil {
+		return nil, err
+	}
+	hosts = append(hosts, awsHosts(cfg.AWS)...)
 	var err error
 	if b.ca, err = newAuthority(hosts); err != nil {
 		return nil, err
@@ -398,6 +406,12 @@ func (b *Broker) ChildEnv() map[string]string {
 			}
 		}
 	}
+	if awsEnv(b.cfg.AWS, env) {
+		proxy = true
+		for _, h := range awsHosts(b.cfg.AWS) {
+			bound = append(bound, strings.TrimPrefix(hostOnly(h), "*."))
+		}
+	}
 	if !proxy {
 		return env
 	}
@@ -413,7 +427,8 @@ func (b *Broker) ChildEnv() map[string]string {
 	for _, e := range strings.Split(noProxy, ",") {
 		e = strings.TrimSpace(e)
 		if e == "" || e == "*" || slices.ContainsFunc(bound, func(h string) bool {
-			return strings.TrimPrefix(e, ".") == h || strings.HasSuffix(h, "."+strings.TrimPrefix(e, "."))
+			e := strings.TrimPrefix(e, ".")
+			return e == h || strings.HasSuffix(h, "."+e) || strings.HasSuffix(e, "."+h)
 		}) {
 			continue // a bound host must go through the broker
 		}
@@ -586,7 +601,7 @@ func (b *Broker) boundHost(target string) bool {
 			return true
 		}
 	}
-	return false
+	return b.awsBound(target)
 }
 
 // connect serves a CONNECT: a bound host is terminated with the launch
@@ -744,6 +759,9 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	// Swapping in the clear happens only to loopback (tests, local model
 	// servers): elsewhere a real value travels only inside TLS.
 	secure := scheme == "https" || isLoopback(hostOnly(target))
+	if !b.resignAWS(w, out, target, secure) {
+		return
+	}
 	if code, msg := b.swap(out, target, base, secure); code != 0 {
 		http.Error(w, "envsieve broker: "+msg, code)
 		return

@@ -47,6 +47,11 @@
 //     kept-alive connection an idle timeout, and the connections open at
 //     once a cap past which one is answered 503 (Config's HeaderTimeout,
 //     HandshakeTimeout, IdleTimeout, MaxConns), each refusal audited.
+//   - AWS keys are re-signed, not swapped ([AWSCred]): a request to an
+//     AWS endpoint signed with the tree's fake keys is verified with the
+//     fake secret and signed again with the real keys (package sigv4);
+//     what cannot be re-signed soundly (presigned URLs, signed aws-chunked
+//     streams, SigV4A) or does not verify is refused with a named reason.
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/x509"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/envsieve/envsieve/broker"
 	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/sigv4"
 )
 
 // StartBroker runs a credential broker for a launch's request in this
@@ -25,6 +27,16 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	}
 	if len(req.Logins) > 0 {
 		cfg.Reload = launch.LoginReloader(req.Logins)
+	}
+	reloadAWS := launch.AWSReloader(req.Logins)
+	for _, a := range req.AWS {
+		cfg.AWS = append(cfg.AWS, broker.AWSCred{Name: a.Name, Fake: sigv4.Credentials(a.Fake), Hosts: a.Hosts,
+			Real: broker.AWSFunc(func(context.Context) (sigv4.Credentials, error) {
+				if k, ok := reloadAWS(a.Name); ok {
+					return sigv4.Credentials(k), nil // the file as it is now
+				}
+				return sigv4.Credentials(a.Real), nil
+			})})
 	}
 	// The CA files the user's own environment names (a company CA): the
 	// tree's clients trust them in the bundle, and the broker upstream.

@@ -35,6 +35,9 @@ type BrokerRequest struct {
 	// broker re-reads one that changed before it swaps one of its
 	// credentials (LoginReloader).
 	Logins []LoginFile `json:"logins,omitempty"`
+	// AWS are the AWS profiles among the logins: the broker re-signs
+	// requests signed with their fakes (AWSLogin).
+	AWS []AWSLogin `json:"aws,omitempty"`
 }
 
 // BrokerEvent is one thing the broker did or refused (see broker.Event).
@@ -162,6 +165,7 @@ func (l *Plan) StartBroker() error {
 	}
 	if logins != nil {
 		logins.addLogins(&req)
+		req.AWS = awsLogins(logins.creds, h.Home)
 	}
 	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
 	proxy := proxyMode(req.Bindings, req.BoundOnly)

@@ -125,9 +125,10 @@ var toolVars = map[string]struct {
 	name string
 	dir  bool
 }{
-	"npmrc":         {"NPM_CONFIG_USERCONFIG", false},
-	"gh-hosts":      {"GH_CONFIG_DIR", true},
-	"docker-config": {"DOCKER_CONFIG", true},
+	"npmrc":           {"NPM_CONFIG_USERCONFIG", false},
+	"gh-hosts":        {"GH_CONFIG_DIR", true},
+	"docker-config":   {"DOCKER_CONFIG", true},
+	"aws-credentials": {"AWS_SHARED_CREDENTIALS_FILE", false},
 }
 
 // fakeLogins reads each credential file of HOME that package login

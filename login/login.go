@@ -53,6 +53,26 @@ type Cred struct {
 	// Paths, when set, are the only path prefixes the real value is given
 	// to (a token endpoint's body field).
 	Paths []string
+	// AWS is set for an AWS profile's keys, which are never sent, only
+	// signed with: the broker re-signs the tree's requests with them
+	// (broker.AWSCred) instead of swapping a value. Real is then the secret
+	// access key, Hosts AWS's endpoints and In ["sigv4"], a place no
+	// swap names.
+	AWS *AWSKeys
+}
+
+// AWSKeys are one AWS profile's real keys and the fakes its fake file
+// holds.
+type AWSKeys struct {
+	Real, Fake AWSKey
+}
+
+// AWSKey is one set of AWS keys (as sigv4.Credentials, which this package
+// does not import: the envsieve launcher links no net/http).
+type AWSKey struct {
+	AccessKeyID, SecretAccessKey string
+	// SessionToken is "" for long-term keys.
+	SessionToken string
 }
 
 // Faker returns the fake of a credential: the same value for the same
