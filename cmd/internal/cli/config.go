@@ -71,31 +71,62 @@ func LoadPolicy(u *UI, flagPath string) (*policy.Policy, error) {
 }
 
 // treeWritable returns the place a sealed tree can write that the policy
-// file at path lies in (a cache under HOME: launch.CachePlaces), or "" for
-// none. The tree's working directory and the temp directory are not
-// checked yet (docs/policy.md).
+// file at path lies in, or "" for none: the project (the git work tree of
+// the working directory, else the working directory itself, when it lies
+// in HOME and is not HOME), or a cache under HOME (launch.CachePlaces).
+// Outside HOME the seal changes nothing: a file there, the temp directory
+// included, is as safe as its directory (docs/policy.md).
 func treeWritable(path string) string {
-	home := envknob.Home()
-	if home == "" {
-		return ""
-	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return ""
 	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
+	abs = realPath(abs)
+	home := envknob.Home()
+	if home == "" {
+		return ""
 	}
-	realHome := home
-	if r, err := filepath.EvalSymlinks(home); err == nil {
-		realHome = r
+	realHome := realPath(home)
+	if wd, err := os.Getwd(); err == nil {
+		if proj := project(realPath(wd), realHome); proj != "" && within(abs, proj) {
+			return "the project " + proj
+		}
 	}
 	for _, c := range launch.CachePlaces(realHome) {
-		if abs == c || strings.HasPrefix(abs, c+"/") {
+		if within(abs, c) {
 			return "~/" + strings.TrimPrefix(c, realHome+"/")
 		}
 	}
 	return ""
+}
+
+// project returns the project a launch in wd works in, where a sealed
+// tree writes: the git work tree wd lies in, else wd; "" when wd is not
+// in home or is home (a sealed tree cannot write HOME itself).
+func project(wd, home string) string {
+	if !strings.HasPrefix(wd, home+"/") {
+		return ""
+	}
+	for d := wd; strings.HasPrefix(d, home+"/"); d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+	}
+	return wd
+}
+
+// within reports whether the clean path p is dir or lies in it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// realPath returns p with its symbolic links resolved, or p when they
+// cannot be.
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // PolicyPath finds the policy file [LoadPolicy] loads, and says where the
