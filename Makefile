@@ -139,6 +139,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzProtocol$$' -fuzztime $(FUZZTIME) ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzPCBList$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzAgentFormats$$' -fuzztime $(FUZZTIME) ./login/
+	$(GO) test -run '^$$' -fuzz '^FuzzBodySwap$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodedScrub$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzSockDiag$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzProcParse$$' -fuzztime $(FUZZTIME) ./launch/
