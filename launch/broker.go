@@ -30,6 +30,10 @@ type BrokerRequest struct {
 	// Env are the user's values of the variables the broker takes over:
 	// the base-URL variables, NO_PROXY, and the proxy it goes through.
 	Env map[string]string `json:"env"`
+	// Logins are the user's credential files whose tokens the broker
+	// renews: their refresh tokens' bindings renew (LoginFile.Renews),
+	// and each refresh is written back to the file (WriteBack).
+	Logins []LoginFile `json:"logins,omitempty"`
 }
 
 // BrokerEvent is one thing the broker did or refused (see broker.Event).
