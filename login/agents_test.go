@@ -175,9 +175,42 @@ func FuzzAgentFormats(f *testing.F) {
 					t.Fatalf("%s: the fake file holds %s's real value encoded", name, c.Name)
 				}
 			}
+			for _, id := range idTokens(data) {
+				if len(id) >= minSecret && bytes.Contains(out, []byte(id)) {
+					t.Fatalf("%s: the fake file holds the real id_token", name)
+				}
+			}
 			if _, _, err := formats[name].Fake(out, hashFaker); err != nil {
 				t.Fatalf("%s: its own fake file does not parse: %v", name, err)
 			}
 		}
 	})
+}
+
+// idTokens returns the string values under "id_token" keys of a JSON
+// document, at any depth.
+func idTokens(data []byte) []string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if s, ok := e.(string); ok && k == "id_token" {
+					out = append(out, s)
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
