@@ -436,7 +436,11 @@ func (b *Broker) ChildEnv() map[string]string {
 	var bound []string
 	secrets, _, _ := b.table()
 	for _, s := range secrets {
-		env[s.Name] = s.fake
+		if !strings.ContainsAny(s.Name, ":#/") {
+			// A login file's credential ("claude:accessToken") reaches
+			// the tree in its file, not in the environment.
+			env[s.Name] = s.fake
+		}
 		if s.BaseURL != "" {
 			env[s.BaseURL] = "http://" + b.addr + "/" + b.cred + "/" + strings.ToLower(s.BaseURL)
 		}

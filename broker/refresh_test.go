@@ -145,6 +145,9 @@ func TestTokenRefresh(t *testing.T) {
 			c := &http.Client{Transport: proxyTransport(t, b)}
 			fakes := b.Fakes()
 			fa, fr := fakes["claude:accessToken"], fakes["claude:refreshToken"]
+			if _, ok := b.ChildEnv()["claude:accessToken"]; ok {
+				t.Error("a login file's credential went into the environment")
+			}
 			if code, _ := do(t, c, "POST", "https://"+host+"/v1/messages", "", "{}", fa); code != 200 {
 				t.Fatalf("API: %d", code)
 			}

@@ -45,7 +45,7 @@ func TestLoginRefreshWrittenBack(t *testing.T) {
 			json.Unmarshal(body, &req)
 			seen = append(seen, "refresh:"+req["refresh_token"])
 			if req["refresh_token"] != oldR {
-				http.Error(w, `{"error":"invalid_grant"}`, 400)
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
 				return
 			}
 			io.WriteString(w, `{"access_token":"`+newA+`","refresh_token":"`+newR+`","expires_in":28800}`)
