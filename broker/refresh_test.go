@@ -376,3 +376,31 @@ func BenchmarkRefreshBroker(b *testing.B) {
 		fr = got["refresh_token"].(string)
 	}
 }
+
+// TestRefreshGenerations: the fake before a refresh keeps working; one
+// renewed twice over is no longer swapped (it reaches the host as the
+// fake it is).
+func TestRefreshGenerations(t *testing.T) {
+	st, host, b, _, _ := refreshBroker(t)
+	c := &http.Client{Transport: proxyTransport(t, b)}
+	first := b.Fakes()["claude:accessToken"]
+	fr := b.Fakes()["claude:refreshToken"]
+	refresh := func() {
+		code, resp := do(t, c, "POST", "https://"+host+"/v1/oauth/token", "application/json", `{"refresh_token":"`+fr+`"}`, "")
+		var got map[string]any
+		if code != 200 || json.Unmarshal([]byte(resp), &got) != nil {
+			t.Fatalf("refresh: %d", code)
+		}
+		fr = got["refresh_token"].(string)
+	}
+	refresh()
+	do(t, c, "GET", "https://"+host+"/v1/messages", "", "", first)
+	if a, _ := st.last(); a != "Bearer "+oldAccess {
+		t.Fatal("the fake before the refresh stopped working")
+	}
+	refresh()
+	do(t, c, "GET", "https://"+host+"/v1/messages", "", "", first)
+	if a, _ := st.last(); a != "Bearer "+first {
+		t.Fatal("a fake renewed twice over is still swapped")
+	}
+}
