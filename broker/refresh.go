@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -273,6 +274,12 @@ func (b *Broker) renew(ref *refresh, data []byte, target string) []byte {
 			if f.key == "expires_in" {
 				tokens["expires_in"] = strings.Trim(string(data[f.start:f.end]), `"`)
 			}
+			continue
+		}
+		if slices.ContainsFunc(secrets, func(s *brokered) bool { return s.fake == f.value }) {
+			// A fake is never kept as a real value, nor written back to
+			// the user's file (a host that echoes what it was sent).
+			b.audit(Event{Kind: "denied", Secret: name, Host: target, Place: "token-response-fake"})
 			continue
 		}
 		fakeName := name + "#" + b.nonce + "-" + strconv.FormatInt(renewed.Add(1), 10)

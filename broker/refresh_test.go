@@ -404,3 +404,25 @@ func TestRefreshGenerations(t *testing.T) {
 		t.Fatal("a fake renewed twice over is still swapped")
 	}
 }
+
+// TestRenewKeepsNoFake: a token response that holds a fake (a host that
+// echoes what it was sent) renews nothing with it: the fake is never kept
+// as a real value nor handed to the hook for the user's file.
+func TestRenewKeepsNoFake(t *testing.T) {
+	_, _, b, log, hooks := refreshBroker(t)
+	fakes := b.Fakes()
+	secrets, _, _ := b.table()
+	var ref *refresh
+	for _, s := range secrets {
+		if s.Name == "claude:refreshToken" {
+			ref = &refresh{secret: s}
+		}
+	}
+	out := b.renew(ref, []byte(`{"access_token":"`+fakes["claude:accessToken"]+`","refresh_token":"`+newRefresh+`"}`), "h:443")
+	if len(*hooks) != 1 || (*hooks)[0]["access_token"] != "" || (*hooks)[0]["refresh_token"] != newRefresh {
+		t.Fatalf("the hook got %v", *hooks)
+	}
+	if !strings.Contains(string(out), fakes["claude:accessToken"]) || !log.has("denied", "claude:accessToken", "token-response-fake") {
+		t.Error("the echoed fake was renewed")
+	}
+}
