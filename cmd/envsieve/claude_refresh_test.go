@@ -56,6 +56,7 @@ func TestClaudeOAuthRefresh(t *testing.T) {
 	m := &modelStandIn{canary: "echo hi"}
 	var mu sync.Mutex
 	var refreshes []string
+	realJSON := `{"claudeAiOauth":{"accessToken":"` + oldA + `","refreshToken":"` + oldR + `","expiresAt":1000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/oauth/token" {
 			var req map[string]any
@@ -74,84 +75,12 @@ func TestClaudeOAuthRefresh(t *testing.T) {
 		}
 		m.anthropic(w, r)
 	}))
-	cert, pool := hostCert(t, "platform.claude.com", "api.anthropic.com")
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	defer srv.Close()
-	// The upstream proxy: every CONNECT goes to the stand-in.
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-			return
-		}
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		hj, _ := w.(http.Hijacker)
-		cc, rw, err := hj.Hijack()
-		if err != nil {
-			c.Close()
-			return
-		}
-		io.WriteString(cc, "HTTP/1.1 200 OK\r\n\r\n")
-		go func() { io.Copy(c, rw); c.Close() }()
-		io.Copy(cc, c)
-		cc.Close()
-	}))
-	defer up.Close()
-
-	base := unprivilegedHome(t)
-	os.Chown(base, 0, 0)
-	os.Chmod(base, 0o755)
-	ca := filepath.Join(base, "standin-ca.pem")
-	os.WriteFile(ca, pool, 0o644)
-	realFile := filepath.Join(base, "user", ".claude", ".credentials.json")
-	os.MkdirAll(filepath.Dir(realFile), 0o700)
-	realJSON := `{"claudeAiOauth":{"accessToken":"` + oldA + `","refreshToken":"` + oldR + `","expiresAt":1000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`
-	os.WriteFile(realFile, []byte(realJSON), 0o600)
-	key := make([]byte, 32)
-	rand.Read(key)
-	f, _ := login.ByPath(".claude/.credentials.json")
-	fakeJSON, creds, err := f.Fake([]byte(realJSON), func(name, real string) string { return broker.Fake(key, name, real) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := filepath.Join(base, "home")
-	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"), string(fakeJSON))
-	os.Chown(home, 65534, 65534)
-	os.Chown(filepath.Join(home, ".claude"), 65534, 65534)
-	brokerDir := filepath.Join(base, "broker")
-	os.Mkdir(brokerDir, 0o755)
-	req := launch.BrokerRequest{Secrets: map[string]string{}, Key: key, UID: 65534, Dir: brokerDir,
-		Env:        map[string]string{"HTTPS_PROXY": up.URL},
-		UpstreamCA: []string{ca}, Logins: []launch.LoginFile{{Path: realFile, Format: f.Name, Renews: map[string]map[string]string{}}}}
-	for _, c := range creds {
-		req.Bindings = append(req.Bindings, &policy.Binding{Name: c.Name, Hosts: c.Hosts, In: c.In, Paths: c.Paths})
-		req.Secrets[c.Name] = c.Real
-		if c.Renews != nil {
-			req.Logins[0].Renews[c.Name] = c.Renews
-		}
-	}
-	run, err := daemon.StartBroker(req, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	ents, _ := os.ReadDir(brokerDir)
-	for _, e := range ents {
-		os.Chown(filepath.Join(brokerDir, e.Name()), 65534, 65534)
-	}
-
+	home, realFile, fakeJSON, env := oauthSetup(t, srv, ".claude/.credentials.json", realJSON, "platform.claude.com", "api.anthropic.com")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claude, "-p", "Say hi.")
 	cmd.Dir = home
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
-	for k, v := range run.ChildEnv() {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd.Env = append(env, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	treeFile, _ := os.ReadFile(filepath.Join(home, ".claude", ".credentials.json"))
@@ -185,6 +114,91 @@ func TestClaudeOAuthRefresh(t *testing.T) {
 	if string(treeFile) == string(fakeJSON) || len(tf.O.AccessToken) != len(newA) || strings.Contains(string(fakeJSON), tf.O.AccessToken) {
 		t.Errorf("the tree's file does not hold new fakes: %s", treeFile)
 	}
+}
+
+// oauthSetup gives srv (unstarted) a certificate for hosts and starts it,
+// writes the user's real login file (rel under a HOME of its own) and the
+// tree's fake one (rel under the tree's HOME, the unprivileged user's),
+// and starts the broker for the file's credentials, bound to their real
+// hosts and reaching srv through an upstream proxy that sends every
+// CONNECT to it. It returns the tree's HOME, the real file, the fake
+// file's first contents and the tree's environment.
+func oauthSetup(t *testing.T, srv *httptest.Server, rel, realJSON string, hosts ...string) (home, realFile string, fakeJSON []byte, env []string) {
+	t.Helper()
+	cert, pool := hostCert(t, hosts...)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		hj, _ := w.(http.Hijacker)
+		cc, rw, err := hj.Hijack()
+		if err != nil {
+			c.Close()
+			return
+		}
+		io.WriteString(cc, "HTTP/1.1 200 OK\r\n\r\n")
+		go func() { io.Copy(c, rw); c.Close() }()
+		io.Copy(cc, c)
+		cc.Close()
+	}))
+	t.Cleanup(up.Close)
+
+	base := unprivilegedHome(t)
+	os.Chown(base, 0, 0)
+	os.Chmod(base, 0o755)
+	ca := filepath.Join(base, "standin-ca.pem")
+	os.WriteFile(ca, pool, 0o644)
+	realFile = filepath.Join(base, "user", rel)
+	os.MkdirAll(filepath.Dir(realFile), 0o700)
+	os.WriteFile(realFile, []byte(realJSON), 0o600)
+	key := make([]byte, 32)
+	rand.Read(key)
+	f, _ := login.ByPath(rel)
+	fakeJSON, creds, err := f.Fake([]byte(realJSON), func(name, real string) string { return broker.Fake(key, name, real) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	home = filepath.Join(base, "home")
+	writeOwned(t, filepath.Join(home, rel), string(fakeJSON))
+	os.Chown(home, 65534, 65534)
+	os.Chown(filepath.Dir(filepath.Join(home, rel)), 65534, 65534)
+	brokerDir := filepath.Join(base, "broker")
+	os.Mkdir(brokerDir, 0o755)
+	req := launch.BrokerRequest{Secrets: map[string]string{}, Key: key, UID: 65534, Dir: brokerDir,
+		Env:        map[string]string{"HTTPS_PROXY": up.URL},
+		UpstreamCA: []string{ca}, Logins: []launch.LoginFile{{Path: realFile, Format: f.Name, Renews: map[string]map[string]string{}}}}
+	for _, c := range creds {
+		req.Bindings = append(req.Bindings, &policy.Binding{Name: c.Name, Hosts: c.Hosts, In: c.In, Paths: c.Paths})
+		req.Secrets[c.Name] = c.Real
+		if c.Renews != nil {
+			req.Logins[0].Renews[c.Name] = c.Renews
+		}
+	}
+	run, err := daemon.StartBroker(req, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Close() })
+	// The broker runs as the tree's user in a launch; here as root, so
+	// its CA files are given to the tree's user.
+	ents, _ := os.ReadDir(brokerDir)
+	for _, e := range ents {
+		os.Chown(filepath.Join(brokerDir, e.Name()), 65534, 65534)
+	}
+	env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	for k, v := range run.ChildEnv() {
+		env = append(env, k+"="+v)
+	}
+	return home, realFile, fakeJSON, env
 }
 
 // hostCert returns a self-signed certificate for hosts, and its PEM.
