@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -20,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,9 +37,16 @@ type Binding struct {
 	// (any port), "host:port", or "*.suffix". None means base-URL mode
 	// only.
 	Hosts []string
-	// In are the places of a request where the fake is swapped: "header:NAME"
-	// or "query:NAME". Nil means the authorization headers (DefaultIn).
+	// In are the places of a request where the fake is swapped: "header:NAME",
+	// "query:NAME", or a body field of a token endpoint, "form:NAME" or
+	// "json:NAME" (then Paths are required: refresh.go). Nil means the
+	// authorization headers (DefaultIn).
 	In []string
+	// Renews, on a binding with a body place, names the secrets its
+	// endpoint's JSON token response renews, by the response's field
+	// ("access_token" -> that token's binding name; "id_token" may name
+	// no binding: its fake keeps the JWT decodable).
+	Renews map[string]string
 	// Methods, when set, are the only request methods the real value is
 	// given to; Paths, when set, the only path prefixes.
 	Methods, Paths []string
@@ -62,8 +71,10 @@ type Event struct {
 	// "unswapped" (a fake in a place of its own host that is not swapped:
 	// it went through as the fake), "denied" (a request the broker does
 	// not serve: another user, no or a wrong credential, a method or path
-	// the binding does not allow, egress), "swapped", or "reloaded" (the
-	// secret's real value read anew, Config.Reload).
+	// the binding does not allow, egress), "swapped", "reloaded" (the
+	// secret's real value read anew, Config.Reload), or "renewed" (a
+	// token endpoint's response gave a secret a new real value; the child
+	// got a new fake).
 	Kind string
 	// Secret is the secret's name; "" when none is concerned.
 	Secret string
@@ -132,6 +143,11 @@ type Config struct {
 	// IdleTimeout closes a child's kept-alive connection that has waited
 	// that long for its next request. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// OnRefresh is called with the new real tokens (by the response's
+	// field, expires_in included) when a token endpoint's response renewed
+	// secret's tokens, before the response reaches the child: the
+	// launcher writes them back to the user's real file. nil discards them.
+	OnRefresh func(secret string, tokens map[string]string)
 	// MaxConns caps the child connections open at once (a CONNECT's counts
 	// until it ends); one more is answered 503 and closed, with a "denied"
 	// event of Place "connection-limit". 0 means DefaultMaxConns.
@@ -172,15 +188,22 @@ type Broker struct {
 	caOnly string
 	addr   string
 	up     *http.Transport
-	// secrets are the brokered secrets, with their fakes.
+	// smu guards secrets (their real values too), scrub, scrubPairs and
+	// fakes, which a token refresh (addGenerations) and a reload
+	// (current) change; readers take a snapshot (table).
+	smu sync.RWMutex
+	// secrets are the brokered secrets, with their fakes: a renewed
+	// token is one more of the same name (the older fakes keep working).
 	secrets []*brokered
+	// nonce makes renewed tokens' fakes this broker's own (refresh.go).
+	nonce string
 	// routes maps a base-URL route name to its secret and upstream.
 	routes map[string]*route
-	// scrub replaces real values by fakes in responses; a reload adds to
-	// it (current).
-	scrub atomic.Pointer[patterns]
-	// reloadMu guards the real values and scrubPairs, for Config.Reload.
-	reloadMu   sync.Mutex
+	// scrub replaces real values by fakes in responses, made of
+	// scrubPairs: every real value the broker has held (a reload or a
+	// renewal adds; none is dropped, so an older real value in a
+	// response still reaches the child as a fake).
+	scrub      *patterns
 	scrubPairs []pair
 	// fakes finds fakes in requests.
 	fakes *patterns
@@ -208,7 +231,7 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("broker: no directory for the CA bundle")
 	}
-	b := &Broker{cfg: cfg, routes: map[string]*route{}, conns: map[net.Conn]struct{}{}}
+	b := &Broker{cfg: cfg, routes: map[string]*route{}, conns: map[net.Conn]struct{}{}, nonce: newNonce()}
 	var hosts []string
 	var scrub, fakes []pair
 	for _, bd := range cfg.Bindings {
@@ -219,6 +242,9 @@ func Start(cfg Config) (*Broker, error) {
 		s := &brokered{Binding: bd, real: real, fake: Fake(cfg.Key, bd.Name, real), in: bd.In}
 		if s.in == nil {
 			s.in = DefaultIn
+		}
+		if s.inBody() && len(bd.Paths) == 0 {
+			return nil, fmt.Errorf("broker: %s: a body place needs the binding's paths (its token endpoint)", bd.Name)
 		}
 		b.secrets = append(b.secrets, s)
 		hosts = append(hosts, bd.Hosts...)
@@ -236,8 +262,7 @@ func Start(cfg Config) (*Broker, error) {
 			b.routes[strings.ToLower(bd.BaseURL)] = &route{secret: s, upstream: u}
 		}
 	}
-	b.scrub.Store(newPatterns(scrub))
-	b.scrubPairs, b.fakes = scrub, newPatterns(fakes)
+	b.scrub, b.scrubPairs, b.fakes = newPatterns(scrub), scrub, newPatterns(fakes)
 	if err := checkAWS(cfg.AWS); err != nil {
 		return nil, err
 	}
@@ -364,10 +389,54 @@ func (b *Broker) CAPEM() []byte { return b.ca.pem }
 // Addr returns the listener's address (127.0.0.1:PORT).
 func (b *Broker) Addr() string { return b.addr }
 
-// Fakes returns the fake of each brokered secret by name.
+// table returns the brokered secrets and their patterns as they are now.
+func (b *Broker) table() ([]*brokered, *patterns, *patterns) {
+	b.smu.RLock()
+	defer b.smu.RUnlock()
+	return b.secrets, b.scrub, b.fakes
+}
+
+// maxGenerations is how many values of one secret the broker keeps: the
+// newest, and the one it renewed, whose fake keeps working (a request the
+// tree made before the refresh, another process that read the file
+// before); an older one is dropped, renewed twice over. Each refresh
+// recompiles the patterns of what is kept (the cost of a refresh through
+// the broker: docs/benchmarks.md).
+const maxGenerations = 2
+
+// addGenerations adds renewed tokens: each a new real value and fake of
+// a secret already brokered.
+func (b *Broker) addGenerations(gens []*brokered) {
+	if len(gens) == 0 {
+		return
+	}
+	b.smu.Lock()
+	defer b.smu.Unlock()
+	all := append(slices.Clip(b.secrets), gens...)
+	count := map[string]int{}
+	var keep []*brokered
+	for i := len(all) - 1; i >= 0; i-- {
+		if count[all[i].Name]++; count[all[i].Name] <= maxGenerations {
+			keep = append(keep, all[i])
+		}
+	}
+	slices.Reverse(keep)
+	var fakes []pair
+	for _, s := range keep {
+		fakes = append(fakes, pair{name: s.Name, from: []byte(s.fake)})
+	}
+	for _, g := range gens {
+		b.scrubPairs = append(b.scrubPairs, scrubPairs(g.Name, g.real, g.fake)...)
+	}
+	b.secrets, b.scrub, b.fakes = keep, newPatterns(b.scrubPairs), newPatterns(fakes)
+}
+
+// Fakes returns the fake of each brokered secret by name: a renewed
+// token's newest.
 func (b *Broker) Fakes() map[string]string {
-	m := make(map[string]string, len(b.secrets))
-	for _, s := range b.secrets {
+	secrets, _, _ := b.table()
+	m := make(map[string]string, len(secrets))
+	for _, s := range secrets {
 		m[s.Name] = s.fake
 	}
 	return m
@@ -394,8 +463,13 @@ func (b *Broker) ChildEnv() map[string]string {
 	env := map[string]string{}
 	proxy := false
 	var bound []string
-	for _, s := range b.secrets {
-		env[s.Name] = s.fake
+	secrets, _, _ := b.table()
+	for _, s := range secrets {
+		if !strings.ContainsAny(s.Name, ":#/") {
+			// A login file's credential ("claude:accessToken") reaches
+			// the tree in its file, not in the environment.
+			env[s.Name] = s.fake
+		}
 		if s.BaseURL != "" {
 			env[s.BaseURL] = "http://" + b.addr + "/" + b.cred + "/" + strings.ToLower(s.BaseURL)
 		}
@@ -596,7 +670,8 @@ func (s *brokered) boundTo(target string) bool {
 }
 
 func (b *Broker) boundHost(target string) bool {
-	for _, s := range b.secrets {
+	secrets, _, _ := b.table()
+	for _, s := range secrets {
 		if s.boundTo(target) {
 			return true
 		}
@@ -762,7 +837,17 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	if !b.resignAWS(w, out, target, secure) {
 		return
 	}
-	if code, msg := b.swap(out, target, base, secure); code != 0 {
+	secrets, scrub, fakes := b.table()
+	var ref *refresh
+	if out.Body != nil && out.Body != http.NoBody {
+		var code int
+		var msg string
+		if code, msg, ref = b.swapBody(out, secrets, target, base, secure); code != 0 {
+			http.Error(w, "envsieve broker: "+msg, code)
+			return
+		}
+	}
+	if code, msg := b.swap(out, secrets, target, base, secure); code != 0 {
 		http.Error(w, "envsieve broker: "+msg, code)
 		return
 	}
@@ -771,14 +856,21 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	// gRPC's own message compression is asked for by another header.
 	out.Header.Set("Accept-Encoding", "identity")
 	out.Header.Del("Grpc-Accept-Encoding")
+	refused := new(atomic.Bool)
 	if out.Body != nil && out.Body != http.NoBody {
-		out.Body = newScrubber(out.Body, b.fakes, func(name string) {
+		out.Body = guardedBody{refused: refused, ReadCloser: newScrubber(out.Body, fakes, func(name string) {
 			kind := "unswapped"
-			if s := b.secret(name); s == nil || !(s == base || s.boundTo(target)) {
+			s := b.secret(name)
+			if s == nil || !(base != nil && s.Name == base.Name || s.boundTo(target)) || s.inBody() {
+				// A refresh token's fake is swapped only in its
+				// endpoint's field: anywhere else in a body it is refused.
 				kind = "refused"
 			}
+			if s != nil && s.inBody() {
+				refused.Store(true)
+			}
 			b.audit(Event{Kind: kind, Secret: name, Host: target, Place: "body"})
-		})
+		})}
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite:       func(*httputil.ProxyRequest) {}, // out is made; Rewrite drops X-Forwarded-*
@@ -788,7 +880,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 			for k, vs := range resp.Header {
 				for i, v := range vs {
 					buf := []byte(v)
-					b.scrub.Load().replace(buf, nil)
+					scrub.replace(buf, nil)
 					resp.Header[k][i] = string(buf)
 				}
 			}
@@ -797,7 +889,7 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				// were swapped; the connection is tunnelled from here, what
 				// the host sends still scrubbed.
 				if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-					resp.Body = upgraded{ReadCloser: newScrubber(rwc, b.scrub.Load(), nil), w: rwc}
+					resp.Body = upgraded{ReadCloser: newScrubber(rwc, scrub, nil), w: rwc}
 				}
 				return nil
 			}
@@ -821,10 +913,27 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 					resp.ContentLength = -1
 				}
 			}
-			resp.Body = newScrubber(body, b.scrub.Load(), nil)
+			if ref != nil && resp.StatusCode == http.StatusOK {
+				data, err := io.ReadAll(io.LimitReader(body, maxTokenResponse+1))
+				body.Close()
+				if err != nil || len(data) > maxTokenResponse {
+					b.audit(Event{Kind: "denied", Secret: ref.secret.Name, Host: target, Place: "token-response"})
+					return errors.New("a token response the broker cannot read whole")
+				}
+				data = b.renew(ref, data, target)
+				_, scrub, _ = b.table()
+				body = io.NopCloser(bytes.NewReader(data))
+				resp.ContentLength = int64(len(data))
+				resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+			}
+			resp.Body = newScrubber(body, scrub, nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			if refused.Load() {
+				http.Error(w, "envsieve broker: a refresh token's fake is sent only in its token endpoint's field", http.StatusForbidden)
+				return
+			}
 			http.Error(w, "envsieve broker: upstream: "+b.scrubString(err.Error()), http.StatusBadGateway)
 		},
 		ErrorLog:   discardLog,
@@ -881,12 +990,14 @@ func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
 
 func (b *Broker) scrubString(s string) string {
 	buf := []byte(s)
-	b.scrub.Load().replace(buf, nil)
+	_, scrub, _ := b.table()
+	scrub.replace(buf, nil)
 	return string(buf)
 }
 
 func (b *Broker) secret(name string) *brokered {
-	for _, s := range b.secrets {
+	secrets, _, _ := b.table()
+	for _, s := range secrets {
 		if s.Name == name {
 			return s
 		}
@@ -922,14 +1033,14 @@ func (b *Broker) decide(s *brokered, r *http.Request, target, place string, boun
 // bound is refused (403); one in another place of its own host goes
 // through as the fake. It returns a status and message to refuse with, or
 // 0.
-func (b *Broker) swap(r *http.Request, target string, base *brokered, secure bool) (int, string) {
+func (b *Broker) swap(r *http.Request, secrets []*brokered, target string, base *brokered, secure bool) (int, string) {
 	names := make([]string, 0, len(r.Header))
 	for k := range r.Header {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, s := range b.secrets {
-		bound := s == base || s.boundTo(target)
+	for _, s := range secrets {
+		bound := base != nil && s.Name == base.Name || s.boundTo(target)
 		for _, k := range names {
 			vs := r.Header[k]
 			for i, v := range vs {
@@ -979,19 +1090,22 @@ func (b *Broker) swap(r *http.Request, target string, base *brokered, secure boo
 // replaces the held one, and responses are scrubbed of it as well (to
 // the fake, or where its length differs, to a fake of its own shape).
 func (b *Broker) current(s *brokered) string {
-	b.reloadMu.Lock()
-	defer b.reloadMu.Unlock()
 	if b.cfg.Reload == nil {
+		b.smu.RLock()
+		defer b.smu.RUnlock()
 		return s.real
 	}
-	if v, ok := b.cfg.Reload(s.Name); ok && v != "" && v != s.real {
+	v, ok := b.cfg.Reload(s.Name)
+	b.smu.Lock()
+	defer b.smu.Unlock()
+	if ok && v != "" && v != s.real {
 		s.real = v
 		to := s.fake
 		if len(v) != len(to) {
 			to = Fake(b.cfg.Key, s.Name, v)
 		}
 		b.scrubPairs = append(b.scrubPairs, scrubPairs(s.Name, v, to)...)
-		b.scrub.Store(newPatterns(b.scrubPairs))
+		b.scrub = newPatterns(b.scrubPairs)
 		b.audit(Event{Kind: "reloaded", Secret: s.Name})
 	}
 	return s.real
@@ -1006,7 +1120,7 @@ func (s *brokered) swapsIn(place string) bool {
 		if k != kind {
 			continue
 		}
-		if kind == "header" && strings.EqualFold(n, name) || kind == "query" && n == name {
+		if kind == "header" && strings.EqualFold(n, name) || kind != "header" && n == name {
 			return true
 		}
 	}

@@ -110,7 +110,7 @@ func FuzzSwap(f *testing.F) {
 		r.Header.Set("X-Other", otherPre+fake)
 		r.URL.RawQuery = url.Values{"q": {query + fake}}.Encode()
 		method = r.Method // "" is GET
-		code, _ := b.swap(r, target, nil, true)
+		code, _ := b.swap(r, b.secrets, target, nil, true)
 		dump := r.Header.Get("Authorization") + r.Header.Get("X-Other") + r.URL.RawQuery + basicUserPass(r.Header.Get("Authorization"))
 		if !bound && strings.Contains(dump, realToken) {
 			t.Fatal("the real value went into a request to an unbound host")

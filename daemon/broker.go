@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/envsieve/envsieve/broker"
 	"github.com/envsieve/envsieve/launch"
@@ -22,8 +23,28 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 		if b == nil {
 			continue
 		}
-		cfg.Bindings = append(cfg.Bindings, broker.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Methods: b.Methods,
-			Paths: b.Paths, BaseURL: b.BaseURL, Upstream: b.Upstream})
+		bd := broker.Binding{Name: b.Name, Hosts: b.Hosts, In: b.In, Methods: b.Methods,
+			Paths: b.Paths, BaseURL: b.BaseURL, Upstream: b.Upstream}
+		for _, lf := range req.Logins {
+			if r := lf.Renews[b.Name]; r != nil {
+				bd.Renews = r
+			}
+		}
+		cfg.Bindings = append(cfg.Bindings, bd)
+	}
+	if len(req.Logins) > 0 {
+		cfg.OnRefresh = func(secret string, tokens map[string]string) {
+			for _, lf := range req.Logins {
+				if lf.Renews[secret] == nil {
+					continue
+				}
+				if err := launch.WriteBack(lf, tokens, time.Now()); err != nil && events != nil {
+					// The tree still works (the broker keeps the new
+					// tokens); the user's file keeps the old ones.
+					events(launch.BrokerEvent{Kind: "denied", Secret: secret, Place: "write-back"})
+				}
+			}
+		}
 	}
 	if len(req.Logins) > 0 {
 		cfg.Reload = launch.LoginReloader(req.Logins)

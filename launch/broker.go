@@ -33,7 +33,8 @@ type BrokerRequest struct {
 	Env map[string]string `json:"env"`
 	// Logins are the credential files the sealed tree sees as fakes: the
 	// broker re-reads one that changed before it swaps one of its
-	// credentials (LoginReloader).
+	// credentials (LoginReloader), and writes a token refresh back to it
+	// (LoginFile.Renews, WriteBack).
 	Logins []LoginFile `json:"logins,omitempty"`
 	// AWS are the AWS profiles among the logins: the broker re-signs
 	// requests signed with their fakes (AWSLogin).

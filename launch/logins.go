@@ -29,6 +29,11 @@ type LoginFile struct {
 	Format string `json:"format"`
 	// Names are the names of its credentials among the brokered secrets.
 	Names []string `json:"names"`
+	// Renews are, by the name of each refresh token of the file, the
+	// secrets its token endpoint's response renews (login.Cred.Renews):
+	// the broker's binding of that name gets them, and the refresh is
+	// written back to the file (WriteBack).
+	Renews map[string]map[string]string `json:"renews,omitempty"`
 }
 
 // LoginState is what the sealed tree sees of one credential file that
@@ -199,6 +204,12 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 			file := LoginFile{Path: p, Format: f.Name}
 			for _, c := range creds {
 				file.Names = append(file.Names, c.Name)
+				if len(c.Renews) > 0 {
+					if file.Renews == nil {
+						file.Renews = map[string]map[string]string{}
+					}
+					file.Renews[c.Name] = c.Renews
+				}
 				lf.names[c.Name] = true
 				st.Hosts = append(st.Hosts, c.Hosts...)
 			}

@@ -32,6 +32,7 @@ package login
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Cred is one credential of a file.
@@ -59,6 +60,13 @@ type Cred struct {
 	// access key, Hosts AWS's endpoints and In ["sigv4"], a place no
 	// swap names.
 	AWS *AWSKeys
+	// Renews, on a refresh token's Cred (In names a body field of its
+	// token endpoint), names the credentials a token response of that
+	// endpoint renews, by the response's field: "access_token" -> the
+	// access token's Cred name. The broker then keeps the new real values,
+	// gives the tree new fakes, and the launcher writes the new values back
+	// with the Format's Update.
+	Renews map[string]string
 }
 
 // AWSKeys are one AWS profile's real keys and the fakes its fake file
@@ -75,6 +83,17 @@ type AWSKey struct {
 	SessionToken string
 }
 
+// Tokens are the new real values of a token refresh, for Format.Update.
+type Tokens struct {
+	// Access, Refresh and ID are the response's access_token,
+	// refresh_token and id_token; "" keeps the file's.
+	Access, Refresh, ID string
+	// ExpiresIn is the response's expires_in; 0 leaves the file's expiry.
+	ExpiresIn time.Duration
+	// Now is when the response came.
+	Now time.Time
+}
+
 // Faker returns the fake of a credential: the same value for the same
 // name and real value (broker.Fake with the install key, in a launch).
 type Faker func(name, real string) string
@@ -88,6 +107,14 @@ type Format struct {
 	// Fake parses real and returns the fake file and its credentials. An
 	// error means the file is not wholly understood: the seal masks it.
 	Fake func(real []byte, fake Faker) (out []byte, creds []Cred, err error)
+	// Update, for a format whose tokens the broker renews (the agents'
+	// OAuth logins), returns the user's real file with the renewed real
+	// tokens in it, everything else as it was: the launcher writes it back
+	// so that the next session, and the agent run outside envsieve, keep
+	// working. It is its own function, not Fake run backwards, because the
+	// file is the user's and only the renewed fields may change (expiry
+	// included, in the format's own unit). nil for other formats.
+	Update func(real []byte, t Tokens) ([]byte, error)
 }
 
 // formats are the formats this package understands, by name.

@@ -42,7 +42,7 @@ func (d *decoder) binding(what string, n ast.Node) *rawBinding {
 		"hosts": func(_ str, v ast.Node) { rb.Hosts = d.strList(what+": hosts", v) },
 		"in": func(_ str, v ast.Node) {
 			d.sequence(what+": in", v, func(n ast.Node) {
-				if s, ok := d.colonScalar(n, "header", "query"); ok {
+				if s, ok := d.colonScalar(n, "header", "query", "form", "json"); ok {
 					rb.In = append(rb.In, s)
 				} else if s, ok := d.str(what+": in entry", n); ok {
 					rb.In = append(rb.In, s)
@@ -67,13 +67,21 @@ func (d *decoder) checkBinding(what, name string, rb *rawBinding) *Binding {
 		}
 		bd.Hosts = append(bd.Hosts, h.V)
 	}
+	var body *str
 	for _, in := range rb.In {
 		kind, field, ok := strings.Cut(in.V, ":")
-		if !ok || (kind != "header" && kind != "query") || field == "" || strings.ContainsAny(field, " \t:\r\n") {
-			d.errorAt(in.Pos, "%s: in: want header:NAME or query:NAME, got %q", what, in.V)
+		if !ok || (kind != "header" && kind != "query" && kind != "form" && kind != "json") || field == "" || strings.ContainsAny(field, " \t:\r\n") {
+			d.errorAt(in.Pos, "%s: in: want header:NAME, query:NAME, or a token endpoint's body field form:NAME or json:NAME, got %q", what, in.V)
 			continue
 		}
+		if kind == "form" || kind == "json" {
+			body = &in
+		}
 		bd.In = append(bd.In, in.V)
+	}
+	if body != nil && len(rb.Paths) == 0 {
+		// A body field is swapped on one endpoint only (docs/broker.md).
+		d.errorAt(body.Pos, "%s: in: %s is a body field: the binding needs paths (its token endpoint's path)", what, body.V)
 	}
 	for _, m := range rb.Methods {
 		if m.V == "" || strings.ToUpper(m.V) != m.V || strings.ContainsAny(m.V, " \t/") {

@@ -12,7 +12,8 @@ func TestBindingErrors(t *testing.T) {
 	for _, tc := range []struct{ name, src, want string }{
 		{"no hosts nor base_url", "secrets:\n  T: {broker: {in: [header:Authorization]}}\n", "secret T: broker: a binding needs hosts, base_url or both"},
 		{"bad host", "secrets:\n  T: {broker: {hosts: [\"http://x\"]}}\n", `secret T: broker: hosts: "http://x" is not a host`},
-		{"bad in", "secrets:\n  T: {broker: {hosts: [a.com], in: [body]}}\n", `in: want header:NAME or query:NAME, got "body"`},
+		{"bad in", "secrets:\n  T: {broker: {hosts: [a.com], in: [body]}}\n", `in: want header:NAME, query:NAME, or a token endpoint's body field form:NAME or json:NAME, got "body"`},
+		{"body place without paths", "secrets:\n  T: {broker: {hosts: [a.com], in: [form:refresh_token]}}\n", `in: form:refresh_token is a body field: the binding needs paths`},
 		{"plain upstream", "secrets:\n  T: {broker: {base_url: T_URL, upstream: \"http://api.example.com\"}}\n", "plain http only to loopback"},
 		{"upstream without base_url", "secrets:\n  T: {broker: {hosts: [a.com], upstream: \"https://a.com\"}}\n", "upstream is used only with base_url"},
 		{"file delivery", "secrets:\n  T: {deliver: file, broker: {hosts: [a.com]}}\n", "not as a file"},
@@ -36,6 +37,8 @@ broker: {egress: bound-only, upstream_ca: [/etc/corp-ca.pem]}
 secrets:
   DEPLOY_TOKEN:
     broker: {hosts: ["deploy.example.com", "*.example.org:8443"], in: ["header:X-Deploy-Token"], methods: [POST], paths: [/v2/]}
+  SSO_REFRESH:
+    broker: {hosts: [sso.example.com], in: [form:refresh_token, json:refresh_token], paths: [/oauth/token]}
 profiles:
   agent: {brokered: [GITHUB_TOKEN]}
 `))
@@ -45,6 +48,9 @@ profiles:
 	own := p.Binding("DEPLOY_TOKEN")
 	if own == nil || own.Builtin || !slices.Equal(own.Hosts, []string{"deploy.example.com", "*.example.org:8443"}) || own.Methods[0] != "POST" {
 		t.Errorf("the policy's own binding: %+v", own)
+	}
+	if r := p.Binding("SSO_REFRESH"); r == nil || !slices.Equal(r.In, []string{"form:refresh_token", "json:refresh_token"}) {
+		t.Errorf("a body place's binding: %+v", r)
 	}
 	cat := p.Binding("OPENAI_API_KEY")
 	if cat == nil || !cat.Builtin || cat.BaseURL != "OPENAI_BASE_URL" {

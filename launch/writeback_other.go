@@ -1,0 +1,7 @@
+//go:build !unix
+
+package launch
+
+import "os"
+
+func chownLike(*os.File, os.FileInfo) {}
