@@ -214,3 +214,11 @@ func idTokens(data []byte) []string {
 	walk(v)
 	return out
 }
+
+// The agents' formats are in FuzzFakers too, from the seeds of
+// FuzzAgentFormats.
+func init() {
+	fuzzSeeds["claude-credentials"] = []string{`{"claudeAiOauth":{"accessToken":"` + realAccess + `","refreshToken":"` + realRefresh + `","expiresAt":1}}`}
+	fuzzSeeds["codex-auth"] = []string{`{"OPENAI_API_KEY":"` + realKey + `","tokens":{"id_token":"` + realID + `","access_token":"a\u0041\/b0123456789abcdef","refresh_token":"r0123456789abcdef"}}`}
+	fuzzSeeds["gemini-oauth"] = []string{`{"access_token":"ya29.x0123456789abcdef","refresh_token":"1//y0123456789abcdef","id_token":"e.y.z","expiry_date":1e3}`}
+}

@@ -176,3 +176,12 @@ func FuzzAWSEndpointHosts(f *testing.F) {
 		}
 	})
 }
+
+// The AWS format is in FuzzFakers too, from the seeds of
+// FuzzAWSCredentials.
+func init() {
+	fuzzSeeds["aws-credentials"] = []string{
+		"[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key = " + realAWSSecret + "\n",
+		"[w]\naws_access_key_id: " + realAWSID2 + "\naws_secret_access_key=" + realAWSSecret + "\naws_session_token = " + realAWSTok + "\ns3 =\n  x = 1\n",
+	}
+}
