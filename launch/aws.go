@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/envsieve/envsieve/login"
 )
@@ -81,11 +80,11 @@ func AWSReloader(files []LoginFile) func(name string) (login.AWSKey, bool) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		var st syscall.Stat_t
-		if err := syscall.Stat(s.path, &st); err != nil {
+		stamp, err := fileStamp(s.path)
+		if err != nil {
 			return login.AWSKey{}, false
 		}
-		if stamp := statStamp(&st); !s.ok || stamp != s.stamp {
+		if !s.ok || stamp != s.stamp {
 			real, err := os.ReadFile(s.path)
 			if err != nil {
 				return login.AWSKey{}, false

@@ -406,11 +406,10 @@ func LoginReloader(files []LoginFile) func(name string) (string, bool) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		var st syscall.Stat_t
-		if err := syscall.Stat(s.file.Path, &st); err != nil {
+		stamp, err := fileStamp(s.file.Path)
+		if err != nil {
 			return "", false
 		}
-		stamp := statStamp(&st)
 		if !s.ok || stamp != s.stamp {
 			real, err := os.ReadFile(s.file.Path)
 			if err != nil {

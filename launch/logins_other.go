@@ -1,11 +1,15 @@
-//go:build !linux
+//go:build unix && !linux
 
 package launch
 
 import "syscall"
 
-// statStamp is what tells a file's change: its inode (a rename over it),
-// size, and modification and change times.
-func statStamp(st *syscall.Stat_t) [5]int64 {
-	return [5]int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtimespec.Nano(), st.Ctimespec.Nano()}
+// fileStamp is what tells a file's change: its device and inode (a rename
+// over it), size, and modification and change times.
+func fileStamp(path string) ([5]int64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return [5]int64{}, err
+	}
+	return [5]int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtimespec.Nano(), st.Ctimespec.Nano()}, nil
 }

@@ -26,3 +26,7 @@ func CheckHide(keys []string) error {
 	}
 	return nil
 }
+
+// MaxSocketPath is the longest path a unix socket may have: sun_path's
+// 108 bytes, less the terminating NUL.
+const MaxSocketPath = 107

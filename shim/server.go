@@ -68,10 +68,6 @@ func (s *Server) startDone() {
 	s.mu.Unlock()
 }
 
-// MaxSocketPath is the longest path a unix socket may have: sun_path's
-// 108 bytes, less the terminating NUL.
-const MaxSocketPath = 107
-
 // Listen creates the socket in a new 0700 directory under dir (the runtime
 // directory; /tmp when dir is too deep for a socket's path) and starts
 // serving h.
