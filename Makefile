@@ -136,6 +136,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseStart$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzServerDoor$$' -fuzztime $(FUZZTIME) ./shim/
+	$(GO) test -run '^$$' -fuzz '^FuzzStartExchange$$' -fuzztime $(FUZZTIME) ./shim/
 	$(GO) test -run '^$$' -fuzz '^FuzzProtocol$$' -fuzztime $(FUZZTIME) ./daemon/
 	$(GO) test -run '^$$' -fuzz '^FuzzPCBList$$' -fuzztime $(FUZZTIME) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodedScrub$$' -fuzztime $(FUZZTIME) ./broker/
