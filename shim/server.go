@@ -286,15 +286,21 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 		return
 	}
 	r := &StartRequest{Start: st, PID: h.PID, Peer: peerPID(c), Dir: files[0]}
+	var lost bool // the caller gave up, or broke the exchange, after "granted"
 	r.ask = func() ([3]*os.File, error) {
 		got, stdio, err := s.askStdio(c, buf)
 		files = append(files, got...)
 		if errors.Is(err, ErrMessage) {
 			s.h.Refused(err.Error())
 		}
+		lost = err != nil
 		return stdio, err
 	}
-	r.gone = func() bool { return gone(c) }
+	r.gone = func() bool {
+		g := gone(c)
+		lost = lost || g
+		return g
+	}
 	p, reason := s.h.Start(r)
 	// The caller's descriptors are closed before the answer: a caller told
 	// "declined" runs the program itself, and nothing here may hold its
@@ -303,7 +309,13 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 	files = nil
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	if p == nil {
-		c.Write(Declined(reason))
+		// No answer once the exchange after "granted" failed: a caller
+		// still there (stopped past the wait for its descriptors) then
+		// finds the connection closed and runs the program as it would
+		// without a launcher, minus what the rules deny, not as declined.
+		if !lost {
+			c.Write(Declined(reason))
+		}
 		return
 	}
 	if _, err := c.Write(Begun(p.Joined())); err != nil {

@@ -81,8 +81,8 @@ static long st_now_ms(void) {
 }
 
 /* st_answer waits for one packet from the launcher, up to timeout_ms (-1:
- * forever). Its length, 0 when the launcher closed, -1 on a timeout or an
- * error. */
+ * forever). Its length, 0 when the launcher closed (a reset too: it closed
+ * before reading all this process sent), -1 on a timeout or an error. */
 static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 	long deadline = st_now_ms() + timeout_ms;
 	for (;;) {
@@ -98,6 +98,8 @@ static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 		ssize_t n = recv(st_conn, buf, cap, MSG_TRUNC);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == ECONNRESET)
+			return 0; /* the launcher closed with what this process sent unread */
 		if (n < 0 || (size_t)n > cap)
 			return -1;
 		return n;
