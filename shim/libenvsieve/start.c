@@ -8,7 +8,8 @@
  * (sent only once the launcher has decided to start it), working directory
  * and process group, then stands in for it: it forwards
  * the signals sent to it and exits as the program exited. The launcher
- * answers only "begun", "declined" or the exit status, never a value.
+ * answers only "granted" (send descriptors 0-2), "begun", "declined" or the
+ * exit status, never a value.
  *
  * Declined (no rule grants the program anything, or it is a file the tree
  * could have written): this process execs the program as the caller would
