@@ -12,7 +12,9 @@
 #              and through the broker (BenchmarkNewConn)
 #   full disk  the audit log on a full tmpfs before and during a launch of
 #              51 granted execs, and /dev/full (TestAuditFailsClosed)
-#   SIGSTOP    the launcher stopped for 15 s during granted execs
+#   daemon disk  the same under a daemon session's command
+#              (TestDaemonAuditFailsClosed)
+#   SIGSTOP    the launcher stopped for 15 s during out=$(gh) execs
 #              (TestStoppedLauncher)
 #   SIGKILL    the launcher killed; what is left (TestKilledLauncher)
 #   lifetime   a setsid double-forked watcher, by each mechanism
@@ -27,6 +29,7 @@ rows=(
   "other uid|./broker/|^TestAnotherUserChurnRefused$"
   "half-open|./broker/|^TestHalfOpenFlood$"
   "full disk|./cmd/envsieve/|^TestAuditFailsClosed$"
+  "daemon disk|./cmd/envsieve/|^TestDaemonAuditFailsClosed$"
   "SIGSTOP 15 s|./cmd/envsieve/|^TestStoppedLauncher$"
   "SIGKILL|./cmd/envsieve/|^TestKilledLauncher$"
   "lifetime|./cmd/envsieve/|^TestNothingOutlivesTheLaunch$"

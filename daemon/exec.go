@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -163,6 +164,16 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	defer alog.Close()
+	// The audit log fails closed, as for `envsieve run`: a command whose
+	// log cannot be written does not start, and one whose log fails while
+	// it runs is ended, its client told why; under `audit: {on_error:
+	// warn}` it runs on, and the client is told on its stderr.
+	if err := alog.Err(); err != nil && !pol.AuditWarn {
+		return nil, fmt.Errorf("%w: nothing was started (audit: {on_error: fail}, the default)", err)
+	}
+	if !pol.AuditWarn {
+		alog.OnFail(func(err error) { cancel(&auditFailed{err}) })
+	}
 	switch {
 	case l.Sealed():
 		alog.Seal(string(client.Seal), "landlock", "")
@@ -252,6 +263,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		f.Close()
 	}
 	if err != nil {
+		if af := auditCause(ectx); af != nil {
+			return nil, af
+		}
 		err = launch.StartError(path, err)
 		alog.Exit(125, err)
 		return nil, err
@@ -271,6 +285,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	for _, pm := range pumps {
 		pm.finish(exited, waitDelay)
 	}
+	if err := alog.Err(); err != nil && pol.AuditWarn {
+		fmt.Fprintf(stderr, "envsieve: %v: the command went on (audit: {on_error: warn}); %d events lost\n", err, alog.Lost())
+	}
 	for _, closeFn := range closers {
 		_ = closeFn()
 	}
@@ -286,6 +303,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		res.ExitCode, res.Signal = 128+sig, name
 	}
 	alog.Exit(res.ExitCode, nil)
+	if af := auditCause(ectx); af != nil {
+		return nil, af
+	}
 	switch context.Cause(ectx) {
 	case errTimeout:
 		res.TimedOut = true
@@ -559,4 +579,23 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// auditFailed ends a command whose audit log failed (audit: {on_error:
+// fail}, the default): the error its client gets.
+type auditFailed struct{ err error }
+
+func (e *auditFailed) Error() string {
+	return e.err.Error() + ": the command was ended (audit: {on_error: fail}, the default)"
+}
+
+func (e *auditFailed) Unwrap() error { return e.err }
+
+// auditCause returns the audit failure that ended ctx, or nil.
+func auditCause(ctx context.Context) error {
+	var af *auditFailed
+	if errors.As(context.Cause(ctx), &af) {
+		return af
+	}
+	return nil
 }

@@ -541,18 +541,33 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		env = append(slices.Clip(env), shim.EnvInterp+"="+interp)
 	}
 	t1 := time.Now()
-	var p shim.Process
+	var g *granter
 	if s.sealed {
-		g, gerr := s.granter()
-		if gerr != nil {
+		var gerr error
+		if g, gerr = s.granter(); gerr != nil {
 			s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+gerr.Error())
 			return nil, "the seal cannot be made for the program"
 		}
+	}
+	// Decided: only now does the caller send its descriptors 0-2, so a
+	// launcher stopped before this point holds none of them, and a request
+	// its caller gave up on (it ran the program itself at the bound) ends
+	// here, not started.
+	if err := r.AskStdio(); err != nil {
+		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
+		return nil, "the caller gave up waiting"
+	}
+	var p shim.Process
+	if g != nil {
 		g.do(func() { p, err = startGranted(real, r.Argv, env, r, prog) })
 	} else {
 		p, err = startGranted(real, r.Argv, env, r, prog)
 	}
 	l.host.debugf("grant: %s: decided in %v, started in %v", r.Path, t1.Sub(t0), time.Since(t1))
+	if errors.Is(err, errCallerGone) {
+		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
+		return nil, "the caller gave up waiting"
+	}
 	if err != nil {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": start: "+err.Error())
 		return nil, "the launcher could not start the program"

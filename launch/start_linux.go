@@ -107,6 +107,10 @@ func (g *granted) waitPidfd() (code, sig int) {
 	return 125, 0
 }
 
+// errCallerGone: the start request's caller closed its connection before
+// the program started.
+var errCallerGone = errors.New("the caller gave up waiting before the start")
+
 // startGranted starts the program at path for a start request: with the
 // caller's descriptors 0-2 (/dev/null where it had none), in its working
 // directory (by descriptor, so a directory the caller's mount namespace
@@ -143,6 +147,12 @@ func startGranted(path string, argv, env []string, r *shim.StartRequest, prog *p
 	}
 	pidfd := -1
 	attr.Sys.PidFD = &pidfd
+	// The caller that gave up waiting (a launcher stopped or slow between
+	// its decision and here) runs the program itself, or failed closed:
+	// this start would be a second run.
+	if r.Gone() {
+		return nil, errCallerGone
+	}
 	pgid := pgrpOf(r.Peer)
 	if pgid > 0 {
 		attr.Sys.Pgid = pgid

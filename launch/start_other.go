@@ -10,6 +10,8 @@ import (
 	"github.com/envsieve/envsieve/shim"
 )
 
+var errCallerGone = errors.New("the caller gave up waiting before the start")
+
 var errStartLinux = errors.New("the launcher starts granted programs on Linux only")
 
 func startGranted(string, []string, []string, *shim.StartRequest, *pin.Program) (shim.Process, error) {

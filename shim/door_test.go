@@ -100,7 +100,9 @@ func TestServerDoor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer syscall.Close(pair[0])
+	// pair[0] is closed by p below, once: a second close here would let
+	// p's finalizer close whatever reused the number later (another
+	// test's connection).
 	defer syscall.Close(pair[1])
 	for _, tc := range []struct {
 		name    string
@@ -129,6 +131,7 @@ func TestServerDoor(t *testing.T) {
 	// its other end reads nothing, and sees it closed.
 	p := os.NewFile(uintptr(pair[0]), "pair")
 	pc, err := net.FileConn(p)
+	p.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

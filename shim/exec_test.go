@@ -115,6 +115,12 @@ func (p *testProc) Wait() (int, int) {
 // startWith starts the request's program with env, its descriptors and
 // working directory: what the launcher does, minus the policy.
 func startWith(r *shim.StartRequest, env []string) (shim.Process, string) {
+	if err := r.AskStdio(); err != nil {
+		return nil, err.Error()
+	}
+	if r.Gone() {
+		return nil, "the caller gave up waiting"
+	}
 	files := []*os.File{r.Stdio[0], r.Stdio[1], r.Stdio[2]}
 	for i, f := range files {
 		if f == nil {
@@ -377,9 +383,14 @@ print("ready", flush=True)
 def serve(c):
     m = c.recv(65536)
     if len(m) > 1 and m[1:2] == b"S":
-        want = int(m[2:].split(b"\0")[2])
+        want = int(m[2:].split(b"\0")[1])
         while want > 0:
             want -= len(c.recv(65536)) - 2
+        c.send(m[0:1] + b"G\0")
+        _, anc, _, _ = c.recvmsg(64, 256)
+        for _, _, data in anc:  # the caller's descriptors: held, its output would never end
+            for i in range(0, len(data) - len(data) % 4, 4):
+                os.close(int.from_bytes(data[i:i+4], sys.byteorder))
         c.send(m[0:1] + b"Bo\0")
         c.send(m[0:1] + b"Ex42\0")
     else:

@@ -116,7 +116,7 @@ func TestServerStartBodyTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	if _, _, err := c.WriteMsgUnix(msg('S', "1", "", "100"), syscall.UnixRights(int(dir.Fd())), nil); err != nil {
+	if _, _, err := c.WriteMsgUnix(msg('S', "1", "100"), syscall.UnixRights(int(dir.Fd())), nil); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

@@ -235,14 +235,16 @@ func (s *Server) serve(c *net.UnixConn) {
 	}
 }
 
-// start1 serves one start request: it reads the body, asks the handler,
-// answers, then passes the caller's signals on until the program ends, and
-// kills it when the caller goes away first. buf is the connection's read
-// buffer, MaxMsg+1 bytes.
+// start1 serves one start request: it reads the body, asks the handler
+// (which asks the caller for its descriptors 0-2 only once it will start
+// the program), answers, then passes the caller's signals on until the
+// program ends, and kills it when the caller goes away first. buf is the
+// connection's read buffer, MaxMsg+1 bytes; files holds the caller's
+// working directory.
 func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []byte) {
 	defer func() { closeAll(files) }()
-	if len(files) != len(h.Stdio)+1 {
-		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not %d", ErrMessage, len(files), len(h.Stdio)+1))
+	if len(files) != 1 {
+		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not 1 (its working directory)", ErrMessage, len(files)))
 		return
 	}
 	if !s.startSlot() {
@@ -273,26 +275,43 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 	}
 	// From here the connection waits on the program, for as long as it
 	// runs, unless Close (which sets every deadline) has begun.
-	s.mu.Lock()
-	if !s.done {
-		c.SetReadDeadline(time.Time{})
-	}
-	s.mu.Unlock()
+	s.noDeadline(c)
 	st, err := ParseStart(body)
 	if err != nil {
 		s.h.Refused(err.Error())
 		return
 	}
-	r := &StartRequest{Start: st, PID: h.PID, Peer: peerPID(c), Dir: files[len(files)-1]}
-	for i, fd := range h.Stdio {
-		r.Stdio[fd-'0'] = files[i]
+	r := &StartRequest{Start: st, PID: h.PID, Peer: peerPID(c), Dir: files[0]}
+	var lost bool // the caller gave up, or broke the exchange, after "granted"
+	r.ask = func() ([3]*os.File, error) {
+		got, stdio, err := s.askStdio(c, buf)
+		files = append(files, got...)
+		if errors.Is(err, ErrMessage) {
+			s.h.Refused(err.Error())
+		}
+		lost = err != nil
+		return stdio, err
+	}
+	r.gone = func() bool {
+		g := gone(c)
+		lost = lost || g
+		return g
 	}
 	p, reason := s.h.Start(r)
+	// The caller's descriptors are closed before the answer: a caller told
+	// "declined" runs the program itself, and nothing here may hold its
+	// output open.
 	closeAll(files)
 	files = nil
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	if p == nil {
-		c.Write(Declined(reason))
+		// No answer once the exchange after "granted" failed: a caller
+		// still there (stopped past the wait for its descriptors) then
+		// finds the connection closed and runs the program as it would
+		// without a launcher, minus what the rules deny, not as declined.
+		if !lost {
+			c.Write(Declined(reason))
+		}
 		return
 	}
 	if _, err := c.Write(Begun(p.Joined())); err != nil {
@@ -327,6 +346,60 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 	ended.Store(true)
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write(Ended(code, sig))
+}
+
+// noDeadline clears c's read deadline, unless Close (which sets every
+// deadline) has begun.
+func (s *Server) noDeadline(c *net.UnixConn) {
+	s.mu.Lock()
+	if !s.done {
+		c.SetReadDeadline(time.Time{})
+	}
+	s.mu.Unlock()
+}
+
+// askStdio answers a start request [Granted] and reads the caller's reply:
+// one 'F' packet carrying the descriptors it names. It returns every
+// descriptor received (for the caller to close) and, by number, the
+// caller's 0-2. An error: the caller gave up (its connection is closed),
+// did not answer in time, or sent something else.
+func (s *Server) askStdio(c *net.UnixConn, buf []byte) (got []*os.File, stdio [3]*os.File, err error) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, err = c.Write(Granted())
+	c.SetWriteDeadline(time.Time{})
+	if err != nil {
+		return nil, stdio, fmt.Errorf("the caller is gone: %w", err)
+	}
+	s.mu.Lock()
+	if !s.done {
+		c.SetReadDeadline(time.Now().Add(startRead))
+	}
+	s.mu.Unlock()
+	defer s.noDeadline(c)
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	got = received(oob[:oobn])
+	if err != nil || n == 0 {
+		return got, stdio, errors.New("the caller is gone: it sent no descriptors")
+	}
+	if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
+		return got, stdio, fmt.Errorf("%w: a packet over %d bytes", ErrMessage, MaxMsg)
+	}
+	msg, err := Parse(buf[:n])
+	if err != nil {
+		return got, stdio, err
+	}
+	f, ok := msg.(*Files)
+	if !ok {
+		return got, stdio, fmt.Errorf("%w: %T where the descriptors were due", ErrMessage, msg)
+	}
+	if len(got) != len(f.Stdio) {
+		return got, stdio, fmt.Errorf("%w: %d descriptors, not %d", ErrMessage, len(got), len(f.Stdio))
+	}
+	for i, fd := range f.Stdio {
+		stdio[fd-'0'] = got[i]
+	}
+	return got, stdio, nil
 }
 
 // received returns the descriptors a packet carried, as files.

@@ -44,3 +44,19 @@ func peerPID(c *net.UnixConn) int {
 	})
 	return pid
 }
+
+// gone reports whether the peer of c has closed its end: a start request's
+// caller that gave up waiting.
+func gone(c *net.UnixConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+	closed := false
+	raw.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		n, err := unix.Poll(pfd, 0)
+		closed = err == nil && n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLRDHUP|unix.POLLERR) != 0
+	})
+	return closed
+}

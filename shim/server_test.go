@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,14 +27,19 @@ func dialServer(t *testing.T, srv *shim.Server) *net.UnixConn {
 }
 
 // startMsg is a start request as envsieve-start sends it: the header with
-// the descriptors (the test's own stdio as named, then its working
-// directory), and the body in continuation packets.
+// the test's working directory, and the body in continuation packets. The
+// test's own stdio as stdio names it is sent by answers, when the server
+// answers "granted".
 func startMsg(t *testing.T, c *net.UnixConn, stdio string, path string, argv, env []string) {
 	t.Helper()
 	if err := sendStart(c, stdio, path, argv, env); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// stdioOf holds, for each connection a start request went on, which of
+// the test's descriptors 0-2 it sends on "granted".
+var stdioOf sync.Map
 
 func sendStart(c *net.UnixConn, stdio string, path string, argv, env []string) error {
 	var body []byte
@@ -45,12 +51,8 @@ func sendStart(c *net.UnixConn, stdio string, path string, argv, env []string) e
 		return err
 	}
 	defer dir.Close()
-	var fds []int
-	for _, d := range stdio {
-		fds = append(fds, int(d-'0'))
-	}
-	fds = append(fds, int(dir.Fd()))
-	if _, _, err := c.WriteMsgUnix(msg('S', "1", stdio, strconv.Itoa(len(body))), syscall.UnixRights(fds...), nil); err != nil {
+	stdioOf.Store(c, stdio)
+	if _, _, err := c.WriteMsgUnix(msg('S', "1", strconv.Itoa(len(body))), syscall.UnixRights(int(dir.Fd())), nil); err != nil {
 		return err
 	}
 	for len(body) > 0 {
@@ -63,7 +65,24 @@ func sendStart(c *net.UnixConn, stdio string, path string, argv, env []string) e
 	return nil
 }
 
-// answers reads the launcher's answers on c until it closes.
+// sendFiles is the caller's reply to "granted": its descriptors 0-2 as
+// stdio names them.
+func sendFiles(c *net.UnixConn, stdio string) error {
+	var fds []int
+	for _, d := range stdio {
+		fds = append(fds, int(d-'0'))
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = syscall.UnixRights(fds...)
+	}
+	_, _, err := c.WriteMsgUnix(msg('F', stdio), oob, nil)
+	return err
+}
+
+// answers reads the launcher's answers on c until it closes, playing the
+// caller: it replies to "granted" with the descriptors sendStart named,
+// and leaves "granted" out of what it returns.
 func answers(t *testing.T, c *net.UnixConn) []string {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -73,6 +92,14 @@ func answers(t *testing.T, c *net.UnixConn) []string {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
 			return out
+		}
+		if string(buf[:n]) == string(shim.Granted()) {
+			stdio, _ := stdioOf.Load(c)
+			s, _ := stdio.(string)
+			if err := sendFiles(c, s); err != nil {
+				t.Errorf("send the descriptors: %v", err)
+			}
+			continue
 		}
 		out = append(out, string(buf[:n]))
 	}
@@ -169,13 +196,13 @@ func TestServerStartMalformed(t *testing.T) {
 		}
 	}
 	t.Run("descriptors missing", func(t *testing.T) {
-		send(t, func(c *net.UnixConn) { c.Write(msg('S', "1", "012", "5")) })
+		send(t, func(c *net.UnixConn) { c.Write(msg('S', "1", "5")) })
 	})
 	t.Run("body longer than announced", func(t *testing.T) {
 		send(t, func(c *net.UnixConn) {
 			dir, _ := os.Open(".")
 			defer dir.Close()
-			c.WriteMsgUnix(msg('S', "1", "", "3"), syscall.UnixRights(int(dir.Fd())), nil)
+			c.WriteMsgUnix(msg('S', "1", "3"), syscall.UnixRights(int(dir.Fd())), nil)
 			c.Write(append([]byte{shim.Version, 'C'}, "/x\x001\x00x\x00"...))
 		})
 	})
@@ -184,7 +211,7 @@ func TestServerStartMalformed(t *testing.T) {
 			dir, _ := os.Open(".")
 			defer dir.Close()
 			body := "/x\x009\x00x\x00"
-			c.WriteMsgUnix(msg('S', "1", "", strconv.Itoa(len(body))), syscall.UnixRights(int(dir.Fd())), nil)
+			c.WriteMsgUnix(msg('S', "1", strconv.Itoa(len(body))), syscall.UnixRights(int(dir.Fd())), nil)
 			c.Write(append([]byte{shim.Version, 'C'}, body...))
 		})
 	})

@@ -8,33 +8,41 @@ import (
 	"strings"
 )
 
-// The wire format, version 2 (docs/shim.md). Every message is one
-// SOCK_SEQPACKET packet: a version byte (2), a type byte, then fields, each
+// The wire format, version 3 (docs/shim.md). Every message is one
+// SOCK_SEQPACKET packet: a version byte (3), a type byte, then fields, each
 // ended by a NUL byte.
 //
 //	'A' access    pid, op, name        getenv and friends, once per (op, name) per process
 //	'N' notice    pid, path, reason    an exec that went ahead without grants
-//	'S' start     pid, stdio, length   envsieve-start asks the launcher to start a program;
-//	                                   SCM_RIGHTS carries the descriptors stdio names
-//	                                   ("012", those open) and then the working directory
+//	'S' start     pid, length          envsieve-start asks the launcher to start a program;
+//	                                   SCM_RIGHTS carries its working directory
 //	'C' continued bytes                the start request's body, in order, up to length:
 //	                                   path, argc, argv..., environment entries...
+//	'F' files     stdio                after 'G' only: SCM_RIGHTS carries the descriptors
+//	                                   stdio names ("012", those of 0-2 open)
 //	'K' kill      signal               a signal sent to envsieve-start, for the program
 //
 // and from the launcher, on a start request's connection only:
 //
+//	'G' granted   (empty)              the program will start: send descriptors 0-2 ('F')
 //	'B' begun     "g" or "o"           started, in the caller's process group or its own
 //	'D' declined  reason               not started: the caller runs the program itself
 //	'E' ended     "x<code>" "s<sig>"   the program's exit
 //
 // Version 1 answered an exec request ('X') with the granted values ('R'):
 // any process of the tree could ask. Version 2 never sends a value to the
-// tree; the launcher starts a granted program itself.
+// tree; the launcher starts a granted program itself. Version 3 sends the
+// caller's descriptors 0-2 only once the launcher has decided to start the
+// program ('G', then 'F'): a launcher that is stopped, or slow, before it
+// decides holds none of them, so a caller that gave up waiting and ran
+// the program itself is not held by the launcher's copies (`out=$(gh)`
+// ends when the program does), and a request its caller gave up on
+// cannot start, because its descriptors never come.
 //
 // The launcher parses what any process of the tree sends, so the parser
 // takes nothing on trust: bounded sizes, valid names, no empty argv.
 const (
-	Version  = 2
+	Version  = 3
 	MaxMsg   = 16384   // one packet
 	MaxStart = 1 << 20 // the body of one start request
 )
@@ -78,12 +86,17 @@ type Access struct {
 	Name string // "" for clearenv
 }
 
-// StartHead opens a start request: what the caller sent with its
-// descriptors.
+// StartHead opens a start request: what the caller sent with its working
+// directory.
 type StartHead struct {
-	PID   int
+	PID int
+	Len int // of the body that follows in 'C' packets
+}
+
+// Files is what the caller sends, with its descriptors 0-2, once the
+// launcher has answered [Granted].
+type Files struct {
 	Stdio string // which of 0, 1 and 2 came, in order ("012" when all did)
-	Len   int    // of the body that follows in 'C' packets
 }
 
 // Start is the body of a start request: the program envsieve-start stands
@@ -110,7 +123,8 @@ type Notice struct {
 // ErrMessage is wrapped by every parse error.
 var ErrMessage = errors.New("bad shim message")
 
-// Parse decodes one packet into an *Access, *Notice, *StartHead or *Kill.
+// Parse decodes one packet into an *Access, *Notice, *StartHead, *Files or
+// *Kill.
 // A 'C' packet is not a message of its own: see [ParseStart].
 func Parse(b []byte) (any, error) {
 	if len(b) < 3 {
@@ -132,6 +146,12 @@ func Parse(b []byte) (any, error) {
 			return nil, fmt.Errorf("%w: kill wants a signal number", ErrMessage)
 		}
 		return &Kill{Signal: sig}, nil
+	}
+	if b[1] == 'F' {
+		if len(fields) != 1 || !validStdio(string(fields[0])) {
+			return nil, fmt.Errorf("%w: files wants which of 0-2 came", ErrMessage)
+		}
+		return &Files{Stdio: string(fields[0])}, nil
 	}
 	pid, err := strconv.Atoi(string(fields[0]))
 	if err != nil || pid < 0 || pid > 1<<30 {
@@ -157,14 +177,14 @@ func Parse(b []byte) (any, error) {
 		}
 		return a, nil
 	case 'S':
-		if len(fields) != 3 || !validStdio(string(fields[1])) {
-			return nil, fmt.Errorf("%w: start wants pid, stdio and length", ErrMessage)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("%w: start wants pid and length", ErrMessage)
 		}
-		n, err := strconv.Atoi(string(fields[2]))
+		n, err := strconv.Atoi(string(fields[1]))
 		if err != nil || n < 1 || n > MaxStart {
 			return nil, fmt.Errorf("%w: start body length", ErrMessage)
 		}
-		return &StartHead{PID: pid, Stdio: string(fields[1]), Len: n}, nil
+		return &StartHead{PID: pid, Len: n}, nil
 	case 'N':
 		if len(fields) != 3 || len(fields[2]) == 0 {
 			return nil, fmt.Errorf("%w: notice wants pid, path and reason", ErrMessage)
@@ -199,6 +219,10 @@ func ParseStart(b []byte) (*Start, error) {
 	}
 	return st, nil
 }
+
+// Granted is the launcher's answer to a start request it will start: the
+// caller sends its descriptors 0-2 ('F') in reply, and only then.
+func Granted() []byte { return []byte{Version, 'G', 0} }
 
 // Begun is the launcher's answer to a start request it started: joined
 // says whether the program is in the caller's process group.

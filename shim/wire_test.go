@@ -30,19 +30,28 @@ func TestParse(t *testing.T) {
 	}{
 		{"getenv", msg('A', "12", "g", "HOME"), &shim.Access{PID: 12, Op: 'g', Name: "HOME"}},
 		{"clearenv", msg('A', "12", "C", ""), &shim.Access{PID: 12, Op: 'C'}},
-		{"start", msg('S', "7", "012", "40"), &shim.StartHead{PID: 7, Stdio: "012", Len: 40}},
-		{"start without stdio", msg('S', "7", "", "1"), &shim.StartHead{PID: 7, Len: 1}},
+		{"start", msg('S', "7", "40"), &shim.StartHead{PID: 7, Len: 40}},
+		{"files", msg('F', "012"), &shim.Files{Stdio: "012"}},
+		{"files 1 2", msg('F', "12"), &shim.Files{Stdio: "12"}},
+		{"files none", msg('F', ""), &shim.Files{}},
 		{"kill", msg('K', "15"), &shim.Kill{Signal: 15}},
 		{"notice", msg('N', "7", "/bin/x", "timeout"), &shim.Notice{PID: 7, Path: "/bin/x", Reason: "timeout"}},
-		{"short", []byte{2, 'A'}, nil},
+		{"short", []byte{shim.Version, 'A'}, nil},
+		{"version 2", append([]byte{2}, msg('A', "1", "g", "X")[1:]...), nil},
+		{"version 2 start, stdio with the request", append([]byte{2}, msg('S', "7", "012", "40")[1:]...), nil},
 		{"version 1", append([]byte{1}, msg('A', "1", "g", "X")[1:]...), nil},
 		{"version 1 exec", append([]byte{1}, msg('X', "7", "/usr/bin/gh", "gh")[1:]...), nil},
 		{"exec of version 1", msg('X', "7", "/usr/bin/gh", "gh"), nil},
-		{"start stdio", msg('S', "7", "210", "4"), nil},
-		{"start stdio twice", msg('S', "7", "00", "4"), nil},
-		{"start empty", msg('S', "7", "", "0"), nil},
-		{"start too large", msg('S', "7", "", strconv.Itoa(shim.MaxStart+1)), nil},
-		{"start short", msg('S', "7", ""), nil},
+		{"start with stdio (version 2's)", msg('S', "7", "012", "4"), nil},
+		{"start empty", msg('S', "7", "0"), nil},
+		{"start too large", msg('S', "7", strconv.Itoa(shim.MaxStart+1)), nil},
+		{"start short", msg('S', "7"), nil},
+		{"start length text", msg('S', "7", "x"), nil},
+		{"files out of order", msg('F', "210"), nil},
+		{"files twice", msg('F', "00"), nil},
+		{"files 3", msg('F', "3"), nil},
+		{"files with a pid", msg('F', "7", "012"), nil},
+		{"files unterminated", msg('F', "012")[:5], nil},
 		{"kill zero", msg('K', "0"), nil},
 		{"kill big", msg('K', "65"), nil},
 		{"kill text", msg('K', "TERM"), nil},
@@ -124,12 +133,14 @@ func TestParseStart(t *testing.T) {
 }
 
 // TestAnswers: what the launcher sends back to the tree has no room for a
-// value: "begun", "declined" with a bounded reason, the exit.
+// value: "granted, send the descriptors", "begun", "declined" with a
+// bounded reason, the exit.
 func TestAnswers(t *testing.T) {
 	for _, tt := range []struct {
 		got  []byte
 		want []byte
 	}{
+		{shim.Granted(), msg('G', "")},
 		{shim.Begun(true), msg('B', "g")},
 		{shim.Begun(false), msg('B', "o")},
 		{shim.Declined("no rule"), msg('D', "no rule")},
@@ -151,7 +162,9 @@ func TestAnswers(t *testing.T) {
 // neither panics nor accepts what it cannot re-encode faithfully.
 func FuzzParse(f *testing.F) {
 	f.Add(msg('A', "12", "g", "HOME"))
-	f.Add(msg('S', "7", "012", "40"))
+	f.Add(msg('S', "7", "40"))
+	f.Add(msg('F', "012"))
+	f.Add(msg('F', ""))
 	f.Add(msg('K', "15"))
 	f.Add(msg('N', "7", "/bin/x", "timeout"))
 	f.Add([]byte{1, 'X', 0, 0, 0})
@@ -168,10 +181,18 @@ func FuzzParse(f *testing.F) {
 			}
 			re = msg('A', itoa(m.PID), string(m.Op), m.Name)
 		case *shim.StartHead:
-			if m.Len < 1 || m.Len > shim.MaxStart || len(m.Stdio) > 3 {
+			if m.Len < 1 || m.Len > shim.MaxStart {
 				t.Fatalf("accepted %+v", m)
 			}
-			re = msg('S', itoa(m.PID), m.Stdio, itoa(m.Len))
+			re = msg('S', itoa(m.PID), itoa(m.Len))
+		case *shim.Files:
+			if len(m.Stdio) > 3 || strings.Trim(m.Stdio, "012") != "" {
+				t.Fatalf("accepted %+v", m)
+			}
+			re = msg('F', m.Stdio)
+			if !bytes.Equal(re, b) {
+				t.Fatalf("files re-encode as %q, not %q", re, b)
+			}
 		case *shim.Kill:
 			if m.Signal < 1 || m.Signal > 64 {
 				t.Fatalf("accepted %+v", m)

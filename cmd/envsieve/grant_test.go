@@ -45,14 +45,15 @@ print("v2 exec:", ask([b"\x02X%d\x00/usr/bin/gh\x00gh\x00pr\x00" % os.getpid()])
 body = b"/usr/bin/printenv\x002\x00gh\x00GITHUB_TOKEN\x00HOME=/\x00"
 d = os.open(".", os.O_RDONLY)
 print("v2 start:", ask([b"\x02S%d\x00\x00%d\x00" % (os.getpid(), len(body)), b"\x02C" + body], [d]))
+print("v3 start:", ask([b"\x03S%d\x00%d\x00" % (os.getpid(), len(body)), b"\x03C" + body], [d]))
 # The door: one end of a pair, handed over as a sandboxed shim does.
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 g, _ = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
 door = os.path.join(os.path.dirname(sock), "d")
-g.sendmsg([b"\x02O"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [b.fileno()]))))], 0, door)
+g.sendmsg([b"\x03O"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [b.fileno()]))))], 0, door)
 b.close()
-a.sendmsg([b"\x02S%d\x00\x00%d\x00" % (os.getpid(), len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [d]))))])
-a.send(b"\x02C" + body)
+a.sendmsg([b"\x03S%d\x00%d\x00" % (os.getpid(), len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(__import__("array").array("i", [d]))))])
+a.send(b"\x03C" + body)
 a.settimeout(2)
 out = b""
 try:
@@ -108,7 +109,7 @@ func TestGrantChannel(t *testing.T) {
 		name string
 		argv []string
 	}{
-		{"the socket, as version 1 and 2, and the door", []string{"python3", "-c", grantAttack}},
+		{"the socket, as version 1, 2 and 3, and the door", []string{"python3", "-c", grantAttack}},
 		{"printenv named gh", []string{"bash", "-c", "exec -a gh printenv GITHUB_TOKEN; true"}},
 		{"the caller's LD_PRELOAD and PYTHONPATH", []string{"bash", "-c", "LD_PRELOAD=" + lib + ":/nonexistent/evil.so PYTHONPATH=/evil gh"}},
 		{"every environ while gh runs", []string{"bash", "-c",
@@ -123,7 +124,7 @@ func TestGrantChannel(t *testing.T) {
 			if strings.Contains(out, "gh: ") && !strings.Contains(out, want) {
 				t.Errorf("gh ran with the caller's settings: %q", strings.ReplaceAll(out, token, "<token>"))
 			}
-			if strings.Contains(tc.name, "socket") && (strings.Contains(out, "+GITHUB") || !strings.Contains(out, `v1: b''`) || !strings.Contains(out, `door start: b'\x02D`)) {
+			if strings.Contains(tc.name, "socket") && (strings.Contains(out, "+GITHUB") || !strings.Contains(out, `v1: b''`) || !strings.Contains(out, `door start: b'\x03D`) || !strings.Contains(out, `v3 start: b'\x03D`)) {
 				t.Errorf("the socket answered: %q", strings.ReplaceAll(out, token, "<token>"))
 			}
 		})

@@ -36,10 +36,10 @@ func startThrough(sock, path string, argv []string) []byte {
 	for _, f := range append([]string{path, strconv.Itoa(len(argv))}, argv...) {
 		body = append(append(body, f...), 0)
 	}
+	defer w.Close()
 	head := []byte{shim.Version, 'S'}
-	head = append(head, strconv.Itoa(os.Getpid())+"\x0012\x00"+strconv.Itoa(len(body))+"\x00"...)
-	_, _, err = c.WriteMsgUnix(head, syscall.UnixRights(int(w.Fd()), int(w.Fd()), int(dir.Fd())), nil)
-	w.Close()
+	head = append(head, strconv.Itoa(os.Getpid())+"\x00"+strconv.Itoa(len(body))+"\x00"...)
+	_, _, err = c.WriteMsgUnix(head, syscall.UnixRights(int(dir.Fd())), nil)
 	dir.Close()
 	if err != nil {
 		return nil
@@ -66,7 +66,16 @@ func startThrough(sock, path string, argv []string) []byte {
 			break
 		}
 		out = append(out, buf[:n]...)
+		// "Granted": the program's output goes to the pipe, as 1 and 2.
+		if string(buf[:n]) == string(shim.Granted()) {
+			files := []byte{shim.Version, 'F', '1', '2', 0}
+			if _, _, err := c.WriteMsgUnix(files, syscall.UnixRights(int(w.Fd()), int(w.Fd())), nil); err != nil {
+				break
+			}
+			w.Close()
+		}
 	}
+	w.Close()
 	select {
 	case b := <-printed:
 		return append(out, unmask(b)...)

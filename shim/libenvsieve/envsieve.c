@@ -1078,30 +1078,34 @@ static int start_here(int fds, const char *path, char *const argv[], char *const
 	sigset_t all, old;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	int got = -1;
+	int got = ST_NONE;
 	char buf[512];
-	if (st_start(&g_addr, g_addrlen, path, argv, env) == 0) {
-		ssize_t n = st_answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
-		if (n >= 3 && buf[0] == WIRE_VERSION && buf[n - 1] == 0)
-			got = buf[1];
-	}
-	if (got == 'B') {
+	if (st_start(&g_addr, g_addrlen, path, argv, env) == 0)
+		got = st_decide(buf, sizeof buf - 1);
+	if (got == ST_BEGUN) {
 		st_joined = buf[2] == 'g';
 		close_cloexec(fds, st_conn);
 		stand_in(&old);
 		st_wait(path);
 	}
-	if (got > 0 && got != 'D') {
+	if (got == ST_HELD) {
+		/* The launcher took descriptors 0-2 and may yet start the
+		 * program: running it here too could run it twice. */
+		st_say(path, "the launcher decided but did not start the program in time");
+		_exit(125);
+	}
+	if (got != ST_NONE && got != ST_DECLINED) {
 		st_say(path, "a malformed answer from the launcher");
 		_exit(125);
 	}
-	/* No answer: closing the connection stops anything begun. */
+	/* No answer, and the launcher never had descriptors 0-2: closing the
+	 * connection keeps it from starting the program. */
 	if (st_conn >= 0)
 		close(st_conn);
 	st_conn = -1;
 	close(fds);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return got == 'D' ? 0 : -1;
+	return got == ST_DECLINED ? 0 : -1;
 }
 
 /* exec_checked runs the program may_carry checked, by its descriptor. */

@@ -4,10 +4,12 @@
  *
  * The shim execs it in place of such a program, with argv "envsieve-start
  * PATH ARGV...". It asks the launcher (ENVSIEVE_SHIM_SOCK) to start the
- * program itself, outside the tree, with this process's descriptors 0-2,
- * working directory and process group, then stands in for it: it forwards
+ * program itself, outside the tree, with this process's descriptors 0-2
+ * (sent only once the launcher has decided to start it), working directory
+ * and process group, then stands in for it: it forwards
  * the signals sent to it and exits as the program exited. The launcher
- * answers only "begun", "declined" or the exit status, never a value.
+ * answers only "granted" (send descriptors 0-2), "begun", "declined" or the
+ * exit status, never a value.
  *
  * Declined (no rule grants the program anything, or it is a file the tree
  * could have written): this process execs the program as the caller would
@@ -109,19 +111,27 @@ int main(int argc, char **argv, char **envp) {
 	}
 
 	char buf[512];
-	ssize_t n = st_answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
-	if (n < 3 || buf[0] != WIRE_VERSION || buf[n - 1] != 0) {
-		/* No answer: closing the connection stops anything begun. */
+	int got = st_decide(buf, sizeof buf - 1);
+	if (got == ST_NONE) {
+		/* No answer, and the launcher never had descriptors 0-2:
+		 * closing the connection keeps it from starting the program. */
 		close(st_conn);
 		alone(&old);
 		return run_alone(path, pargv, envp, 1);
 	}
-	if (buf[1] == 'D') {
+	if (got == ST_DECLINED) {
 		close(st_conn);
 		alone(&old);
 		return run_alone(path, pargv, envp, 0);
 	}
-	if (buf[1] != 'B') {
+	if (got == ST_HELD) {
+		/* The launcher took descriptors 0-2 and may yet start the
+		 * program: running it here too could run it twice. */
+		close(st_conn);
+		fprintf(stderr, "envsieve-start: %s: the launcher decided but did not start the program in time\n", path);
+		return 125;
+	}
+	if (got != ST_BEGUN) {
 		fprintf(stderr, "envsieve-start: %s: a malformed answer from the launcher\n", path);
 		return 125;
 	}

@@ -1,6 +1,6 @@
 /*
- * start.h: the start request (wire types S and C) and the stand-in that
- * follows it, shared by envsieve-start (start.c) and libenvsieve.so, which
+ * start.h: the start request (wire types S, C and, once the launcher has
+ * answered G, F) and the stand-in that follows it, shared by envsieve-start (start.c) and libenvsieve.so, which
  * makes the request itself in a forked child (envsieve.c, start_here).
  *
  * The process that makes the request stands in for the program the
@@ -25,7 +25,7 @@
 
 #include "wire.h"
 
-#define ANSWER_TIMEOUT_MS 10000 /* the launcher's decision and its fork */
+#define ANSWER_TIMEOUT_MS 10000 /* the launcher's decision and its fork, in all */
 
 static int st_conn = -1;  /* the start request's own connection */
 static int st_joined;     /* the program is in this process's group */
@@ -81,8 +81,8 @@ static long st_now_ms(void) {
 }
 
 /* st_answer waits for one packet from the launcher, up to timeout_ms (-1:
- * forever). Its length, 0 when the launcher closed, -1 on a timeout or an
- * error. */
+ * forever). Its length, 0 when the launcher closed (a reset too: it closed
+ * before reading all this process sent), -1 on a timeout or an error. */
 static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 	long deadline = st_now_ms() + timeout_ms;
 	for (;;) {
@@ -98,6 +98,8 @@ static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 		ssize_t n = recv(st_conn, buf, cap, MSG_TRUNC);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == ECONNRESET)
+			return 0; /* the launcher closed with what this process sent unread */
 		if (n < 0 || (size_t)n > cap)
 			return -1;
 		return n;
@@ -105,9 +107,10 @@ static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 }
 
 /* st_start connects to the launcher (st_conn) and sends the start request:
- * a header packet carrying descriptors 0-2 (those open) and the working
- * directory, then the body (path, argc, argv..., envp...) in continuation
- * packets. Everything is laid out before it connects, so the request
+ * a header packet carrying the working directory, then the body (path,
+ * argc, argv..., envp...) in continuation packets. Descriptors 0-2 are not
+ * sent here: only once the launcher has decided to start the program
+ * (st_decide). Everything is laid out before it connects, so the request
  * follows the connection at once and the launcher reads it in one go. A
  * body that fits one packet is built in that packet, on the stack; a
  * larger one in a private anonymous mapping, unmapped before it returns.
@@ -137,36 +140,24 @@ static int st_start(const struct sockaddr_un *addr, socklen_t alen, const char *
 	int cwd = -1, ok = 0;
 	if (at == (size_t)-1)
 		goto out;
-
-	int fds[4], nfds = 0;
-	char which[4];
-	for (int i = 0; i < 3; i++)
-		if (fcntl(i, F_GETFD) >= 0) {
-			which[nfds] = (char)('0' + i);
-			fds[nfds++] = i;
-		}
-	which[nfds] = 0;
 	if ((cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		goto out;
-	fds[nfds++] = cwd;
 
 	char head[128] = {WIRE_VERSION, 'S'};
 	size_t h = put_num(head, 2, sizeof head, (unsigned long)getpid());
-	h = put_str(head, h, sizeof head, which);
 	h = put_num(head, h, sizeof head, at);
 	union {
 		struct cmsghdr c;
-		char space[CMSG_SPACE(sizeof fds)];
+		char space[CMSG_SPACE(sizeof(int))];
 	} u;
 	memset(&u, 0, sizeof u);
 	struct iovec iov = {.iov_base = head, .iov_len = h};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space,
-	                   .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds)};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space, .msg_controllen = sizeof u.space};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &cwd, sizeof(int));
 	if ((st_conn = wire_dial(addr, alen)) < 0)
 		goto out;
 	ssize_t sent;
@@ -193,6 +184,79 @@ out:
 		st_conn = -1;
 	}
 	return ok ? 0 : -1;
+}
+
+/* st_files sends descriptors 0-2 (those open) to the launcher, in one F
+ * packet: the reply to its G. 0 when sent. */
+static int st_files(void) {
+	int fds[3], nfds = 0;
+	char pkt[8] = {WIRE_VERSION, 'F'};
+	for (int i = 0; i < 3; i++)
+		if (fcntl(i, F_GETFD) >= 0) {
+			pkt[2 + nfds] = (char)('0' + i);
+			fds[nfds++] = i;
+		}
+	pkt[2 + nfds] = 0;
+	union {
+		struct cmsghdr c;
+		char space[CMSG_SPACE(sizeof fds)];
+	} u;
+	memset(&u, 0, sizeof u);
+	struct iovec iov = {.iov_base = pkt, .iov_len = (size_t)nfds + 3};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > 0) {
+		m.msg_control = u.space;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t sent;
+	do
+		sent = sendmsg(st_conn, &m, MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	return sent == (ssize_t)iov.iov_len ? 0 : -1;
+}
+
+/* what st_decide found */
+#define ST_NONE 0   /* no answer: nothing was given away, the caller runs the program itself */
+#define ST_BEGUN 'B'
+#define ST_DECLINED 'D'
+#define ST_HELD 'H' /* the launcher has descriptors 0-2 and did not answer in time: it may yet start the program */
+#define ST_BAD 'M'  /* a malformed answer */
+
+/* st_decide waits for the launcher's decision on the request st_start
+ * sent, ANSWER_TIMEOUT_MS in all. On G (granted) it sends descriptors 0-2
+ * (st_files) and waits on for "begun". buf (cap bytes) holds the last
+ * answer. Until the descriptors are sent, no answer (a timeout, the
+ * launcher gone, a short packet) is ST_NONE: the launcher never had them,
+ * and once this process closes st_conn the launcher cannot start the
+ * program. After, a timeout is ST_HELD; the launcher closing the
+ * connection (it closes the descriptors first) is ST_NONE. */
+static int st_decide(char *buf, size_t cap) {
+	long deadline = st_now_ms() + ANSWER_TIMEOUT_MS;
+	int sent = 0;
+	for (;;) {
+		long left = deadline - st_now_ms();
+		ssize_t n = left > 0 ? st_answer(buf, cap, (int)left) : -1;
+		if (n == 0)
+			return ST_NONE;
+		if (n < 3 || buf[0] != WIRE_VERSION || buf[n - 1] != 0)
+			return sent ? ST_HELD : ST_NONE;
+		if (buf[1] == 'G' && n == 3 && !sent) {
+			if (st_files() != 0)
+				return ST_NONE;
+			sent = 1;
+			continue;
+		}
+		if (buf[1] == 'D')
+			return ST_DECLINED;
+		if (buf[1] == 'B' && sent)
+			return ST_BEGUN;
+		return ST_BAD;
+	}
 }
 
 /* st_finish exits as the program did: its exit code, or its signal. */

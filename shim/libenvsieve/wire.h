@@ -15,7 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define WIRE_VERSION 2
+#define WIRE_VERSION 3
 #define MAX_MSG 16384     /* one packet */
 #define MAX_START 1048576 /* the body of one start request: path, argv, environment */
 
