@@ -130,6 +130,10 @@ func (l *Plan) StartBroker() error {
 	if err != nil {
 		return err
 	}
+	if logins != nil && logins.outer {
+		// Nested in a sealed tree: the outer broker serves (outer.go).
+		l.Env = overlay(l.Env, outerEnv(l.opt.Parent))
+	}
 	if len(l.Result.Brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
 		return nil
 	}

@@ -114,6 +114,12 @@ type loginFakes struct {
 	// a variable (toolVars): the tree reads them there when a Landlock
 	// seal masks the file itself.
 	vars map[string]string
+	// outer is set when a nested launch found the outer seal's view at a
+	// file (outer.go): its tree keeps the outer broker's variables
+	// (outerEnv). passed are those files that show the outer fake: the
+	// seal leaves them as they are.
+	outer  bool
+	passed []string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -162,6 +168,18 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			if l.host.Nested != "" && (errors.Is(err, fs.ErrPermission) || outerFake(mountInfo(), p)) {
+				// The outer seal's view (outer.go): no fake, no broker.
+				st.Why = "the outer seal masks it"
+				if err == nil {
+					st.Seen, st.Why = "passed", "the outer seal's fake"
+					lf.passed = append(lf.passed, p)
+				}
+				lf.outer = true
+				l.host.debugf("login: %s passes as the outer seal shows it (%s)", p, st.Why)
+				lf.states = append(lf.states, st)
+				continue
+			}
 			var out []byte
 			var creds []login.Cred
 			if err == nil {
@@ -181,7 +199,7 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				// reads them too (git's helper, under Landlock), as it
 				// reaches the shim's socket; not /dev/shm, which an
 				// agent's own sandbox may replace.
-				if lf.dir, err = os.MkdirTemp(l.host.socketDir(), "envsieve-logins-"); err != nil {
+				if lf.dir, err = os.MkdirTemp(l.host.socketDir(), loginsDirPrefix); err != nil {
 					return nil, fmt.Errorf("login fakes: %w", err)
 				}
 			}
