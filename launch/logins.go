@@ -120,6 +120,9 @@ type loginFakes struct {
 	// seal leaves them as they are.
 	outer  bool
 	passed []string
+	// env is what the tree keeps of the outer broker's (outerEnv), set
+	// by StartBroker when outer.
+	env map[string]string
 }
 
 // toolVars are the variables that name a faked file's place, by format:

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,45 @@ func TestOuterEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNestedOuterView: a nested launch that found the outer seal's view
+// of a credential file starts no broker for it, leaves the outer fake out
+// of its seal's mask, and gives its tree, and each program it starts for
+// a rule, the outer broker's variables from its parent.
+func TestNestedOuterView(t *testing.T) {
+	home := t.TempDir()
+	p := home + "/.git-credentials"
+	started := 0
+	l := loginPlan(home)
+	l.host.Nested = "a test"
+	l.host.Broker = func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error) { started++; return nil, nil }
+	l.logins = &loginFakes{outer: true, passed: []string{p}, fake: map[string]string{}, names: map[string]bool{}}
+	l.opt.Parent = []string{"HTTPS_PROXY=http://127.0.0.1:4000", "SSL_CERT_FILE=/tmp/envsieve-broker-1/bundle.pem", "PATH=/bin"}
+	l.Env = []string{"PATH=/bin"}
+	if err := l.StartBroker(); err != nil {
+		t.Fatal(err)
+	}
+	if started != 0 {
+		t.Errorf("a broker started")
+	}
+	for _, want := range []string{"HTTPS_PROXY=http://127.0.0.1:4000", "SSL_CERT_FILE=/tmp/envsieve-broker-1/bundle.pem", "PATH=/bin"} {
+		if !slices.Contains(l.Env, want) {
+			t.Errorf("the tree lacks %s: %q", want, l.Env)
+		}
+		if got := l.brokerOverlay([]string{"PATH=/bin"}); !slices.Contains(got, want) {
+			t.Errorf("a program started for a rule lacks %s: %q", want, got)
+		}
+	}
+	spec, err := l.sealSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(spec.Mask, p) || spec.Fake[p] != "" {
+		t.Errorf("the seal masks or fakes the outer fake %s", p)
+	}
+	if !slices.Contains(spec.Mask, home+"/.netrc") {
+		t.Errorf("the seal no longer masks the rest of its list")
 	}
 }

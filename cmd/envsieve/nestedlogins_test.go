@@ -23,18 +23,24 @@ import (
 // the inner sealed launch fakes it as at the top level.
 func TestNestedLoginFiles(t *testing.T) {
 	for _, tc := range []struct {
-		name            string
-		landlock, outer bool // outer: the outer launch is sealed
+		name                  string
+		landlock, outer, shim bool // outer: the outer launch is sealed
 	}{
-		{"namespaces", false, true},
-		{"landlock", true, true},
-		{"outer not sealed", false, false},
+		{"namespaces", false, true, false},
+		// The shim: a program the nested launch starts gets what its
+		// first one got (the outer broker's variables are no grant).
+		{"namespaces, shim", false, true, true},
+		{"landlock", true, true, false},
+		// Not "landlock, shim": the nested launcher cannot make its
+		// shim's socket directory in /tmp under an outer Landlock seal
+		// (a limit of its own, not of the login files).
+		{"outer not sealed", false, false, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testNestedLoginFiles(t, tc.landlock, tc.outer) })
+		t.Run(tc.name, func(t *testing.T) { testNestedLoginFiles(t, tc.landlock, tc.outer, tc.shim) })
 	}
 }
 
-func testNestedLoginFiles(t *testing.T, landlock, outerSealed bool) {
+func testNestedLoginFiles(t *testing.T, landlock, outerSealed, shim bool) {
 	exe, home := unprivilegedInstall(t)
 	bin := filepath.Dir(exe)
 	real := "Pw1-" + strings.Repeat("q7Rk", 6)
@@ -62,6 +68,9 @@ func testNestedLoginFiles(t *testing.T, landlock, outerSealed bool) {
 	// own shell (the outer policy need not pass ENVSIEVE_DEBUG).
 	inner := `echo "file: $(cat "$HOME/.git-credentials" 2>&1)"; cd "$HOME/work" && git clone -q ` + git.url + `/remote.git repo && echo inner-clone-ok`
 	script := `ENVSIEVE_DEBUG=1 envsieve sh -c '` + inner + `'; echo "rc=$?"`
+	if shim {
+		script = `ENVSIEVE_SHIM=` + shimtest.Lib(t) + ` ` + script
+	}
 	var wrap []string
 	if landlock {
 		noNS := filepath.Join(bin, "nouserns")
