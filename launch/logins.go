@@ -48,9 +48,10 @@ type LoginState struct {
 
 // LoginPreview says, for explain, what a launch's tree would see of each
 // credential file under home that package login understands: sealed or
-// not, by which mechanism, and whether a broker could run. It reads and
-// parses the files, and writes nothing.
-func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []LoginState {
+// not, by which mechanism, whether a broker could run, and whether the
+// launch is nested (it then passes the outer seal's view: outer.go). It
+// reads and parses the files, and writes nothing.
+func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
 	var out []LoginState
 	if home == "" {
 		return nil
@@ -64,6 +65,11 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []Lo
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			if seen, why, ok := outerView(p, err); ok && nested && sealed && slices.Contains(seal.CredentialFiles(), rel) {
+				st.Seen, st.Why = seen, why
+				out = append(out, st)
+				continue
+			}
 			var creds []login.Cred
 			if err == nil {
 				_, creds, err = f.Fake(real, anyFake)
@@ -171,11 +177,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
-			if l.host.Nested != "" && (errors.Is(err, fs.ErrPermission) || outerFake(mountInfo(), p)) {
+			if seen, why, ok := outerView(p, err); ok && l.host.Nested != "" {
 				// The outer seal's view (outer.go): no fake, no broker.
-				st.Why = "the outer seal masks it"
-				if err == nil {
-					st.Seen, st.Why = "passed", "the outer seal's fake"
+				st.Seen, st.Why = seen, why
+				if seen == "passed" {
 					lf.passed = append(lf.passed, p)
 				}
 				lf.outer = true

@@ -3,6 +3,8 @@ package launch
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,6 +36,20 @@ import (
 // loginsDirPrefix begins the name of a launch's directory of fake files
 // (fakeLogins).
 const loginsDirPrefix = "envsieve-logins-"
+
+// outerView says what a nested launch found at the credential file p,
+// given the error reading it: "passed" when it is the outer seal's fake,
+// "masked" when the outer seal masks it (reading it is refused), with why;
+// ok is false when it is neither (a real file).
+func outerView(p string, readErr error) (seen, why string, ok bool) {
+	switch {
+	case errors.Is(readErr, fs.ErrPermission):
+		return "masked", "the outer seal masks it", true
+	case readErr == nil && outerFake(mountInfo(), p):
+		return "passed", "the outer seal's fake", true
+	}
+	return "", "", false
+}
 
 // outerFake reports whether mountinfo (the text of /proc/self/mountinfo)
 // says that path is a mount point whose source is a file in a directory

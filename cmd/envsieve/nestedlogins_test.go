@@ -67,7 +67,7 @@ func testNestedLoginFiles(t *testing.T, landlock, outerSealed, shim bool) {
 	// The agent's tool call: `envsieve sh -c`, debug on from the tree's
 	// own shell (the outer policy need not pass ENVSIEVE_DEBUG).
 	inner := `echo "file: $(cat "$HOME/.git-credentials" 2>&1)"; cd "$HOME/work" && git clone -q ` + git.url + `/remote.git repo && echo inner-clone-ok`
-	script := `ENVSIEVE_DEBUG=1 envsieve sh -c '` + inner + `'; echo "rc=$?"`
+	script := `envsieve explain --seal -- true | grep "login: "; ENVSIEVE_DEBUG=1 envsieve sh -c '` + inner + `'; echo "rc=$?"`
 	if shim {
 		script = `ENVSIEVE_SHIM=` + shimtest.Lib(t) + ` ` + script
 	}
@@ -119,6 +119,10 @@ func testNestedLoginFiles(t *testing.T, landlock, outerSealed, shim bool) {
 		t.Errorf("the nested sealed launch faked the outer seal's view of %s again (and started a broker for it):\n%s", cred, got)
 	case outerSealed && !strings.Contains(got, "login: "+cred+" passes as the outer seal shows it"):
 		t.Errorf("the nested launch's debug output does not say it passes the outer seal's view:\n%s", got)
+	case outerSealed && !landlock && !strings.Contains(got, "login:   "+cred+" passed (the outer seal's fake)"):
+		t.Errorf("explain in the nested tree does not say the file passes as the outer fake:\n%s", got)
+	case outerSealed && landlock && !strings.Contains(got, "login:   "+cred+" masked (the outer seal masks it)"):
+		t.Errorf("explain in the nested tree does not say the outer seal masks the file:\n%s", got)
 	case !outerSealed && !faked:
 		t.Errorf("under an unsealed outer launch, the nested sealed launch should fake the real file:\n%s", got)
 	}
