@@ -137,3 +137,32 @@ func TestNestedOuterView(t *testing.T) {
 		t.Errorf("the seal no longer masks the rest of its list")
 	}
 }
+
+// FuzzOuterEnv: git's configuration passes only as the outer launcher
+// sets it: a credential helper reading a file in a directory of fake
+// files, or the lock timeout.
+func FuzzOuterEnv(f *testing.F) {
+	f.Add("GIT_CONFIG_COUNT=1\x00GIT_CONFIG_KEY_0=credentialstore.locktimeoutms\x00GIT_CONFIG_VALUE_0=0")
+	f.Add("GIT_CONFIG_COUNT=1\x00GIT_CONFIG_KEY_0=credential.https://h.helper\x00GIT_CONFIG_VALUE_0=!f() { test \"$1\" = get && exec git credential-store --file=/tmp/envsieve-logins-1/0-x get; }; f")
+	f.Fuzz(func(t *testing.T, env string) {
+		got := outerEnv(strings.Split(env, "\x00"))
+		for k, v := range got {
+			switch {
+			case !strings.HasPrefix(k, "GIT_CONFIG_"):
+				if !slices.Contains(outerVars(), k) {
+					t.Fatalf("%s kept", k)
+				}
+			case strings.HasPrefix(k, "GIT_CONFIG_VALUE_"):
+				if v != "0" && (!strings.Contains(v, "/"+loginsDirPrefix) || strings.ContainsAny(strings.TrimSuffix(strings.TrimPrefix(v, `!f() { test "$1" = get && exec git credential-store --file=`), " get; }; f"), " ;&|$`'\"\\\n")) {
+					t.Fatalf("git value %q kept", v)
+				}
+			case strings.HasPrefix(k, "GIT_CONFIG_KEY_"):
+				if v != "credentialstore.locktimeoutms" && (!strings.HasPrefix(v, "credential.") || !strings.HasSuffix(v, ".helper")) {
+					t.Fatalf("git key %q kept", v)
+				}
+			case k != "GIT_CONFIG_COUNT":
+				t.Fatalf("%s kept", k)
+			}
+		}
+	})
+}
