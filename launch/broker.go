@@ -131,6 +131,11 @@ func (l *Plan) StartBroker() error {
 	if err != nil {
 		return err
 	}
+	if logins != nil && logins.outer {
+		// Nested in a sealed tree: the outer broker serves (outer.go).
+		logins.env = outerEnv(l.opt.Parent)
+		l.Env = overlay(l.Env, logins.env)
+	}
 	if len(l.Result.Brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
 		return nil
 	}
@@ -359,11 +364,15 @@ func (l *Plan) stopBroker() {
 	}
 }
 
-// brokerOverlay returns env as a program of the launch gets it when the
-// broker runs: the real value of each brokered key present replaced by its
+// brokerOverlay returns env as a program of the launch gets it: the
+// outer broker's variables a nested launch keeps (outer.go); and when the
+// broker runs, the real value of each brokered key present replaced by its
 // fake, and the broker's proxy, base-URL and CA variables added, so that
 // an exec-time grant reaches its host through the broker too.
 func (l *Plan) brokerOverlay(env []string) []string {
+	if l.logins != nil {
+		env = overlay(env, l.logins.env) // the outer broker's, nested (outer.go)
+	}
 	if l.broker == nil {
 		return env
 	}

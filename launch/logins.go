@@ -53,9 +53,10 @@ type LoginState struct {
 
 // LoginPreview says, for explain, what a launch's tree would see of each
 // credential file under home that package login understands: sealed or
-// not, by which mechanism, and whether a broker could run. It reads and
-// parses the files, and writes nothing.
-func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []LoginState {
+// not, by which mechanism, whether a broker could run, and whether the
+// launch is nested (it then passes the outer seal's view: outer.go). It
+// reads and parses the files, and writes nothing.
+func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
 	var out []LoginState
 	if home == "" {
 		return nil
@@ -69,6 +70,11 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker bool) []Lo
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			if seen, why, ok := outerView(p, err); ok && nested && sealed && slices.Contains(seal.CredentialFiles(), rel) {
+				st.Seen, st.Why = seen, why
+				out = append(out, st)
+				continue
+			}
 			var creds []login.Cred
 			if err == nil {
 				_, creds, err = f.Fake(real, anyFake)
@@ -119,6 +125,15 @@ type loginFakes struct {
 	// a variable (toolVars): the tree reads them there when a Landlock
 	// seal masks the file itself.
 	vars map[string]string
+	// outer is set when a nested launch found the outer seal's view at a
+	// file (outer.go): its tree keeps the outer broker's variables
+	// (outerEnv). passed are those files that show the outer fake: the
+	// seal leaves them as they are.
+	outer  bool
+	passed []string
+	// env is what the tree keeps of the outer broker's (outerEnv), set
+	// by StartBroker when outer.
+	env map[string]string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -167,6 +182,17 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+			if seen, why, ok := outerView(p, err); ok && l.host.Nested != "" {
+				// The outer seal's view (outer.go): no fake, no broker.
+				st.Seen, st.Why = seen, why
+				if seen == "passed" {
+					lf.passed = append(lf.passed, p)
+				}
+				lf.outer = true
+				l.host.debugf("login: %s passes as the outer seal shows it (%s)", p, st.Why)
+				lf.states = append(lf.states, st)
+				continue
+			}
 			var out []byte
 			var creds []login.Cred
 			if err == nil {
@@ -186,7 +212,7 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				// reads them too (git's helper, under Landlock), as it
 				// reaches the shim's socket; not /dev/shm, which an
 				// agent's own sandbox may replace.
-				if lf.dir, err = os.MkdirTemp(l.host.socketDir(), "envsieve-logins-"); err != nil {
+				if lf.dir, err = os.MkdirTemp(l.host.socketDir(), loginsDirPrefix); err != nil {
 					return nil, fmt.Errorf("login fakes: %w", err)
 				}
 			}

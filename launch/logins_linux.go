@@ -1,6 +1,9 @@
 package launch
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // fileStamp is what tells a file's change: its device and inode (a rename
 // over it), size, and modification and change times.
@@ -10,4 +13,11 @@ func fileStamp(path string) ([5]int64, error) {
 		return [5]int64{}, err
 	}
 	return [5]int64{int64(st.Dev), int64(st.Ino), st.Size, st.Mtim.Nano(), st.Ctim.Nano()}, nil
+}
+
+// mountInfo returns the mounts of this process's mount namespace
+// (/proc/self/mountinfo); nil when it cannot be read.
+func mountInfo() []byte {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return b
 }

@@ -214,6 +214,10 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 			}
 		}
 	}
+	if l.logins != nil && len(l.logins.passed) > 0 {
+		// The outer seal's fakes pass as they are (outer.go).
+		spec.Mask = slices.DeleteFunc(spec.Mask, func(m string) bool { return slices.Contains(l.logins.passed, m) })
+	}
 	writes, err := l.writePlaces(spec)
 	if err != nil {
 		return seal.Spec{}, err

@@ -315,7 +315,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.SSH = sshDoc(p, res.Env)
 	h := host(u, f)
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
-		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker)
+		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
