@@ -11,3 +11,6 @@ func fileStamp(path string) ([5]int64, error) {
 	}
 	return [5]int64{0, 0, fi.Size(), fi.ModTime().UnixNano(), 0}, nil
 }
+
+// mountInfo is /proc/self/mountinfo's text where there is one; none here.
+func mountInfo() []byte { return nil }
