@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -404,6 +405,11 @@ func (c *Cmd) lifetimeAttr(a *syscall.SysProcAttr, env []string) []string {
 // (shim.Listen).
 const shimDirPrefix = "envsieve-shim-"
 
+// socketDirs are the socket directories a launcher makes in its socket
+// directory, by prefix, with the name of the socket that listens while it
+// lives: the shim's, and the ssh agent filter's (StartSSHAgent).
+var socketDirs = map[string]string{shimDirPrefix: "s", sshDirPrefix: "agent.sock"}
+
 // staleAfter is how old a socket directory must be before it may be
 // removed: one made a moment ago may not be listening yet.
 const staleAfter = 10 * time.Second
@@ -424,7 +430,7 @@ func sweepSocketDirs(dir string) (wait func()) {
 		var candidates []string
 		uid := uint32(os.Getuid())
 		for _, e := range ents {
-			if !strings.HasPrefix(e.Name(), shimDirPrefix) || !e.IsDir() {
+			if socketName(e.Name()) == "" || !e.IsDir() {
 				continue
 			}
 			p := dir + "/" + e.Name()
@@ -443,12 +449,23 @@ func sweepSocketDirs(dir string) (wait func()) {
 			return
 		}
 		for _, p := range candidates {
-			if !listening[p+"/s"] {
+			if !listening[p+"/"+socketName(filepath.Base(p))] {
 				_ = os.RemoveAll(p)
 			}
 		}
 	}()
 	return func() { <-done }
+}
+
+// socketName returns the socket a directory of that name holds while its
+// launcher lives; "" for a name that is not a launcher's socket directory.
+func socketName(dir string) string {
+	for prefix, sock := range socketDirs {
+		if strings.HasPrefix(dir, prefix) {
+			return sock
+		}
+	}
+	return ""
 }
 
 // listeningUnix returns the paths of the unix sockets that listen, in

@@ -3,9 +3,13 @@
 package launch
 
 import (
+	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStatParent(t *testing.T) {
@@ -58,4 +62,44 @@ func FuzzProcParse(f *testing.F) {
 		}
 		parseListening(b)
 	})
+}
+
+// TestSweepSocketDirs: the next launch removes the socket directories a
+// killed launcher left behind (the shim's and the ssh agent filter's),
+// old and with nothing listening, and keeps a live one, a new one and
+// anything else.
+func TestSweepSocketDirs(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Minute)
+	mk := func(name string, aged bool) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if aged {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	deadShim := mk("envsieve-shim-1", true)
+	deadSSH := mk("envsieve-ssh-2", true)
+	liveSSH := mk("envsieve-ssh-3", false)
+	ln, err := net.Listen("unix", filepath.Join(liveSSH, "agent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chtimes(liveSSH, old, old); err != nil {
+		t.Fatal(err)
+	}
+	fresh := mk("envsieve-ssh-4", false)
+	other := mk("something-else", true)
+	sweepSocketDirs(dir)()
+	for p, want := range map[string]bool{deadShim: false, deadSSH: false, liveSSH: true, fresh: true, other: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
+		}
+	}
 }

@@ -15,6 +15,11 @@ import (
 // outside the tree, when the launch starts ("~/" is the launcher's HOME).
 var knownHostsFiles = []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"}
 
+// sshDirPrefix names the directories the ssh agent filter's socket lives
+// in (agent.sock, sshfilter's Listen); the next launch removes one a
+// killed launcher left (sweepSocketDirs).
+const sshDirPrefix = "envsieve-ssh-"
+
 // StartSSHAgent puts envsieve's filtering ssh agent (package sshfilter)
 // in place of the user's when the child's environment carries
 // SSH_AUTH_SOCK: a goroutine of the launcher serves a socket in a private
@@ -63,10 +68,10 @@ func (l *Plan) StartSSHAgent() error {
 	// agent's own sandbox still see), private to the user; one too deep
 	// for a socket's path gives way to /tmp, as the shim's does.
 	parent := h.socketDir()
-	if len(parent)+len("/envsieve-ssh-4294967295/agent.sock") > shim.MaxSocketPath {
+	if len(parent)+len("/"+sshDirPrefix+"4294967295/agent.sock") > shim.MaxSocketPath {
 		parent = "/tmp"
 	}
-	dir, err := os.MkdirTemp(parent, "envsieve-ssh-")
+	dir, err := os.MkdirTemp(parent, sshDirPrefix)
 	if err == nil {
 		err = os.Chmod(dir, 0o700)
 	}
