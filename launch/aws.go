@@ -3,6 +3,7 @@ package launch
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,4 +106,55 @@ func AWSReloader(files []LoginFile) func(name string) (login.AWSKey, bool) {
 		k, ok := s.keys[name]
 		return k, ok
 	}
+}
+
+// awsEnvVars are the variables of AWS keys a tree's environment may hold
+// (login.AWSEnv): the broker keeps their real values and re-signs.
+var awsEnvVars = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"}
+
+// awsEnvKeys are the AWS keys of the child's environment, once faked.
+type awsEnvKeys struct {
+	// fakes are the variables' fakes, by name.
+	fakes map[string]string
+	login AWSLogin
+}
+
+// awsEnvLogin fakes the AWS keys of env (the child's environment, as the
+// policy admitted it): nil when it holds none. The keys are re-signed for
+// AWS's endpoints and the endpoint_url hosts of the profile the
+// environment selects (AWS_PROFILE, else "default") in ~/.aws/config
+// under home. An id without a secret, or the other way round, is an
+// error: the launch then drops the variables rather than hand one over.
+func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, error) {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && (slices.Contains(awsEnvVars, k) || k == "AWS_PROFILE") {
+			vars[k] = v
+		}
+	}
+	fakes, c, ok, err := login.AWSEnv(vars, faker)
+	if err != nil || !ok {
+		return nil, err
+	}
+	a := AWSLogin{Name: c.Name, Real: c.AWS.Real, Fake: c.AWS.Fake}
+	if home != "" {
+		if data, err := os.ReadFile(filepath.Join(home, ".aws", "config")); err == nil {
+			if h, err := login.AWSEndpointHosts(data); err == nil {
+				profile := vars["AWS_PROFILE"]
+				if profile == "" {
+					profile = "default"
+				}
+				a.Hosts = h[profile]
+			}
+		}
+	}
+	return &awsEnvKeys{fakes: fakes, login: a}, nil
+}
+
+// dropAWSEnv returns env without the AWS key variables.
+func dropAWSEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(awsEnvVars, k)
+	})
 }
