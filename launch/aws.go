@@ -158,3 +158,59 @@ func dropAWSEnv(env []string) []string {
 		return slices.Contains(awsEnvVars, k)
 	})
 }
+
+// AWSState is, for explain, one set of AWS keys the tree holds fakes of:
+// a profile of ~/.aws/credentials or the AWS key variables of the
+// environment, and the hosts the broker re-signs its requests for.
+type AWSState struct {
+	// Name is "aws:PROFILE" or "aws:env".
+	Name string `json:"name"`
+	// Vars are the environment's variables faked ("aws:env" only).
+	Vars []string `json:"vars,omitempty"`
+	// Seen is "fake"; for the environment's keys also "real" (--no-broker),
+	// "refused" (no broker can run: run refuses to start) or "dropped" (an
+	// id without a secret, or the other way round). Why says why.
+	Seen string `json:"seen"`
+	Why  string `json:"why,omitempty"`
+	// Hosts are AWS's endpoints and the profile's endpoint_url hosts.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// awsStates returns the AWS profiles among creds as explain shows them.
+func awsStates(creds []login.Cred, home string) []AWSState {
+	var out []AWSState
+	for _, a := range awsLogins(creds, home) {
+		out = append(out, AWSState{Name: a.Name, Seen: "fake", Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
+	}
+	return out
+}
+
+// AWSEnvPreview says, for explain, what the tree would get of the AWS key
+// variables of env (the child's environment as the policy admits it): nil
+// when it holds none. broker tells whether a broker could run, noBroker
+// whether --no-broker was given. It reads ~/.aws/config under home.
+func AWSEnvPreview(env []string, home string, broker, noBroker bool) *AWSState {
+	var vars []string
+	for _, kv := range env {
+		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(awsEnvVars, k) {
+			vars = append(vars, k)
+		}
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	slices.Sort(vars)
+	st := &AWSState{Name: "aws:env", Vars: vars}
+	a, err := awsEnvLogin(env, home, func(_, real string) string { return strings.Repeat("x", len(real)) })
+	switch {
+	case noBroker:
+		st.Seen, st.Why = "real", "--no-broker"
+	case !broker:
+		st.Seen, st.Why = "refused", "no broker can run: run refuses to start"
+	case err != nil:
+		st.Seen, st.Why = "dropped", err.Error()
+	default:
+		st.Seen, st.Hosts = "fake", append(slices.Clone(login.AWSHosts), a.login.Hosts...)
+	}
+	return st
+}

@@ -5,11 +5,13 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,5 +112,92 @@ echo "sts: $(AWS_EC2_METADATA_DISABLED=true /usr/bin/aws sts get-caller-identity
 		if !strings.Contains(a, "Credential="+realID+"/") {
 			t.Errorf("the stand-in got a request not signed with the real key id (%d bytes)", len(a))
 		}
+	}
+}
+
+// TestExplainAWS: explain names the AWS profiles a sealed tree gets fakes
+// of and the AWS key variables of the environment, each with the hosts the
+// broker re-signs them for (AWS's and the profile's endpoint_url), in text
+// and JSON, and never a value; without a broker the variables are named
+// as refused, and under --no-broker as real.
+func TestExplainAWS(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	realID := "AKIA" + strings.Repeat("EXPL", 4)
+	realSecret := strings.Repeat("explReal/Secret+", 3)[:40]
+	write := func(rel, body string) {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".aws/credentials", "[default]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n"+
+		"[work]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n")
+	write(".aws/config", "[default]\nregion = us-east-1\n[profile work]\nendpoint_url = https://s3.work.example:9000\n")
+	write("policy.yaml", "version: 1\nallow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE]\n")
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	explain := func(args ...string) string {
+		argv := append(append([]string{"explain", "--policy", filepath.Join(home, "policy.yaml")}, args...), "--", "true")
+		cmd := exec.Command(exe, argv...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_PROFILE=work",
+			"AWS_ACCESS_KEY_ID=" + realID, "AWS_SECRET_ACCESS_KEY=" + realSecret}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		clean := strings.NewReplacer(realID, "<REAL-ID>", realSecret, "<REAL-SECRET>").Replace(string(out))
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, clean)
+		}
+		if clean != string(out) {
+			t.Errorf("explain %v printed a real value:\n%s", args, clean)
+		}
+		return string(out)
+	}
+	text := explain("--seal")
+	cred := home + "/.aws/credentials"
+	for _, want := range []string{
+		"aws:     " + cred + ": profile default faked, re-signed for *.amazonaws.com, *.amazonaws.com.cn\n",
+		"aws:     " + cred + ": profile work faked, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
+		"login:   " + cred + " fake, bound to *.amazonaws.com, *.amazonaws.com.cn\n",
+		"aws:     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the environment: fake, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explain --seal: %q missing:\n%s", want, text)
+		}
+	}
+	var doc struct {
+		Seal struct {
+			Logins []struct {
+				Path string
+				AWS  []struct {
+					Name  string
+					Hosts []string
+				}
+			}
+		}
+		AWSEnv *struct {
+			Name, Seen  string
+			Vars, Hosts []string
+		} `json:"aws_env"`
+	}
+	if err := json.Unmarshal([]byte(explain("--seal", "--json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range doc.Seal.Logins {
+		if l.Path == cred {
+			found = len(l.AWS) == 2 && l.AWS[1].Name == "aws:work" && slices.Contains(l.AWS[1].Hosts, "s3.work.example:9000")
+		}
+	}
+	if !found {
+		t.Errorf("explain --json: the AWS profiles are not in the credentials file's login: %+v", doc.Seal.Logins)
+	}
+	if a := doc.AWSEnv; a == nil || a.Name != "aws:env" || a.Seen != "fake" || !slices.Equal(a.Vars, []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+		t.Errorf("explain --json: aws_env = %+v", doc.AWSEnv)
+	}
+	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") {
+		t.Errorf("explain --no-broker:\n%s", text)
 	}
 }

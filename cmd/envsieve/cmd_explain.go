@@ -60,6 +60,10 @@ type explainJSON struct {
 	// SSH is what the tree's ssh agent allows, when the child gets
 	// SSH_AUTH_SOCK (additive to schema v1).
 	SSH *sshJSON `json:"ssh,omitempty"`
+	// AWSEnv says what the child gets of the AWS key variables the policy
+	// admits: fakes the broker re-signs for its hosts, or why not
+	// (additive to schema v1).
+	AWSEnv *launch.AWSState `json:"aws_env,omitempty"`
 }
 
 // secretJSON is one credential the child gets: "brokered" (a fake; the
@@ -316,6 +320,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	h := host(u, f)
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker)
+	doc.AWSEnv = launch.AWSEnvPreview(res.Env, h.Home, h.Broker != nil, f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -446,6 +451,19 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 		if st.Why != "" {
 			fmt.Fprintf(w, " (%s)", st.Why)
+		}
+		fmt.Fprintln(w)
+		for _, a := range st.AWS {
+			fmt.Fprintf(w, "aws:     %s: profile %s faked, re-signed for %s\n", st.Path, strings.TrimPrefix(a.Name, "aws:"), strings.Join(a.Hosts, ", "))
+		}
+	}
+	if a := doc.AWSEnv; a != nil {
+		fmt.Fprintf(w, "aws:     %s from the environment: %s", strings.Join(a.Vars, ", "), a.Seen)
+		if len(a.Hosts) > 0 {
+			fmt.Fprintf(w, ", re-signed for %s", strings.Join(a.Hosts, ", "))
+		}
+		if a.Why != "" {
+			fmt.Fprintf(w, " (%s)", a.Why)
 		}
 		fmt.Fprintln(w)
 	}
