@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/policy"
 )
 
 // AWSLogin is one AWS profile's keys, which the broker re-signs with
@@ -149,6 +150,44 @@ func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, err
 		}
 	}
 	return &awsEnvKeys{fakes: fakes, login: a}, nil
+}
+
+// awsEnvSource returns the environment whose AWS key variables the
+// broker re-signs with: the tree's (env), when it holds any; else, when a
+// rule of p could grant them to a program (allow: [AWS_SECRET_ACCESS_KEY]
+// under a rule for aws), env with the parent's values of them, which an
+// exec-time grant would hand over (brokerOverlay gives it the fakes);
+// else env.
+func awsEnvSource(env, parent []string, p *policy.Policy) []string {
+	has := func(e []string) bool {
+		return slices.ContainsFunc(e, func(kv string) bool {
+			k, v, _ := strings.Cut(kv, "=")
+			return v != "" && slices.Contains(awsEnvVars, k)
+		})
+	}
+	if has(env) || p == nil {
+		return env
+	}
+	grantable := false
+	for _, r := range p.Rules {
+		for _, e := range r.Level.Allow {
+			for _, k := range awsEnvVars {
+				grantable = grantable || e.Glob.Match(k)
+			}
+		}
+	}
+	if !grantable {
+		return env
+	}
+	out := slices.Clone(env)
+	seen := map[string]bool{}
+	for _, kv := range parent {
+		if k, _, _ := strings.Cut(kv, "="); slices.Contains(awsEnvVars, k) && !seen[k] {
+			seen[k] = true // the first copy, as the sieve reads it
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // dropAWSEnv returns env without the AWS key variables.

@@ -87,7 +87,12 @@ func TestAWSEnvKeys(t *testing.T) {
 		wantErr  error
 		wantEnv  string // "fake", "real", "none"
 		warn     string
+		// rule: a rule for aws may grant the keys, which only the
+		// parent holds; the broker re-signs them, the tree has none.
+		rule bool
 	}{
+		{name: "a rule may grant them", env: []string{"AWS_PROFILE=work", "PATH=/bin"}, rule: true, broker: "ok", wantEnv: "none"},
+		{name: "a rule may grant them, no broker", env: []string{"PATH=/bin"}, rule: true, broker: "none", wantErr: ErrNoBroker},
 		{name: "brokered", env: full, broker: "ok", wantEnv: "fake"},
 		{name: "no broker", env: full, broker: "none", wantErr: ErrNoBroker},
 		{name: "broker fails", env: full, broker: "fails", wantErr: noBroker},
@@ -98,6 +103,11 @@ func TestAWSEnvKeys(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pol, err := policy.Default()
+			parent := c.env
+			if c.rule {
+				pol, err = policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - name: aws\n    match: {command: aws}\n    allow: [AWS_*]\n"))
+				parent = full
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +120,7 @@ func TestAWSEnvKeys(t *testing.T) {
 			case "fails":
 				h.Broker = func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error) { return nil, noBroker }
 			}
-			l := &Plan{host: h, opt: Options{Policy: pol, NoBroker: c.noBroker}, ownKey: []byte("0123456789abcdef0123456789abcdef"),
+			l := &Plan{host: h, opt: Options{Policy: pol, NoBroker: c.noBroker, Parent: parent}, ownKey: []byte("0123456789abcdef0123456789abcdef"),
 				Result: &sieve.Result{Env: c.env}, Env: slices.Clone(c.env)}
 			err = l.StartBroker()
 			defer l.stopBroker()
@@ -131,6 +141,15 @@ func TestAWSEnvKeys(t *testing.T) {
 			for _, kv := range l.Env {
 				if strings.Contains(kv, realSecret) && c.wantEnv != "real" {
 					t.Errorf("the child's environment holds the real secret")
+				}
+			}
+			if c.rule {
+				if req == nil || len(req.AWS) != 1 || req.AWS[0].Real.SecretAccessKey != realSecret || !slices.Equal(req.AWS[0].Hosts, []string{"aws.example.com:8443"}) {
+					t.Fatalf("the broker's request does not re-sign the keys a rule may grant")
+				}
+				grant := l.brokerOverlay([]string{"AWS_ACCESS_KEY_ID=" + realID, "AWS_SECRET_ACCESS_KEY=" + realSecret, "PATH=/bin"})
+				if !slices.Contains(grant, "AWS_SECRET_ACCESS_KEY="+req.AWS[0].Fake.SecretAccessKey) || slices.Contains(grant, "AWS_SECRET_ACCESS_KEY="+realSecret) {
+					t.Error("a grant of the keys does not get the fakes")
 				}
 			}
 			switch c.wantEnv {

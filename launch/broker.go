@@ -133,8 +133,10 @@ func (l *Plan) StartBroker() error {
 	}
 	// AWS keys the tree would get are re-signed with, never handed over
 	// (awsEnvLogin): brokered as the policy's keys are.
+	awsSrc := awsEnvSource(l.Env, l.opt.Parent, l.opt.Policy)
+	treeAWS := len(awsSrc) == len(l.Env) // the keys are the tree's own, or none
 	brokered := slices.Clone(l.Result.Brokered)
-	for _, kv := range l.Env {
+	for _, kv := range awsSrc {
 		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(awsEnvVars, k) {
 			brokered = append(brokered, k)
 		}
@@ -156,8 +158,12 @@ func (l *Plan) StartBroker() error {
 	}
 	var awsEnv *awsEnvKeys
 	if len(brokered) > len(l.Result.Brokered) {
-		if awsEnv, err = awsEnvLogin(l.Env, h.Home, func(name, real string) string { return fake.Of(key, name, real) }); err != nil {
-			h.warnf("%v: the command gets none of the AWS key variables", err)
+		if awsEnv, err = awsEnvLogin(awsSrc, h.Home, func(name, real string) string { return fake.Of(key, name, real) }); err != nil {
+			if treeAWS {
+				h.warnf("%v: the command gets none of the AWS key variables", err)
+			} else {
+				h.warnf("%v: they are not re-signed, and a rule that grants them hands them over as it says", err)
+			}
 			l.Env = dropAWSEnv(l.Env)
 			brokered = l.Result.Brokered
 			if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
@@ -237,7 +243,7 @@ func (l *Plan) StartBroker() error {
 			l.brokerEnv[k] = v
 		}
 	}
-	if awsEnv != nil {
+	if awsEnv != nil && treeAWS {
 		for k, v := range awsEnv.fakes {
 			l.brokerEnv[k] = v
 		}
@@ -248,6 +254,12 @@ func (l *Plan) StartBroker() error {
 		}
 	}
 	l.Env = overlay(l.Env, l.brokerEnv)
+	if awsEnv != nil && !treeAWS {
+		// Only a rule's grant gets them (brokerOverlay), not the tree.
+		for k, v := range awsEnv.fakes {
+			l.brokerEnv[k] = v
+		}
+	}
 	l.mask = nil // the real values left the environment: mask them
 	for n := range req.Secrets {
 		if logins == nil || !logins.names[n] {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/sigv4"
 )
 
@@ -199,5 +200,76 @@ func TestExplainAWS(t *testing.T) {
 	}
 	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") {
 		t.Errorf("explain --no-broker:\n%s", text)
+	}
+}
+
+// TestAWSRuleGrant: a rule for aws that grants the AWS keys of the user's
+// environment (the only way to make aws work before re-signing) hands aws
+// fakes, which the broker re-signs: `aws configure export-credentials`
+// under the rule prints only fakes, and `aws sts get-caller-identity`
+// works against a stand-in that serves only the real keys. The tree's own
+// environment gets no AWS key at all.
+func TestAWSRuleGrant(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/aws"); err != nil {
+		t.Fatalf("Debian's awscli is needed: %v", err)
+	}
+	exe, home := unprivilegedInstall(t)
+	name := loopbackName(t)
+	realID := "AKIA" + strings.Repeat("RULE", 4)
+	realSecret := strings.Repeat("ruleReal/Secret+", 3)[:40]
+	host, ca, seen := companyStandIn(t, name, func(w http.ResponseWriter, r *http.Request) {
+		s, err := sigv4.Parse(r)
+		body, _ := io.ReadAll(r.Body)
+		sum := sha256.Sum256(body)
+		if err != nil || s == nil || s.AccessKeyID != realID || s.Verify(r, realSecret, hex.EncodeToString(sum[:])) != nil {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>not the real keys</Message></Error></ErrorResponse>")
+			return
+		}
+		io.WriteString(w, `<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/rule</Arn>`+
+			`<UserId>AIDARULE</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
+	})
+	write := func(rel, body string) {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".aws/config", "[default]\nregion = us-east-1\nendpoint_url = https://"+host+"\n")
+	write("company-ca.pem", string(ca))
+	write("policy.yaml", "version: 1\nredact: {enabled: false, entropy: false}\nrules:\n  - name: aws\n    match: {command: aws}\n"+
+		"    allow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]\n")
+	write("work/.keep", "")
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	script := `cd "$HOME/work"
+echo "tree: [$(printenv AWS_SECRET_ACCESS_KEY)]"
+echo "export: $(/usr/bin/aws configure export-credentials --format env 2>&1 | tr '\n' ' ')"
+echo "sts: $(AWS_EC2_METADATA_DISABLED=true /usr/bin/aws sts get-caller-identity --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
+`
+	cmd := exec.Command(exe, "run", "--policy", filepath.Join(home, "policy.yaml"), "--", "/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SSL_CERT_FILE=" + filepath.Join(home, "company-ca.pem"),
+		"ENVSIEVE_SHIM=" + shimtest.Lib(t), "AWS_ACCESS_KEY_ID=" + realID, "AWS_SECRET_ACCESS_KEY=" + realSecret}
+	cmd.Dir = filepath.Join(home, "work")
+	cmd.SysProcAttr = asUnprivileged()
+	b, err := cmd.CombinedOutput()
+	out := strings.NewReplacer(realID, "<REAL-ID>", realSecret, "<REAL-SECRET>").Replace(string(b))
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, out)
+	}
+	if out != string(b) {
+		t.Errorf("a real key is in what the tree printed:\n%s", out)
+	}
+	for _, want := range []string{"tree: []", "export: export AWS_ACCESS_KEY_ID=AKIA", "sts: arn:aws:iam::123456789012:user/rule"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing:\n%s", want, out)
+		}
+	}
+	for _, a := range seen() {
+		if !strings.Contains(a, "Credential="+realID+"/") {
+			t.Errorf("the stand-in got a request not signed with the real key id (%d bytes)", len(a))
+		}
 	}
 }
