@@ -213,6 +213,9 @@ type AWSState struct {
 	Why  string `json:"why,omitempty"`
 	// Hosts are AWS's endpoints and the profile's endpoint_url hosts.
 	Hosts []string `json:"hosts,omitempty"`
+	// Grant is true when only a rule's exec-time grant would hand the
+	// variables over, not the tree's own environment.
+	Grant bool `json:"grant,omitempty"`
 }
 
 // awsStates returns the AWS profiles among creds as explain shows them.
@@ -225,10 +228,15 @@ func awsStates(creds []login.Cred, home string) []AWSState {
 }
 
 // AWSEnvPreview says, for explain, what the tree would get of the AWS key
-// variables of env (the child's environment as the policy admits it): nil
-// when it holds none. broker tells whether a broker could run, noBroker
-// whether --no-broker was given. It reads ~/.aws/config under home.
-func AWSEnvPreview(env []string, home string, broker, noBroker bool) *AWSState {
+// variables of env (the child's environment as the policy p admits it from
+// parent), or of parent's when only a rule of p may grant them (Grant):
+// nil when there are none. broker tells whether a broker could run,
+// noBroker whether --no-broker was given. It reads ~/.aws/config under
+// home.
+func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, noBroker bool) *AWSState {
+	src := awsEnvSource(env, parent, p)
+	grant := len(src) != len(env)
+	env = src
 	var vars []string
 	for _, kv := range env {
 		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(awsEnvVars, k) {
@@ -239,7 +247,7 @@ func AWSEnvPreview(env []string, home string, broker, noBroker bool) *AWSState {
 		return nil
 	}
 	slices.Sort(vars)
-	st := &AWSState{Name: "aws:env", Vars: vars}
+	st := &AWSState{Name: "aws:env", Vars: vars, Grant: grant}
 	a, err := awsEnvLogin(env, home, func(_, real string) string { return strings.Repeat("x", len(real)) })
 	switch {
 	case noBroker:
@@ -252,4 +260,9 @@ func AWSEnvPreview(env []string, home string, broker, noBroker bool) *AWSState {
 		st.Seen, st.Hosts = "fake", append(slices.Clone(login.AWSHosts), a.login.Hosts...)
 	}
 	return st
+}
+
+// AWSEnvState is [AWSEnvPreview] of the plan's result, parent and policy.
+func (l *Plan) AWSEnvState(home string, broker, noBroker bool) *AWSState {
+	return AWSEnvPreview(l.Result.Env, l.opt.Parent, l.opt.Policy, home, broker, noBroker)
 }

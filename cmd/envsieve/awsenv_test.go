@@ -201,6 +201,14 @@ func TestExplainAWS(t *testing.T) {
 	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") {
 		t.Errorf("explain --no-broker:\n%s", text)
 	}
+	// Only a rule for aws may grant them: named as the grant's.
+	write("policy.yaml", "version: 1\nrules:\n  - name: aws\n    match: {command: aws}\n    allow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY]\n")
+	if os.Getuid() == 0 {
+		os.Lchown(filepath.Join(home, "policy.yaml"), 65534, 65534)
+	}
+	if text := explain(); !strings.Contains(text, "aws:     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the environment, for a rule's grant: fake, re-signed for *.amazonaws.com, *.amazonaws.com.cn\n") {
+		t.Errorf("explain with a rule for aws:\n%s", text)
+	}
 }
 
 // TestAWSRuleGrant: a rule for aws that grants the AWS keys of the user's

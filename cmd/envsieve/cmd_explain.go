@@ -320,7 +320,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	h := host(u, f)
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker)
-	doc.AWSEnv = launch.AWSEnvPreview(res.Env, h.Home, h.Broker != nil, f.noBroker)
+	doc.AWSEnv = l.AWSEnvState(h.Home, h.Broker != nil, f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -458,7 +458,11 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 	}
 	if a := doc.AWSEnv; a != nil {
-		fmt.Fprintf(w, "aws:     %s from the environment: %s", strings.Join(a.Vars, ", "), a.Seen)
+		from := "the environment"
+		if a.Grant {
+			from = "the environment, for a rule's grant"
+		}
+		fmt.Fprintf(w, "aws:     %s from %s: %s", strings.Join(a.Vars, ", "), from, a.Seen)
 		if len(a.Hosts) > 0 {
 			fmt.Fprintf(w, ", re-signed for %s", strings.Join(a.Hosts, ", "))
 		}
