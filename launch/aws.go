@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -265,4 +266,38 @@ func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 // AWSEnvState is [AWSEnvPreview] of the plan's result, parent and policy.
 func (l *Plan) AWSEnvState(home string, broker, noBroker bool) *AWSState {
 	return AWSEnvPreview(l.Result.Env, l.opt.Parent, l.opt.Policy, home, broker, noBroker)
+}
+
+// AWSConfigPreview says, for explain, which profiles of ~/.aws/config
+// under home get their keys by means envsieve does not fake
+// (login.AWSConfigFetchers), each "not faked" with what the tree can do
+// with it (docs/broker.md, "Profiles of ~/.aws/config that fetch keys").
+// Nil when there is none, or the config cannot be read or understood.
+func AWSConfigPreview(home string, sealed bool) []AWSState {
+	if home == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(home, ".aws", "config"))
+	if err != nil {
+		return nil
+	}
+	fetchers, err := login.AWSConfigFetchers(data)
+	if err != nil {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(fetchers))
+	var out []AWSState
+	for _, p := range names {
+		st := AWSState{Name: "aws:" + p, Seen: "not faked"}
+		switch {
+		case fetchers[p] == "credential_process":
+			st.Why = "its credential_process runs in the tree, and the keys it prints are real"
+		case sealed:
+			st.Why = "IAM Identity Center: the seal masks the SSO cache, so the profile does not work in the tree"
+		default:
+			st.Why = "IAM Identity Center: the tree reads the SSO cache and gets the role's real keys"
+		}
+		out = append(out, st)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package login
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -172,6 +173,43 @@ func FuzzAWSEndpointHosts(f *testing.F) {
 				if h == "" || !strings.Contains(config, h) {
 					t.Fatalf("profile %q: host %q is not in the config", p, h)
 				}
+			}
+		}
+	})
+}
+
+// TestAWSConfigFetchers: the profiles of ~/.aws/config that get their keys
+// by a credential_process or IAM Identity Center are named, the others
+// not; a config that cannot be read is an error.
+func TestAWSConfigFetchers(t *testing.T) {
+	config := "[default]\nregion = us-east-1\n[profile p]\ncredential_process = /usr/bin/get-keys --x\n" +
+		"[profile s]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n[profile legacy]\nsso_start_url = https://x\n" +
+		"[sso-session corp]\nsso_start_url = https://corp\n[profile static]\nregion = x\n"
+	got, err := AWSConfigFetchers([]byte(config))
+	want := map[string]string{"p": "credential_process", "s": "sso", "legacy": "sso"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"region = x\n", "[default\n", "[default]\n  indented = x\n"} {
+		if _, err := AWSConfigFetchers([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzAWSConfigFetchers: any config is read or refused without a panic,
+// and every profile it names is one the config names.
+func FuzzAWSConfigFetchers(f *testing.F) {
+	f.Add("[profile p]\ncredential_process = x\n[default]\nsso_session = s\n")
+	f.Fuzz(func(t *testing.T, config string) {
+		got, err := AWSConfigFetchers([]byte(config))
+		if err != nil {
+			return
+		}
+		words := strings.Join(strings.Fields(config), " ") // a section's name is single-spaced
+		for p, how := range got {
+			if !strings.Contains(words, p) || (how != "credential_process" && how != "sso") {
+				t.Fatalf("profile %q (%s) is not the config's", p, how)
 			}
 		}
 	})

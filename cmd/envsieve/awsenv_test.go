@@ -134,7 +134,8 @@ func TestExplainAWS(t *testing.T) {
 	}
 	write(".aws/credentials", "[default]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n"+
 		"[work]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n")
-	write(".aws/config", "[default]\nregion = us-east-1\n[profile work]\nendpoint_url = https://s3.work.example:9000\n")
+	write(".aws/config", "[default]\nregion = us-east-1\n[profile work]\nendpoint_url = https://s3.work.example:9000\n"+
+		"[profile vault]\ncredential_process = /usr/bin/false\n[profile corp]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n")
 	write("policy.yaml", "version: 1\nallow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE]\n")
 	if os.Getuid() == 0 {
 		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
@@ -163,6 +164,8 @@ func TestExplainAWS(t *testing.T) {
 		"aws:     " + cred + ": profile work faked, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
 		"login:   " + cred + " fake, bound to *.amazonaws.com, *.amazonaws.com.cn\n",
 		"aws:     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the environment: fake, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
+		"aws:     ~/.aws/config: profile corp not faked (IAM Identity Center: the seal masks the SSO cache, so the profile does not work in the tree)\n",
+		"aws:     ~/.aws/config: profile vault not faked (its credential_process runs in the tree, and the keys it prints are real)\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("explain --seal: %q missing:\n%s", want, text)

@@ -64,6 +64,10 @@ type explainJSON struct {
 	// admits: fakes the broker re-signs for its hosts, or why not
 	// (additive to schema v1).
 	AWSEnv *launch.AWSState `json:"aws_env,omitempty"`
+	// AWSConfig are the profiles of ~/.aws/config that get their keys by
+	// means envsieve does not fake (credential_process, IAM Identity
+	// Center), and what the tree can do with them (additive to schema v1).
+	AWSConfig []launch.AWSState `json:"aws_config,omitempty"`
 }
 
 // secretJSON is one credential the child gets: "brokered" (a fake; the
@@ -321,6 +325,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker)
 	doc.AWSEnv = l.AWSEnvState(h.Home, h.Broker != nil, f.noBroker)
+	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -470,6 +475,9 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 			fmt.Fprintf(w, " (%s)", a.Why)
 		}
 		fmt.Fprintln(w)
+	}
+	for _, a := range doc.AWSConfig {
+		fmt.Fprintf(w, "aws:     ~/.aws/config: profile %s %s (%s)\n", strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
 	}
 	switch {
 	case doc.Shim.RulesAt == "exec":
