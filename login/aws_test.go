@@ -22,10 +22,20 @@ var (
 	realAWSTok    = "IQoJb3JpZ2luX2VjEBAaCXVzLWVhc3QtMSJHMEUCIQ" + strings.Repeat("Zm9v", 20) + "=="
 )
 
-func TestAWSCredentials(t *testing.T) {
-	real := "# my keys\n[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key=" + realAWSSecret + "\r\nregion = eu-west-1\n" +
+// awsFile is a credentials file of two profiles, one with a session token.
+func awsFile() string {
+	return "# my keys\n[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key=" + realAWSSecret + "\r\nregion = eu-west-1\n" +
 		"s3 =\n  max_concurrent_requests = 4\n\n; temp\n[work]\naws_access_key_id: " + realAWSID2 + "\naws_secret_access_key = " + realAWSSecret[:39] + "x\n" +
 		"aws_session_token = " + realAWSTok + "\n[empty]\nregion = us-east-1\n"
+}
+
+func init() {
+	fuzzSeeds["aws-credentials"] = []string{awsFile(), "[a]\ncredential_process = /usr/bin/get-keys\n",
+		"[a]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key = " + realAWSSecret + "\naws_security_token = " + realAWSTok + "\n"}
+}
+
+func TestAWSCredentials(t *testing.T) {
+	real := awsFile()
 	f, ok := ByPath(".aws/credentials")
 	if !ok {
 		t.Fatal("no format for .aws/credentials")

@@ -269,7 +269,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: no fuzz seeds", f.Name)
 		}
 	}
-	want := []string{"cargo-credentials", "docker-config", "gh-hosts", "git-credentials", "netrc", "npmrc", "pypirc", "yarnrc"}
+	want := []string{"aws-credentials", "cargo-credentials", "docker-config", "gh-hosts", "git-credentials", "netrc", "npmrc", "pypirc", "yarnrc"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("formats %q, want %q", names, want)
 	}
