@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/envsieve/envsieve/broker/fake"
 	"github.com/envsieve/envsieve/policy"
 )
 
@@ -136,20 +137,45 @@ func (l *Plan) StartBroker() error {
 		logins.env = outerEnv(l.opt.Parent)
 		l.Env = overlay(l.Env, logins.env)
 	}
-	if len(l.Result.Brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+	// AWS keys the tree would get are re-signed with, never handed over
+	// (awsEnvLogin): brokered as the policy's keys are.
+	awsSrc := awsEnvSource(l.Env, l.opt.Parent, l.opt.Policy)
+	treeAWS := len(awsSrc) == len(l.Env) // the keys are the tree's own, or none
+	brokered := slices.Clone(l.Result.Brokered)
+	for _, kv := range awsSrc {
+		if k, v, _ := strings.Cut(kv, "="); v != "" && slices.Contains(awsEnvVars, k) {
+			brokered = append(brokered, k)
+		}
+	}
+	if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
 		return nil
 	}
 	h := l.host
 	if l.opt.NoBroker {
-		h.warnf("--no-broker: the command gets the real values of %s", strings.Join(l.Result.Brokered, ", "))
+		h.warnf("--no-broker: the command gets the real values of %s", strings.Join(brokered, ", "))
 		return nil
 	}
 	if h.Broker == nil {
-		return fmt.Errorf("%w: %s are brokered (the child gets fakes, the broker the real values), and this launcher cannot run the broker", ErrNoBroker, strings.Join(l.Result.Brokered, ", "))
+		return fmt.Errorf("%w: %s are brokered (the child gets fakes, the broker the real values), and this launcher cannot run the broker", ErrNoBroker, strings.Join(brokered, ", "))
 	}
 	key, err := l.key()
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
+	}
+	var awsEnv *awsEnvKeys
+	if len(brokered) > len(l.Result.Brokered) {
+		if awsEnv, err = awsEnvLogin(awsSrc, h.Home, func(name, real string) string { return fake.Of(key, name, real) }); err != nil {
+			if treeAWS {
+				h.warnf("%v: the command gets none of the AWS key variables", err)
+			} else {
+				h.warnf("%v: they are not re-signed, and a rule that grants them hands them over as it says", err)
+			}
+			l.Env = dropAWSEnv(l.Env)
+			brokered = l.Result.Brokered
+			if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+				return nil
+			}
+		}
 	}
 	dir, err := os.MkdirTemp(os.TempDir(), "envsieve-broker-")
 	if err != nil {
@@ -173,8 +199,13 @@ func (l *Plan) StartBroker() error {
 		logins.addLogins(&req)
 		req.AWS = awsLogins(logins.creds, h.Home)
 	}
+	if awsEnv != nil {
+		req.AWS = append(req.AWS, awsEnv.login)
+	}
 	sort.Slice(req.Bindings, func(i, j int) bool { return req.Bindings[i].Name < req.Bindings[j].Name })
-	proxy := proxyMode(req.Bindings, req.BoundOnly)
+	// AWS's clients have no endpoint variable envsieve could point at the
+	// broker: they go through the proxy.
+	proxy := proxyMode(req.Bindings, req.BoundOnly) || len(req.AWS) > 0
 	if !proxy {
 		req.Bindings = baseURLOnly(req.Bindings)
 	}
@@ -195,7 +226,7 @@ func (l *Plan) StartBroker() error {
 	if err != nil {
 		os.RemoveAll(dir)
 		l.brokerDir = ""
-		if len(l.Result.Brokered) == 0 {
+		if len(brokered) == 0 {
 			// Only credential files were to be faked: they stay masked.
 			h.warnf("broker: %v: your credential files stay masked in the sealed tree", err)
 			l.removeLogins()
@@ -218,15 +249,31 @@ func (l *Plan) StartBroker() error {
 			l.brokerEnv[k] = v
 		}
 	}
+	if awsEnv != nil && treeAWS {
+		for k, v := range awsEnv.fakes {
+			l.brokerEnv[k] = v
+		}
+	}
 	if !proxy {
 		for k, v := range loopbackNoProxy(l.Env) {
 			l.brokerEnv[k] = v
 		}
 	}
 	l.Env = overlay(l.Env, l.brokerEnv)
+	if awsEnv != nil && !treeAWS {
+		// Only a rule's grant gets them (brokerOverlay), not the tree.
+		for k, v := range awsEnv.fakes {
+			l.brokerEnv[k] = v
+		}
+	}
 	l.mask = nil // the real values left the environment: mask them
 	for n := range req.Secrets {
 		if logins == nil || !logins.names[n] {
+			l.brokered = append(l.brokered, n)
+		}
+	}
+	if awsEnv != nil {
+		for n := range awsEnv.fakes {
 			l.brokered = append(l.brokered, n)
 		}
 	}

@@ -49,6 +49,9 @@ type LoginState struct {
 	Why  string `json:"why,omitempty"`
 	// Hosts are the hosts its fakes are bound to.
 	Hosts []string `json:"hosts,omitempty"`
+	// AWS are the AWS profiles faked in it, each with the hosts it is
+	// re-signed for (a fake ~/.aws/credentials).
+	AWS []AWSState `json:"aws,omitempty"`
 }
 
 // LoginPreview says, for explain, what a launch's tree would see of each
@@ -83,7 +86,11 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 				err = errors.New("no credential in it")
 			}
 			for _, c := range creds {
-				st.Hosts = append(st.Hosts, c.Hosts...)
+				for _, h := range c.Hosts {
+					if !slices.Contains(st.Hosts, h) { // each AWS profile's are AWS's
+						st.Hosts = append(st.Hosts, h)
+					}
+				}
 			}
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
@@ -102,6 +109,9 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 				st.Why = "Landlock masks the file; git's credential helper answers the fake"
 			default:
 				st.Why = "Landlock cannot show a fake at the path"
+			}
+			if st.Seen == "fake" {
+				st.AWS = awsStates(creds, home)
 			}
 			out = append(out, st)
 		}

@@ -209,51 +209,11 @@ func AWSEnv(env map[string]string, fake Faker) (fakes map[string]string, c Cred,
 // requests for them too. An endpoint_url that is not an absolute http(s)
 // URL is an error.
 func AWSEndpointHosts(config []byte) (map[string][]string, error) {
-	type section struct {
-		top    map[string]string
-		nested map[string]map[string]string
+	sections, err := awsConfigSections(config)
+	if err != nil {
+		return nil, err
 	}
-	sections := map[string]*section{}
-	var cur *section
-	var parent string // the key indented lines are nested under
-	for n, line := range strings.Split(string(config), "\n") {
-		body := strings.TrimRight(line, "\r")
-		trimmed := strings.TrimSpace(body)
-		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == ';' {
-			continue
-		}
-		if trimmed[0] == '[' && body[0] == '[' {
-			if !strings.HasSuffix(trimmed, "]") {
-				return nil, fmt.Errorf("aws config: line %d: a malformed section", n+1)
-			}
-			name := strings.Join(strings.Fields(trimmed[1:len(trimmed)-1]), " ")
-			cur = &section{top: map[string]string{}, nested: map[string]map[string]string{}}
-			sections[name] = cur
-			parent = ""
-			continue
-		}
-		if cur == nil {
-			return nil, fmt.Errorf("aws config: line %d: a setting outside a section", n+1)
-		}
-		i := strings.IndexAny(trimmed, "=:")
-		if i < 0 {
-			return nil, fmt.Errorf("aws config: line %d: not key = value", n+1)
-		}
-		key, value := strings.ToLower(strings.TrimSpace(trimmed[:i])), strings.TrimSpace(trimmed[i+1:])
-		if body[0] == ' ' || body[0] == '\t' {
-			if parent == "" {
-				return nil, fmt.Errorf("aws config: line %d: an indented line that continues nothing", n+1)
-			}
-			cur.nested[parent][key] = value
-			continue
-		}
-		cur.top[key] = value
-		parent = ""
-		if value == "" {
-			parent = key
-			cur.nested[key] = map[string]string{}
-		}
-	}
+	type section = awsSection
 	hostOf := func(u string) (string, error) {
 		p, err := url.Parse(u)
 		if err != nil || (p.Scheme != "https" && p.Scheme != "http") || p.Host == "" {
@@ -302,6 +262,88 @@ func AWSEndpointHosts(config []byte) (map[string][]string, error) {
 		if len(hosts) > 0 {
 			slices.Sort(hosts)
 			out[profile] = hosts
+		}
+	}
+	return out, nil
+}
+
+// awsSection is a section of ~/.aws/config: its settings, and those
+// nested under a key with an empty value ("s3 =\n  endpoint_url = ...").
+type awsSection struct {
+	top    map[string]string
+	nested map[string]map[string]string
+}
+
+// awsConfigSections parses ~/.aws/config into its sections, by name with
+// its words single-spaced ("profile work", "default", "sso-session x").
+func awsConfigSections(config []byte) (map[string]*awsSection, error) {
+	type section = awsSection
+	sections := map[string]*section{}
+	var cur *section
+	var parent string // the key indented lines are nested under
+	for n, line := range strings.Split(string(config), "\n") {
+		body := strings.TrimRight(line, "\r")
+		trimmed := strings.TrimSpace(body)
+		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == ';' {
+			continue
+		}
+		if trimmed[0] == '[' && body[0] == '[' {
+			if !strings.HasSuffix(trimmed, "]") {
+				return nil, fmt.Errorf("aws config: line %d: a malformed section", n+1)
+			}
+			name := strings.Join(strings.Fields(trimmed[1:len(trimmed)-1]), " ")
+			cur = &section{top: map[string]string{}, nested: map[string]map[string]string{}}
+			sections[name] = cur
+			parent = ""
+			continue
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("aws config: line %d: a setting outside a section", n+1)
+		}
+		i := strings.IndexAny(trimmed, "=:")
+		if i < 0 {
+			return nil, fmt.Errorf("aws config: line %d: not key = value", n+1)
+		}
+		key, value := strings.ToLower(strings.TrimSpace(trimmed[:i])), strings.TrimSpace(trimmed[i+1:])
+		if body[0] == ' ' || body[0] == '\t' {
+			if parent == "" {
+				return nil, fmt.Errorf("aws config: line %d: an indented line that continues nothing", n+1)
+			}
+			cur.nested[parent][key] = value
+			continue
+		}
+		cur.top[key] = value
+		parent = ""
+		if value == "" {
+			parent = key
+			cur.nested[key] = map[string]string{}
+		}
+	}
+	return sections, nil
+}
+
+// AWSConfigFetchers reads ~/.aws/config and returns, by profile name, how
+// a profile that gets its keys by other means than the credentials file
+// gets them: "credential_process" (a command botocore runs) or "sso" (IAM
+// Identity Center: sso_start_url, sso_session, sso_account_id or
+// sso_role_name). envsieve does not fake these yet (docs/broker.md): in a
+// tree the command runs there, and an SSO profile finds its cache masked.
+func AWSConfigFetchers(config []byte) (map[string]string, error) {
+	sections, err := awsConfigSections(config)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, s := range sections {
+		profile, ok := strings.CutPrefix(name, "profile ")
+		if !ok && name != "default" {
+			continue
+		}
+		switch {
+		case s.top["credential_process"] != "":
+			out[profile] = "credential_process"
+		case s.top["sso_start_url"] != "" || s.top["sso_session"] != "" || s.top["sso_account_id"] != "" || s.top["sso_role_name"] != "":
+			out[profile] = "sso"
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package login
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,10 +22,20 @@ var (
 	realAWSTok    = "IQoJb3JpZ2luX2VjEBAaCXVzLWVhc3QtMSJHMEUCIQ" + strings.Repeat("Zm9v", 20) + "=="
 )
 
-func TestAWSCredentials(t *testing.T) {
-	real := "# my keys\n[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key=" + realAWSSecret + "\r\nregion = eu-west-1\n" +
+// awsFile is a credentials file of two profiles, one with a session token.
+func awsFile() string {
+	return "# my keys\n[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key=" + realAWSSecret + "\r\nregion = eu-west-1\n" +
 		"s3 =\n  max_concurrent_requests = 4\n\n; temp\n[work]\naws_access_key_id: " + realAWSID2 + "\naws_secret_access_key = " + realAWSSecret[:39] + "x\n" +
 		"aws_session_token = " + realAWSTok + "\n[empty]\nregion = us-east-1\n"
+}
+
+func init() {
+	fuzzSeeds["aws-credentials"] = []string{awsFile(), "[a]\ncredential_process = /usr/bin/get-keys\n",
+		"[a]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key = " + realAWSSecret + "\naws_security_token = " + realAWSTok + "\n"}
+}
+
+func TestAWSCredentials(t *testing.T) {
+	real := awsFile()
 	f, ok := ByPath(".aws/credentials")
 	if !ok {
 		t.Fatal("no format for .aws/credentials")
@@ -177,11 +188,39 @@ func FuzzAWSEndpointHosts(f *testing.F) {
 	})
 }
 
-// The AWS format is in FuzzFakers too, from the seeds of
-// FuzzAWSCredentials.
-func init() {
-	fuzzSeeds["aws-credentials"] = []string{
-		"[default]\naws_access_key_id = " + realAWSID + "\naws_secret_access_key = " + realAWSSecret + "\n",
-		"[w]\naws_access_key_id: " + realAWSID2 + "\naws_secret_access_key=" + realAWSSecret + "\naws_session_token = " + realAWSTok + "\ns3 =\n  x = 1\n",
+// TestAWSConfigFetchers: the profiles of ~/.aws/config that get their keys
+// by a credential_process or IAM Identity Center are named, the others
+// not; a config that cannot be read is an error.
+func TestAWSConfigFetchers(t *testing.T) {
+	config := "[default]\nregion = us-east-1\n[profile p]\ncredential_process = /usr/bin/get-keys --x\n" +
+		"[profile s]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n[profile legacy]\nsso_start_url = https://x\n" +
+		"[sso-session corp]\nsso_start_url = https://corp\n[profile static]\nregion = x\n"
+	got, err := AWSConfigFetchers([]byte(config))
+	want := map[string]string{"p": "credential_process", "s": "sso", "legacy": "sso"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
 	}
+	for _, bad := range []string{"region = x\n", "[default\n", "[default]\n  indented = x\n"} {
+		if _, err := AWSConfigFetchers([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// FuzzAWSConfigFetchers: any config is read or refused without a panic,
+// and every profile it names is one the config names.
+func FuzzAWSConfigFetchers(f *testing.F) {
+	f.Add("[profile p]\ncredential_process = x\n[default]\nsso_session = s\n")
+	f.Fuzz(func(t *testing.T, config string) {
+		got, err := AWSConfigFetchers([]byte(config))
+		if err != nil {
+			return
+		}
+		words := strings.Join(strings.Fields(config), " ") // a section's name is single-spaced
+		for p, how := range got {
+			if !strings.Contains(words, p) || (how != "credential_process" && how != "sso") {
+				t.Fatalf("profile %q (%s) is not the config's", p, how)
+			}
+		}
+	})
 }

@@ -60,6 +60,14 @@ type explainJSON struct {
 	// SSH is what the tree's ssh agent allows, when the child gets
 	// SSH_AUTH_SOCK (additive to schema v1).
 	SSH *sshJSON `json:"ssh,omitempty"`
+	// AWSEnv says what the child gets of the AWS key variables the policy
+	// admits: fakes the broker re-signs for its hosts, or why not
+	// (additive to schema v1).
+	AWSEnv *launch.AWSState `json:"aws_env,omitempty"`
+	// AWSConfig are the profiles of ~/.aws/config that get their keys by
+	// means envsieve does not fake (credential_process, IAM Identity
+	// Center), and what the tree can do with them (additive to schema v1).
+	AWSConfig []launch.AWSState `json:"aws_config,omitempty"`
 }
 
 // secretJSON is one credential the child gets: "brokered" (a fake; the
@@ -316,6 +324,8 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	h := host(u, f)
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
+	doc.AWSEnv = l.AWSEnvState(h.Home, h.Broker != nil, f.noBroker)
+	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -448,6 +458,26 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 			fmt.Fprintf(w, " (%s)", st.Why)
 		}
 		fmt.Fprintln(w)
+		for _, a := range st.AWS {
+			fmt.Fprintf(w, "aws:     %s: profile %s faked, re-signed for %s\n", st.Path, strings.TrimPrefix(a.Name, "aws:"), strings.Join(a.Hosts, ", "))
+		}
+	}
+	if a := doc.AWSEnv; a != nil {
+		from := "the environment"
+		if a.Grant {
+			from = "the environment, for a rule's grant"
+		}
+		fmt.Fprintf(w, "aws:     %s from %s: %s", strings.Join(a.Vars, ", "), from, a.Seen)
+		if len(a.Hosts) > 0 {
+			fmt.Fprintf(w, ", re-signed for %s", strings.Join(a.Hosts, ", "))
+		}
+		if a.Why != "" {
+			fmt.Fprintf(w, " (%s)", a.Why)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, a := range doc.AWSConfig {
+		fmt.Fprintf(w, "aws:     ~/.aws/config: profile %s %s (%s)\n", strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
 	}
 	switch {
 	case doc.Shim.RulesAt == "exec":
