@@ -57,6 +57,38 @@ var credentialDirs = map[string]bool{
 	".aws/sso/cache": true, ".config/gcloud": true, ".azure": true, ".gnupg": true, ".password-store": true,
 }
 
+// loginCanaryHost is the host a canary login of verify's names: under
+// .invalid, which no resolver answers.
+func loginCanaryHost(what string) string { return what + ".envsieve-verify.invalid" }
+
+// loginCanaries are the credential files verify plants as logins of the
+// stand-in user's, in the formats package login fakes (git over https,
+// gh, npm, an AWS profile): each returns the file and the real value the
+// tree must never see (the probe's "login files" channel).
+var loginCanaries = map[string]func() (file, real string, err error){
+	".git-credentials": func() (string, string, error) {
+		pw, err := randomHex("envsieve-verify-")
+		return "https://verify:" + pw + "@" + loginCanaryHost("git") + "\n", pw, err
+	},
+	".config/gh/hosts.yml": func() (string, string, error) {
+		tok, err := randomHex("ghp_")
+		return loginCanaryHost("github") + ":\n    oauth_token: " + tok + "\n    user: verify\n    git_protocol: https\n", tok, err
+	},
+	".npmrc": func() (string, string, error) {
+		tok, err := randomHex("npm_")
+		return "//" + loginCanaryHost("registry") + "/:_authToken=" + tok + "\n", tok, err
+	},
+	".aws/credentials": func() (string, string, error) {
+		b := make([]byte, 38)
+		if _, err := rand.Read(b); err != nil {
+			return "", "", err
+		}
+		id := "AKIA" + strings.ToUpper(hex.EncodeToString(b[:8]))
+		secret := hex.EncodeToString(b[8:])[:40]
+		return "[default]\naws_access_key_id = " + id + "\naws_secret_access_key = " + secret + "\n", secret, nil
+	},
+}
+
 // verifyOptions are verify's flags: what it passes to envsieve run.
 type verifyOptions struct {
 	policy, profile     string
@@ -82,7 +114,12 @@ getenv, /proc/self/environ, /proc/$PPID/environ and every readable
 /proc/*/environ; writes to envsieve's shim socket (a version 1 exec request,
 and a start request for a program of its own); runs copies of itself, and
 links to itself, named after the programs your rules grant to; reads each
-credential file; opens the store with its key; asks an envsieve inside the
+credential file; reads the canary logins (~/.git-credentials, gh's
+hosts.yml, ~/.npmrc, ~/.aws/credentials, each in its format) at their
+paths, where NPM_CONFIG_USERCONFIG, GH_CONFIG_DIR and
+AWS_SHARED_CREDENTIALS_FILE name them, and through 'git credential fill': a
+real value is a leak, a fake is listed on the 'logins:' line (a sealed
+launch with a broker shows the tree fakes); opens the store with its key; asks an envsieve inside the
 tree for each canary; tries to change the policy file and its directory; and
 runs, as a program each of your rules matches (a shell for a catch-all, cat,
 env, git through an alias, python3, node), a read of every credential file
@@ -214,7 +251,16 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
-		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": found, "leaked": leaks > 0}
+		leaksOnly := map[string][]string{}
+		for _, ch := range channels {
+			if len(found[ch]) > 0 {
+				leaksOnly[ch] = found[ch]
+			}
+		}
+		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": leaksOnly, "leaked": leaks > 0}
+		if !custom {
+			doc["login_fakes"] = append([]string{}, found[loginViews]...)
+		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			doc["seal_hint"] = h
 		}
@@ -223,6 +269,9 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 		}
 	} else {
 		printMatrix(u, channels, found)
+		if !custom {
+			fmt.Fprintln(u.Out, loginLine(found[loginViews]))
+		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			fmt.Fprintln(u.Out, h)
 		}
@@ -317,14 +366,25 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 		if err != nil {
 			return err
 		}
+		body, channel := value+"\n", chFiles
+		if lc, ok := loginCanaries[f]; ok {
+			// A login of the stand-in user's, in the file's own format:
+			// a sealed launch shows the tree a fake of it.
+			var real string
+			if body, real, err = lc(); err != nil {
+				return err
+			}
+			value, channel = real, chLogins
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			return err
 		}
-		w.in.Files = append(w.in.Files, probeFile{Channel: chFiles, Label: "~/" + f, Path: path, Value: []byte(value)})
+		w.in.Files = append(w.in.Files, probeFile{Channel: channel, Label: "~/" + f, Path: path, Value: []byte(value)})
 	}
+	w.in.GitURL = "https://" + loginCanaryHost("git")
 	stored, err := randomHex("stored-")
 	if err != nil {
 		return err
@@ -443,7 +503,7 @@ func printMatrix(u *cli.UI, channels []string, found map[string][]string) {
 // ancestors' /proc/PID/environ, with --seal also the credential files,
 // the store and its keys, the policy file and what a rule's program can
 // reach.
-var sealClosed = []string{"/proc/PPID/environ", "/proc/*/environ", chFiles, chStore, chPolicy, chRules}
+var sealClosed = []string{"/proc/PPID/environ", "/proc/*/environ", chFiles, chLogins, chStore, chPolicy, chRules}
 
 // profileOf is the profile verify's launch asks for: --profile, else
 // ENVSIEVE_PROFILE as run reads it.
@@ -479,4 +539,12 @@ func sealHint(channels []string, found map[string][]string, sealed bool, o *veri
 	}
 	return fmt.Sprintf("%d of these leaks (%s) are what the seal closes, and this launch was not sealed: run with --seal, or add 'seal: on' to the profile (the built-in agent profiles have it); check with '%s'",
 		n, strings.Join(closable, ", "), again)
+}
+
+// loginLine says where the probe found fakes of the canary logins.
+func loginLine(views []string) string {
+	if len(views) == 0 {
+		return "logins: the tree saw no fake of a login (the launch was not sealed, or no broker could run: the files stay masked)"
+	}
+	return "logins: the tree saw fakes at " + strings.Join(views, ", ")
 }

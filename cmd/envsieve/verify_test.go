@@ -26,7 +26,9 @@ type verifyReport struct {
 	Leaks    map[string][]string `json:"leaks"`
 	Leaked   bool                `json:"leaked"`
 	SealHint string              `json:"seal_hint"`
-	status   int
+	// LoginFakes are where the probe found fakes of the canary logins.
+	LoginFakes []string `json:"login_fakes"`
+	status     int
 }
 
 // TestVerifyMatrix is the leak matrix of `envsieve verify`, channel by
@@ -54,8 +56,16 @@ func TestVerifyMatrix(t *testing.T) {
 		"  - match: {command: \"*\"}\n    deny: [ANTHROPIC_API_KEY]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An install with envsieve-daemon beside envsieve: a sealed launch
+	// runs a broker, and shows the tree fakes of the canary logins.
+	withBroker, brokerHome := unprivilegedInstall(t)
+	copyFile(t, noNS, filepath.Join(filepath.Dir(withBroker), "nouserns"))
 	audit := filepath.Join(dir, "audit.jsonl")
-	verify := func(t *testing.T, wrap, withShim bool, args ...string) verifyReport {
+	verify := func(t *testing.T, wrap, withShim, broker bool, args ...string) verifyReport {
+		exe, home, noNS := exe, home, noNS
+		if broker {
+			exe, home, noNS = withBroker, brokerHome, filepath.Join(filepath.Dir(withBroker), "nouserns")
+		}
 		argv := append([]string{exe, "verify", "--json"}, args...)
 		if wrap {
 			argv = append([]string{noNS}, argv...)
@@ -82,12 +92,17 @@ func TestVerifyMatrix(t *testing.T) {
 		}
 		return r
 	}
-	var files []string
+	var files, logins []string
 	for _, f := range seal.CredentialFiles() {
-		files = append(files, "~/"+f)
+		if _, ok := loginCanaries[f]; ok {
+			logins = append(logins, "~/"+f)
+		} else {
+			files = append(files, "~/"+f)
+		}
 	}
 	open := map[string][]string{
 		chFiles:  files,
+		chLogins: logins,
 		chStore:  {"~/.local/share/envsieve/redact.key", "~/.local/share/envsieve/store.key", storedName},
 		chPolicy: {"a new file in envsieve", "policy.yaml"},
 	}
@@ -99,31 +114,51 @@ func TestVerifyMatrix(t *testing.T) {
 	for k, v := range open {
 		withAgent[k] = v
 	}
+	// Where the tree finds fakes of the canary logins, sealed with a
+	// broker: at the real paths (namespaces) or only where the tools'
+	// variables name them (Landlock masks the paths), and always through
+	// git's credential helper.
+	varFakes := []string{"$AWS_SHARED_CREDENTIALS_FILE", "$GH_CONFIG_DIR", "$NPM_CONFIG_USERCONFIG", "git credential fill"}
+	nsFakes := append(slices.Clone(logins), varFakes...)
 	for _, tc := range []struct {
-		name           string
-		wrap, withShim bool
-		args           []string
-		want           map[string][]string
+		name                   string
+		wrap, withShim, broker bool
+		args                   []string
+		want                   map[string][]string
+		fakes                  []string
 	}{
-		{"unsealed", false, false, nil, withAgent},
-		{"isolated", false, false, []string{"--isolate"}, open},
-		{"sealed by namespaces", false, false, []string{"--seal"}, nil},
-		{"sealed by Landlock", true, false, []string{"--seal"}, nil},
-		{"a built-in agent profile", false, false, []string{"--profile", "claude"}, nil},
-		{"a built-in agent profile, sealed by Landlock", true, false, []string{"--profile", "codex"}, nil},
+		{"unsealed", false, false, false, nil, withAgent, nil},
+		{"isolated", false, false, false, []string{"--isolate"}, open, nil},
+		{"sealed by namespaces", false, false, false, []string{"--seal"}, nil, nil},
+		{"sealed by Landlock", true, false, false, []string{"--seal"}, nil, nil},
+		{"a built-in agent profile", false, false, false, []string{"--profile", "claude"}, nil, nil},
+		{"a built-in agent profile, sealed by Landlock", true, false, false, []string{"--profile", "codex"}, nil, nil},
 		// With grants on, the tree is in a scope that cannot read the
 		// agent's environ; the rest stays open.
-		{"rule and shim, unsealed", false, true, []string{"--policy", rules}, open},
-		{"rule and shim, sealed by namespaces", false, true, []string{"--policy", rules, "--seal"}, nil},
-		{"rule and shim, sealed by Landlock", true, true, []string{"--policy", rules, "--seal"}, nil},
+		{"rule and shim, unsealed", false, true, false, []string{"--policy", rules}, open, nil},
+		{"rule and shim, sealed by namespaces", false, true, false, []string{"--policy", rules, "--seal"}, nil, nil},
+		{"rule and shim, sealed by Landlock", true, true, false, []string{"--policy", rules, "--seal"}, nil, nil},
 		// The programs a catch-all matches are the agent's own shell and
 		// every tool: unsealed they read everything, sealed nothing.
-		{"catch-all rule, unsealed", false, true, []string{"--policy", catchAll}, withRules},
-		{"catch-all rule, sealed by namespaces", false, true, []string{"--policy", catchAll, "--seal"}, nil},
-		{"catch-all rule, sealed by Landlock", true, true, []string{"--policy", catchAll, "--seal"}, nil},
+		{"catch-all rule, unsealed", false, true, false, []string{"--policy", catchAll}, withRules, nil},
+		{"catch-all rule, sealed by namespaces", false, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil},
+		{"catch-all rule, sealed by Landlock", true, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil},
+		// With a broker the sealed tree sees the logins as fakes, and no
+		// real value; unsealed it reads the real files.
+		{"broker, unsealed", false, false, true, nil, withAgent, nil},
+		{"broker, sealed by namespaces", false, false, true, []string{"--seal"}, nil, nsFakes},
+		{"broker, sealed by Landlock", true, false, true, []string{"--seal"}, nil, varFakes},
+		{"broker, catch-all rule, sealed by namespaces", false, true, true, []string{"--policy", catchAll, "--seal"}, nil, nsFakes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := verify(t, tc.wrap, tc.withShim, tc.args...)
+			r := verify(t, tc.wrap, tc.withShim, tc.broker, tc.args...)
+			got := slices.Clone(r.LoginFakes)
+			slices.Sort(got)
+			want := slices.Clone(tc.fakes)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("the tree saw fakes of the logins at %v, want %v", got, want)
+			}
 			for _, ch := range probeChannels {
 				got := slices.Clone(r.Leaks[ch])
 				want := slices.Clone(tc.want[ch])
