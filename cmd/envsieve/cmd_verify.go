@@ -119,7 +119,11 @@ hosts.yml, ~/.npmrc, ~/.aws/credentials, each in its format) at their
 paths, where NPM_CONFIG_USERCONFIG, GH_CONFIG_DIR and
 AWS_SHARED_CREDENTIALS_FILE name them, and through 'git credential fill': a
 real value is a leak, a fake is listed on the 'logins:' line (a sealed
-launch with a broker shows the tree fakes); opens the store with its key; asks an envsieve inside the
+launch with a broker shows the tree fakes), and runs 'git ls-remote'
+against the canary git host, which a stand-in of verify's serves (through
+the stand-in user's HTTPS_PROXY, its CA in GIT_SSL_CAINFO): a second
+'logins:' line says whether the real password reached it through the
+broker; opens the store with its key; asks an envsieve inside the
 tree for each canary; tries to change the policy file and its directory; and
 runs, as a program each of your rules matches (a shell for a catch-all, cat,
 env, git through an alias, python3, node), a read of every credential file
@@ -183,6 +187,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	}
 	defer os.RemoveAll(w.dir)
 	defer w.stopAgent()
+	defer w.finishStandIn()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -242,6 +247,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	for _, ch := range channels {
 		leaks += len(found[ch])
 	}
+	work := loginsWork(w.finishStandIn(), loginCanaryHost("git"), len(found[loginTries]) > 0, w.standInWhy)
 	// Whether the launch asked for the seal: --seal, or a profile that
 	// turns it on (--isolate alone closes only the /proc channels).
 	sealed := o.seal
@@ -260,6 +266,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": leaksOnly, "leaked": leaks > 0}
 		if !custom {
 			doc["login_fakes"] = append([]string{}, found[loginViews]...)
+			doc["logins"] = work
 		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			doc["seal_hint"] = h
@@ -271,6 +278,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 		printMatrix(u, channels, found)
 		if !custom {
 			fmt.Fprintln(u.Out, loginLine(found[loginViews]))
+			fmt.Fprintln(u.Out, work)
 		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			fmt.Fprintln(u.Out, h)
@@ -306,6 +314,10 @@ type world struct {
 	in  probeInput
 	// stopAgent stops the stand-in user's ssh agent.
 	stopAgent func()
+	// standIn serves the canary logins' hosts (nil when it cannot run:
+	// standInWhy says why).
+	standIn    *standIn
+	standInWhy error
 }
 
 // newWorld makes a HOME with a canary in every credential file of the
@@ -328,6 +340,7 @@ func newWorld(src []byte, p *policy.Policy, canaries []string) (*world, error) {
 	}
 	w := &world{dir: dir}
 	if err := w.fill(src, p, canaries); err != nil {
+		w.finishStandIn()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -357,6 +370,7 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	if err := os.WriteFile(w.in.Policy, src, 0o600); err != nil {
 		return err
 	}
+	var gitPassword string
 	for _, f := range seal.CredentialFiles() {
 		path := filepath.Join(home, f)
 		if credentialDirs[f] {
@@ -375,6 +389,9 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 				return err
 			}
 			value, channel = real, chLogins
+			if f == ".git-credentials" {
+				gitPassword = real
+			}
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
@@ -385,6 +402,9 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 		w.in.Files = append(w.in.Files, probeFile{Channel: channel, Label: "~/" + f, Path: path, Value: []byte(value)})
 	}
 	w.in.GitURL = "https://" + loginCanaryHost("git")
+	// The stand-in for the canary git host, which checks that the tree's
+	// fake reached it as the real password (through the broker).
+	w.standIn, w.standInWhy = startStandIn(w.dir, []standInLogin{{Host: loginCanaryHost("git"), User: "verify", Password: gitPassword}})
 	stored, err := randomHex("stored-")
 	if err != nil {
 		return err
@@ -408,11 +428,20 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
 		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ENVSIEVE_POLICY", "SSH_AUTH_SOCK":
+		case "HTTPS_PROXY", "https_proxy", "GIT_SSL_CAINFO":
+			if w.standIn == nil {
+				w.env = append(w.env, kv)
+			}
 		default:
 			w.env = append(w.env, kv)
 		}
 	}
 	w.env = append(w.env, "HOME="+home)
+	if w.standIn != nil {
+		// The stand-in user's proxy and company CA: the broker goes
+		// through the one and trusts the other upstream.
+		w.env = append(w.env, "HTTPS_PROXY="+w.standIn.proxy, "GIT_SSL_CAINFO="+w.standIn.caFile)
+	}
 	if w.in.SSHAgent, w.stopAgent, err = startCanaryAgent(w.dir); err != nil {
 		return err
 	}
@@ -547,4 +576,14 @@ func loginLine(views []string) string {
 		return "logins: the tree saw no fake of a login (the launch was not sealed, or no broker could run: the files stay masked)"
 	}
 	return "logins: the tree saw fakes at " + strings.Join(views, ", ")
+}
+
+// finishStandIn stops the logins' stand-in, and returns what it saw.
+func (w *world) finishStandIn() []standInSeen {
+	if w.standIn == nil {
+		return nil
+	}
+	s := w.standIn
+	w.standIn = nil
+	return s.finish()
 }

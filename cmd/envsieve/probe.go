@@ -99,6 +99,7 @@ func probeMain() int {
 	p.renamed()
 	p.files()
 	p.logins()
+	p.tryLogins()
 	p.store()
 	p.nested()
 	p.policy()

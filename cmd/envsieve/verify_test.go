@@ -28,7 +28,10 @@ type verifyReport struct {
 	SealHint string              `json:"seal_hint"`
 	// LoginFakes are where the probe found fakes of the canary logins.
 	LoginFakes []string `json:"login_fakes"`
-	status     int
+	// Logins says whether the tree's logins worked against verify's
+	// stand-in.
+	Logins string `json:"logins"`
+	status int
 }
 
 // TestVerifyMatrix is the leak matrix of `envsieve verify`, channel by
@@ -126,29 +129,30 @@ func TestVerifyMatrix(t *testing.T) {
 		args                   []string
 		want                   map[string][]string
 		fakes                  []string
+		logins                 string // the start of the logins line
 	}{
-		{"unsealed", false, false, false, nil, withAgent, nil},
-		{"isolated", false, false, false, []string{"--isolate"}, open, nil},
-		{"sealed by namespaces", false, false, false, []string{"--seal"}, nil, nil},
-		{"sealed by Landlock", true, false, false, []string{"--seal"}, nil, nil},
-		{"a built-in agent profile", false, false, false, []string{"--profile", "claude"}, nil, nil},
-		{"a built-in agent profile, sealed by Landlock", true, false, false, []string{"--profile", "codex"}, nil, nil},
+		{"unsealed", false, false, false, nil, withAgent, nil, "logins: not tried"},
+		{"isolated", false, false, false, []string{"--isolate"}, open, nil, "logins: not tried"},
+		{"sealed by namespaces", false, false, false, []string{"--seal"}, nil, nil, "logins: not tried"},
+		{"sealed by Landlock", true, false, false, []string{"--seal"}, nil, nil, "logins: not tried"},
+		{"a built-in agent profile", false, false, false, []string{"--profile", "claude"}, nil, nil, "logins: not tried"},
+		{"a built-in agent profile, sealed by Landlock", true, false, false, []string{"--profile", "codex"}, nil, nil, "logins: not tried"},
 		// With grants on, the tree is in a scope that cannot read the
 		// agent's environ; the rest stays open.
-		{"rule and shim, unsealed", false, true, false, []string{"--policy", rules}, open, nil},
-		{"rule and shim, sealed by namespaces", false, true, false, []string{"--policy", rules, "--seal"}, nil, nil},
-		{"rule and shim, sealed by Landlock", true, true, false, []string{"--policy", rules, "--seal"}, nil, nil},
+		{"rule and shim, unsealed", false, true, false, []string{"--policy", rules}, open, nil, "logins: not tried"},
+		{"rule and shim, sealed by namespaces", false, true, false, []string{"--policy", rules, "--seal"}, nil, nil, "logins: not tried"},
+		{"rule and shim, sealed by Landlock", true, true, false, []string{"--policy", rules, "--seal"}, nil, nil, "logins: not tried"},
 		// The programs a catch-all matches are the agent's own shell and
 		// every tool: unsealed they read everything, sealed nothing.
-		{"catch-all rule, unsealed", false, true, false, []string{"--policy", catchAll}, withRules, nil},
-		{"catch-all rule, sealed by namespaces", false, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil},
-		{"catch-all rule, sealed by Landlock", true, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil},
+		{"catch-all rule, unsealed", false, true, false, []string{"--policy", catchAll}, withRules, nil, "logins: not tried"},
+		{"catch-all rule, sealed by namespaces", false, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil, "logins: not tried"},
+		{"catch-all rule, sealed by Landlock", true, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil, "logins: not tried"},
 		// With a broker the sealed tree sees the logins as fakes, and no
 		// real value; unsealed it reads the real files.
-		{"broker, unsealed", false, false, true, nil, withAgent, nil},
-		{"broker, sealed by namespaces", false, false, true, []string{"--seal"}, nil, nsFakes},
-		{"broker, sealed by Landlock", true, false, true, []string{"--seal"}, nil, varFakes},
-		{"broker, catch-all rule, sealed by namespaces", false, true, true, []string{"--policy", catchAll, "--seal"}, nil, nsFakes},
+		{"broker, unsealed", false, false, true, nil, withAgent, nil, "logins: do not work"},
+		{"broker, sealed by namespaces", false, false, true, []string{"--seal"}, nil, nsFakes, "logins: work"},
+		{"broker, sealed by Landlock", true, false, true, []string{"--seal"}, nil, varFakes, "logins: work"},
+		{"broker, catch-all rule, sealed by namespaces", false, true, true, []string{"--policy", catchAll, "--seal"}, nil, nsFakes, "logins: work"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := verify(t, tc.wrap, tc.withShim, tc.broker, tc.args...)
@@ -158,6 +162,9 @@ func TestVerifyMatrix(t *testing.T) {
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("the tree saw fakes of the logins at %v, want %v", got, want)
+			}
+			if !strings.HasPrefix(r.Logins, tc.logins) {
+				t.Errorf("%q, want %q...", r.Logins, tc.logins)
 			}
 			for _, ch := range probeChannels {
 				got := slices.Clone(r.Leaks[ch])
@@ -218,6 +225,7 @@ func TestProbeDetects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(w.dir)
+	defer w.finishStandIn()
 	sock := filepath.Join(t.TempDir(), "v1.sock")
 	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
 	if err != nil {
@@ -286,6 +294,29 @@ func TestSealHint(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: hint %q lacks %q", tc.name, got, w)
 			}
+		}
+	}
+}
+
+func TestLoginsWork(t *testing.T) {
+	const host = "git.example.invalid"
+	for _, tc := range []struct {
+		name  string
+		seen  []standInSeen
+		tried bool
+		why   error
+		want  string
+	}{
+		{"the real password came", []standInSeen{{host, "none"}, {host, "real"}}, true, nil, "logins: work"},
+		{"the fake came", []standInSeen{{host, "none"}, {host, "other"}}, true, nil, "logins: do not work (git over https: the stand-in got a password that is not"},
+		{"no login came", []standInSeen{{host, "none"}}, true, nil, "logins: do not work (git over https: the stand-in got no login"},
+		{"the real password, to another host", []standInSeen{{"other.invalid", "real"}}, true, nil, "logins: do not work"},
+		{"nothing came", nil, true, nil, "logins: do not work (git over https: no request"},
+		{"no git", nil, false, nil, "logins: not tried (no git"},
+		{"no stand-in", nil, true, errors.New("envsieve-daemon is not installed"), "logins: not tried (envsieve-daemon"},
+	} {
+		if got := loginsWork(tc.seen, host, tc.tried, tc.why); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %q...", tc.name, got, tc.want)
 		}
 	}
 }
