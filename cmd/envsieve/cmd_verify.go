@@ -61,6 +61,11 @@ var credentialDirs = map[string]bool{
 // .invalid, which no resolver answers.
 func loginCanaryHost(what string) string { return what + ".envsieve-verify.invalid" }
 
+// awsCanaryHost is the AWS endpoint the probe sends a request signed
+// with the canary profile's fake to: an AWS host the broker re-signs
+// for, served by verify's stand-in through the stand-in user's proxy.
+const awsCanaryHost = "sts.us-east-1.amazonaws.com"
+
 // loginCanaries are the credential files verify plants as logins of the
 // stand-in user's, in the formats package login fakes (git over https,
 // gh, npm, an AWS profile): each returns the file and the real value the
@@ -120,10 +125,11 @@ paths, where NPM_CONFIG_USERCONFIG, GH_CONFIG_DIR and
 AWS_SHARED_CREDENTIALS_FILE name them, and through 'git credential fill': a
 real value is a leak, a fake is listed on the 'logins:' line (a sealed
 launch with a broker shows the tree fakes), and runs 'git ls-remote'
-against the canary git host, which a stand-in of verify's serves (through
-the stand-in user's HTTPS_PROXY, its CA in GIT_SSL_CAINFO): a second
-'logins:' line says whether the real password reached it through the
-broker; opens the store with its key; asks an envsieve inside the
+against the canary git host and, with curl, an AWS request signed with the
+fake profile, which a stand-in of verify's serves (through the stand-in
+user's HTTPS_PROXY, its CA in GIT_SSL_CAINFO): a second 'logins:' line says
+whether the real password came, and the request was re-signed with the real
+keys, through the broker; opens the store with its key; asks an envsieve inside the
 tree for each canary; tries to change the policy file and its directory; and
 runs, as a program each of your rules matches (a shell for a catch-all, cat,
 env, git through an alias, python3, node), a read of every credential file
@@ -247,7 +253,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	for _, ch := range channels {
 		leaks += len(found[ch])
 	}
-	work := loginsWork(w.finishStandIn(), loginCanaryHost("git"), len(found[loginTries]) > 0, w.standInWhy)
+	work := loginsWork(w.finishStandIn(), found[loginTries], w.standInWhy)
 	// Whether the launch asked for the seal: --seal, or a profile that
 	// turns it on (--isolate alone closes only the /proc channels).
 	sealed := o.seal
@@ -370,7 +376,7 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	if err := os.WriteFile(w.in.Policy, src, 0o600); err != nil {
 		return err
 	}
-	var gitPassword string
+	var gitPassword, awsKeyID, awsSecret string
 	for _, f := range seal.CredentialFiles() {
 		path := filepath.Join(home, f)
 		if credentialDirs[f] {
@@ -389,8 +395,16 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 				return err
 			}
 			value, channel = real, chLogins
-			if f == ".git-credentials" {
+			switch f {
+			case ".git-credentials":
 				gitPassword = real
+			case ".aws/credentials":
+				awsSecret = real
+				for _, l := range strings.Split(body, "\n") {
+					if v, ok := strings.CutPrefix(l, "aws_access_key_id = "); ok {
+						awsKeyID = v
+					}
+				}
 			}
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -404,7 +418,11 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	w.in.GitURL = "https://" + loginCanaryHost("git")
 	// The stand-in for the canary git host, which checks that the tree's
 	// fake reached it as the real password (through the broker).
-	w.standIn, w.standInWhy = startStandIn(w.dir, []standInLogin{{Host: loginCanaryHost("git"), User: "verify", Password: gitPassword}})
+	w.in.AWSURL = "https://" + awsCanaryHost + "/?Action=GetCallerIdentity&Version=2011-06-15"
+	w.standIn, w.standInWhy = startStandIn(w.dir, []standInLogin{
+		{Host: loginCanaryHost("git"), User: "verify", Password: gitPassword},
+		{Host: awsCanaryHost, Password: awsSecret, AWSKeyID: awsKeyID},
+	})
 	stored, err := randomHex("stored-")
 	if err != nil {
 		return err

@@ -74,6 +74,9 @@ type probeInput struct {
 	SSHAgent string `json:"ssh_agent,omitempty"`
 	// GitURL is the URL the canary ~/.git-credentials holds a login for.
 	GitURL string `json:"git_url,omitempty"`
+	// AWSURL is the AWS request the probe signs with the canary
+	// profile's fake keys.
+	AWSURL string `json:"aws_url,omitempty"`
 }
 
 type probeFile struct {
@@ -100,6 +103,7 @@ func probeMain() int {
 	p.files()
 	p.logins()
 	p.tryLogins()
+	p.tryAWS()
 	p.store()
 	p.nested()
 	p.policy()

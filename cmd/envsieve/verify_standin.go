@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/envsieve/envsieve/login"
 )
 
 // standInArg is envsieve-daemon's hidden verb for verify's stand-in of
@@ -23,8 +28,9 @@ const standInArg = "__verify-standin"
 // and the lines it answers.
 type standInLogin struct {
 	Host     string `json:"host"`
-	User     string `json:"user"`
+	User     string `json:"user,omitempty"`
 	Password string `json:"password"`
+	AWSKeyID string `json:"aws_key_id,omitempty"`
 }
 
 type standInReady struct {
@@ -129,31 +135,53 @@ func (s *standIn) finish() []standInSeen {
 	return seen
 }
 
+// loginClients are the clients the probe tries against the stand-in:
+// its name in the probe's report (loginTries), the host it sends to, and
+// what working means.
+var loginClients = []struct{ name, host, works string }{
+	{"git", loginCanaryHost("git"), "git over https through the broker: the stand-in got the real password from the tree's fake"},
+	{"aws", awsCanaryHost, "an AWS request the tree signed with its fake keys reached the stand-in re-signed with the real ones"},
+}
+
 // loginsWork says whether the tree's logins worked: what the stand-in
-// saw of the canary git host, given whether the probe ran git (tried)
-// and why there is no stand-in (why, when s was nil).
-func loginsWork(seen []standInSeen, host string, tried bool, why error) string {
+// saw of each client's host, given the clients the probe ran (tried) and
+// why there is no stand-in (why, when there is none).
+func loginsWork(seen []standInSeen, tried []string, why error) string {
 	if why != nil {
 		return "logins: not tried (" + why.Error() + ")"
 	}
-	if !tried {
-		return "logins: not tried (no git in the tree's PATH)"
-	}
-	got := map[string]bool{}
-	for _, v := range seen {
-		if v.Host == host {
-			got[v.Login] = true
+	var works, fails, skipped []string
+	for _, c := range loginClients {
+		if !slices.Contains(tried, c.name) {
+			skipped = append(skipped, c.name+" not tried (no "+map[string]string{"git": "git", "aws": "curl, or no fake AWS profile"}[c.name]+" in the tree)")
+			continue
+		}
+		got := map[string]bool{}
+		n := 0
+		for _, v := range seen {
+			if v.Host == c.host {
+				got[v.Login] = true
+				n++
+			}
+		}
+		switch {
+		case got["real"]:
+			works = append(works, c.works)
+		case got["other"]:
+			fails = append(fails, c.name+": the stand-in got a credential that is not the real one")
+		case n > 0:
+			fails = append(fails, c.name+": the stand-in got no login (the launch was not sealed, or no broker ran)")
+		default:
+			fails = append(fails, c.name+": no request reached the stand-in")
 		}
 	}
 	switch {
-	case got["real"]:
-		return "logins: work (git over https through the broker: the stand-in got the real password from the tree's fake)"
-	case got["other"]:
-		return "logins: do not work (git over https: the stand-in got a password that is not the real one)"
-	case len(seen) > 0:
-		return "logins: do not work (git over https: the stand-in got no login: the launch was not sealed, or no broker ran)"
+	case len(fails) > 0:
+		return "logins: do not work (" + strings.Join(append(fails, skipped...), "; ") + ")"
+	case len(works) > 0:
+		return "logins: work (" + strings.Join(append(works, skipped...), "; ") + ")"
 	default:
-		return "logins: do not work (git over https: no request reached the stand-in)"
+		return "logins: not tried (" + strings.Join(skipped, "; ") + ")"
 	}
 }
 
@@ -176,6 +204,56 @@ func (p *probe) tryLogins() {
 	c.Dir = p.in.Work
 	_ = c.Run() // the stand-in says whether it worked
 	p.leak(loginTries, "git")
+}
+
+// tryAWS sends an AWS request signed, by curl from PATH, with the keys of
+// the AWS profile the tree sees (where AWS_SHARED_CREDENTIALS_FILE names
+// it, else at ~/.aws/credentials): the broker re-signs it with the real
+// keys on its way to verify's stand-in. A file holding the real secret
+// is a leak already (logins), and is not tried. The keys go to curl on
+// its stdin, never in argv.
+func (p *probe) tryAWS() {
+	if p.in.AWSURL == "" {
+		return
+	}
+	var real probeFile
+	for _, f := range p.in.Files {
+		if f.Channel == chLogins && f.Label == "~/.aws/credentials" {
+			real = f
+		}
+	}
+	path := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	if path == "" {
+		path = real.Path
+	}
+	curl, err := exec.LookPath("curl")
+	if path == "" || err != nil {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(real.Value) == 0 || bytes.Contains(b, real.Value) {
+		return
+	}
+	f, ok := login.ByPath(".aws/credentials")
+	if !ok {
+		return
+	}
+	_, creds, err := f.Fake(b, func(_, v string) string { return strings.Repeat("x", len(v)) })
+	if err != nil || len(creds) == 0 || creds[0].AWS == nil {
+		return
+	}
+	k := creds[0].AWS.Real // the keys in the file the tree sees: the fakes
+	if strings.ContainsAny(k.AccessKeyID+k.SecretAccessKey, "\"\\\n") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, curl, "-s", "-o", "/dev/null", "-K", "-")
+	c.Env = os.Environ()
+	c.Stdin = strings.NewReader("url = \"" + p.in.AWSURL + "\"\naws-sigv4 = \"aws:amz:us-east-1:sts\"\nuser = \"" +
+		k.AccessKeyID + ":" + k.SecretAccessKey + "\"\n")
+	_ = c.Run() // the stand-in says whether it worked
+	p.leak(loginTries, "aws")
 }
 
 // loginTries lists, in the probe's report, the clients it ran against

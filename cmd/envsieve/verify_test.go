@@ -166,6 +166,12 @@ func TestVerifyMatrix(t *testing.T) {
 			if !strings.HasPrefix(r.Logins, tc.logins) {
 				t.Errorf("%q, want %q...", r.Logins, tc.logins)
 			}
+			// Both clients, where the tree has them: git through its
+			// credential helper, and an AWS request curl signed.
+			if _, err := exec.LookPath("curl"); err == nil && tc.logins == "logins: work" &&
+				(!strings.Contains(r.Logins, "git over https") || !strings.Contains(r.Logins, "an AWS request")) {
+				t.Errorf("%q: a client did not work", r.Logins)
+			}
 			for _, ch := range probeChannels {
 				got := slices.Clone(r.Leaks[ch])
 				want := slices.Clone(tc.want[ch])
@@ -299,24 +305,30 @@ func TestSealHint(t *testing.T) {
 }
 
 func TestLoginsWork(t *testing.T) {
-	const host = "git.example.invalid"
+	git, aws := loginCanaryHost("git"), awsCanaryHost
+	both := []string{"aws", "git"}
 	for _, tc := range []struct {
 		name  string
 		seen  []standInSeen
-		tried bool
+		tried []string
 		why   error
-		want  string
+		want  []string
 	}{
-		{"the real password came", []standInSeen{{host, "none"}, {host, "real"}}, true, nil, "logins: work"},
-		{"the fake came", []standInSeen{{host, "none"}, {host, "other"}}, true, nil, "logins: do not work (git over https: the stand-in got a password that is not"},
-		{"no login came", []standInSeen{{host, "none"}}, true, nil, "logins: do not work (git over https: the stand-in got no login"},
-		{"the real password, to another host", []standInSeen{{"other.invalid", "real"}}, true, nil, "logins: do not work"},
-		{"nothing came", nil, true, nil, "logins: do not work (git over https: no request"},
-		{"no git", nil, false, nil, "logins: not tried (no git"},
-		{"no stand-in", nil, true, errors.New("envsieve-daemon is not installed"), "logins: not tried (envsieve-daemon"},
+		{"the real values came", []standInSeen{{git, "none"}, {git, "real"}, {aws, "real"}}, both, nil, []string{"logins: work (git over https", "; an AWS request"}},
+		{"git only", []standInSeen{{git, "none"}, {git, "real"}}, []string{"git"}, nil, []string{"logins: work (git over https", "aws not tried (no curl"}},
+		{"the fakes came", []standInSeen{{git, "none"}, {git, "other"}, {aws, "other"}}, both, nil,
+			[]string{"logins: do not work (git: the stand-in got a credential that is not the real one; aws: the stand-in got a credential"}},
+		{"aws not re-signed", []standInSeen{{git, "real"}, {aws, "other"}}, both, nil, []string{"logins: do not work (aws: the stand-in got a credential"}},
+		{"no login came", []standInSeen{{git, "none"}}, []string{"git"}, nil, []string{"logins: do not work (git: the stand-in got no login"}},
+		{"the real password, to another host", []standInSeen{{"other.invalid", "real"}}, []string{"git"}, nil, []string{"logins: do not work (git: no request"}},
+		{"nothing tried", nil, nil, nil, []string{"logins: not tried (git not tried (no git in the tree); aws not tried"}},
+		{"no stand-in", nil, both, errors.New("envsieve-daemon is not installed"), []string{"logins: not tried (envsieve-daemon"}},
 	} {
-		if got := loginsWork(tc.seen, host, tc.tried, tc.why); !strings.HasPrefix(got, tc.want) {
-			t.Errorf("%s: %q, want %q...", tc.name, got, tc.want)
+		got := loginsWork(tc.seen, tc.tried, tc.why)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want %q", tc.name, got, w)
+			}
 		}
 	}
 }

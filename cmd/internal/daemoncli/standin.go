@@ -5,10 +5,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -22,6 +24,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/envsieve/envsieve/sigv4"
 )
 
 // StandInArg is the hidden verb behind `envsieve verify`'s stand-in for
@@ -29,11 +33,14 @@ import (
 const StandInArg = "__verify-standin"
 
 // StandInLogin is one canary login the stand-in checks: Basic auth of
-// User and Password on Host. It comes over stdin, never argv.
+// User and Password on Host or, with AWSKeyID set, a SigV4 signature of
+// that access key id and the secret Password. It comes over stdin, never
+// argv.
 type StandInLogin struct {
 	Host     string `json:"host"`
-	User     string `json:"user"`
+	User     string `json:"user,omitempty"`
 	Password string `json:"password"`
+	AWSKeyID string `json:"aws_key_id,omitempty"`
 }
 
 // StandInReady is the stand-in's first line: the HTTP proxy through which
@@ -113,7 +120,9 @@ func runStandIn(in io.Reader, out io.Writer) error {
 			}
 			l, ok := byHost[host]
 			seen := StandInSeen{Host: host, Login: "none"}
-			if u, pw, has := req.BasicAuth(); has {
+			if ok && l.AWSKeyID != "" {
+				seen.Login = awsLogin(req, l)
+			} else if u, pw, has := req.BasicAuth(); has {
 				seen.Login = "other"
 				if ok && u == l.User && subtle.ConstantTimeCompare([]byte(pw), []byte(l.Password)) == 1 {
 					seen.Login = "real"
@@ -125,7 +134,8 @@ func runStandIn(in io.Reader, out io.Writer) error {
 				http.Error(w, "bad credentials", http.StatusUnauthorized)
 				return
 			}
-			// A dumb-HTTP git repository with no refs.
+			// A dumb-HTTP git repository with no refs; AWS's answer
+			// does not matter.
 			w.Header().Set("Content-Type", "text/plain")
 		})}
 	go srv.Serve(tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}))
@@ -225,4 +235,26 @@ func standInCerts(names []string) ([]byte, tls.Certificate, error) {
 		return nil, tls.Certificate{}, errors.New("no host to serve")
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// awsLogin says whether req is signed (SigV4, in its headers) with l's
+// access key id and real secret: "real", "other" (another key, or a
+// signature that does not verify), or "none".
+func awsLogin(req *http.Request, l StandInLogin) string {
+	if req.Header.Get("Authorization") == "" {
+		return "none"
+	}
+	s, err := sigv4.Parse(req)
+	if err != nil || s.AccessKeyID != l.AWSKeyID {
+		return "other"
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err != nil {
+		return "other"
+	}
+	sum := sha256.Sum256(body)
+	if s.Verify(req, l.Password, hex.EncodeToString(sum[:])) != nil {
+		return "other"
+	}
+	return "real"
 }

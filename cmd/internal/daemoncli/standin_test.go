@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,11 +20,13 @@ import (
 // whether the real password came, another, or none, never a value.
 func TestStandIn(t *testing.T) {
 	const host, real = "git.envsieve-verify.invalid", "Pw-real-3d9f0c1e7a2b"
+	const awsHost, awsID, awsSecret = "sts.us-east-1.amazonaws.com", "AKIAVERIFYSTANDIN01", "Sk-real-0123456789abcdef0123456789abcdef"
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- runStandIn(inR, outW); outW.Close() }()
-	if err := json.NewEncoder(inW).Encode([]StandInLogin{{Host: host, User: "verify", Password: real}}); err != nil {
+	if err := json.NewEncoder(inW).Encode([]StandInLogin{{Host: host, User: "verify", Password: real},
+		{Host: awsHost, Password: awsSecret, AWSKeyID: awsID}}); err != nil {
 		t.Fatal(err)
 	}
 	out := bufio.NewReader(outR)
@@ -70,23 +75,41 @@ func TestStandIn(t *testing.T) {
 			t.Errorf("%s: served", target)
 		}
 	}
+	// SigV4, signed by curl: with the real keys, another secret, another
+	// key id, none.
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, []byte(ready.CA), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{awsID + ":" + awsSecret, awsID + ":Sk-fake-0123456789abcdef0123456789abcdef", "AKIAOTHERKEY0000000:" + awsSecret, ""} {
+		cfg := "url = \"https://" + awsHost + "/?Action=GetCallerIdentity&Version=2011-06-15\"\nproxy = \"" + ready.Proxy + "\"\ncacert = \"" + caFile + "\"\n"
+		if user != "" {
+			cfg += "aws-sigv4 = \"aws:amz:us-east-1:sts\"\nuser = \"" + user + "\"\n"
+		}
+		c := exec.Command("curl", "-s", "-o", "/dev/null", "-K", "-")
+		c.Env = []string{"PATH=/usr/bin:/bin"}
+		c.Stdin = strings.NewReader(cfg)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("curl: %v\n%s", err, out)
+		}
+	}
 	inW.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	rest := <-restC
-	if strings.Contains(string(rest), real) || strings.Contains(string(rest), "Pw-fake") {
+	if strings.Contains(string(rest), real) || strings.Contains(string(rest), "Pw-fake") || strings.Contains(string(rest), "Sk-") {
 		t.Errorf("the stand-in printed a password:\n%s", rest)
 	}
 	var logins []string
 	for _, l := range strings.Split(strings.TrimSpace(string(rest)), "\n") {
 		var s StandInSeen
-		if err := json.Unmarshal([]byte(l), &s); err != nil || s.Host != host {
+		if err := json.Unmarshal([]byte(l), &s); err != nil || (s.Host != host && s.Host != awsHost) {
 			t.Fatalf("seen: %q (%v)", l, err)
 		}
 		logins = append(logins, s.Login)
 	}
-	if got, want := strings.Join(logins, ","), "none,other,real,other"; got != want {
+	if got, want := strings.Join(logins, ","), "none,other,real,other,real,other,other,none"; got != want {
 		t.Errorf("seen %s, want %s", got, want)
 	}
 }
