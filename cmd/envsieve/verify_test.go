@@ -260,6 +260,12 @@ func TestProbeDetects(t *testing.T) {
 	}
 	cmd := exec.Command("/bin/sh", "-c", `"$@"; exit $?`, "agent", exe, probeArg)
 	cmd.Env = append(slices.Clone(w.env), "ENVSIEVE_SHIM_SOCK="+sock)
+	// The tools' variables and git's store helper name the real files
+	// here: every place the login files channel reads finds a real value.
+	home := filepath.Dir(filepath.Dir(w.in.ConfigDir))
+	cmd.Env = append(cmd.Env, "NPM_CONFIG_USERCONFIG="+filepath.Join(home, ".npmrc"),
+		"GH_CONFIG_DIR="+filepath.Join(home, ".config/gh"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(home, ".aws/credentials"),
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=store")
 	cmd.Stdin = strings.NewReader(string(in))
 	out, err := cmd.Output()
 	if err != nil {
@@ -273,6 +279,21 @@ func TestProbeDetects(t *testing.T) {
 		if len(found[ch]) == 0 {
 			t.Errorf("the probe found no leak on %s, which is open here", ch)
 		}
+	}
+	var logins []string
+	for rel := range loginCanaries {
+		logins = append(logins, "~/"+rel)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		logins = append(logins, "git credential fill")
+	}
+	logins = append(logins, "$NPM_CONFIG_USERCONFIG", "$GH_CONFIG_DIR", "$AWS_SHARED_CREDENTIALS_FILE")
+	slices.Sort(logins)
+	if got := found[chLogins]; !slices.Equal(got, logins) {
+		t.Errorf("login files: found %v, want %v", got, logins)
+	}
+	if len(found[loginViews]) > 0 {
+		t.Errorf("the real files were taken for fakes: %v", found[loginViews])
 	}
 }
 
