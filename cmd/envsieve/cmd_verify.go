@@ -57,6 +57,43 @@ var credentialDirs = map[string]bool{
 	".aws/sso/cache": true, ".config/gcloud": true, ".azure": true, ".gnupg": true, ".password-store": true,
 }
 
+// loginCanaryHost is the host a canary login of verify's names: under
+// .invalid, which no resolver answers.
+func loginCanaryHost(what string) string { return what + ".envsieve-verify.invalid" }
+
+// awsCanaryHost is the AWS endpoint the probe sends a request signed
+// with the canary profile's fake to: an AWS host the broker re-signs
+// for, served by verify's stand-in through the stand-in user's proxy.
+const awsCanaryHost = "sts.us-east-1.amazonaws.com"
+
+// loginCanaries are the credential files verify plants as logins of the
+// stand-in user's, in the formats package login fakes (git over https,
+// gh, npm, an AWS profile): each returns the file and the real value the
+// tree must never see (the probe's "login files" channel).
+var loginCanaries = map[string]func() (file, real string, err error){
+	".git-credentials": func() (string, string, error) {
+		pw, err := randomHex("envsieve-verify-")
+		return "https://verify:" + pw + "@" + loginCanaryHost("git") + "\n", pw, err
+	},
+	".config/gh/hosts.yml": func() (string, string, error) {
+		tok, err := randomHex("ghp_")
+		return loginCanaryHost("github") + ":\n    oauth_token: " + tok + "\n    user: verify\n    git_protocol: https\n", tok, err
+	},
+	".npmrc": func() (string, string, error) {
+		tok, err := randomHex("npm_")
+		return "//" + loginCanaryHost("registry") + "/:_authToken=" + tok + "\n", tok, err
+	},
+	".aws/credentials": func() (string, string, error) {
+		b := make([]byte, 38)
+		if _, err := rand.Read(b); err != nil {
+			return "", "", err
+		}
+		id := "AKIA" + strings.ToUpper(hex.EncodeToString(b[:8]))
+		secret := hex.EncodeToString(b[8:])[:40]
+		return "[default]\naws_access_key_id = " + id + "\naws_secret_access_key = " + secret + "\n", secret, nil
+	},
+}
+
 // verifyOptions are verify's flags: what it passes to envsieve run.
 type verifyOptions struct {
 	policy, profile     string
@@ -82,7 +119,17 @@ getenv, /proc/self/environ, /proc/$PPID/environ and every readable
 /proc/*/environ; writes to envsieve's shim socket (a version 1 exec request,
 and a start request for a program of its own); runs copies of itself, and
 links to itself, named after the programs your rules grant to; reads each
-credential file; opens the store with its key; asks an envsieve inside the
+credential file; reads the canary logins (~/.git-credentials, gh's
+hosts.yml, ~/.npmrc, ~/.aws/credentials, each in its format) at their
+paths, where NPM_CONFIG_USERCONFIG, GH_CONFIG_DIR and
+AWS_SHARED_CREDENTIALS_FILE name them, and through 'git credential fill': a
+real value is a leak, a fake is listed on the 'logins:' line (a sealed
+launch with a broker shows the tree fakes), and runs 'git ls-remote'
+against the canary git host and, with curl, an AWS request signed with the
+fake profile, which a stand-in of verify's serves (through the stand-in
+user's HTTPS_PROXY, its CA in GIT_SSL_CAINFO): a second 'logins:' line says
+whether the real password came, and the request was re-signed with the real
+keys, through the broker; opens the store with its key; asks an envsieve inside the
 tree for each canary; tries to change the policy file and its directory; and
 runs, as a program each of your rules matches (a shell for a catch-all, cat,
 env, git through an alias, python3, node), a read of every credential file
@@ -146,6 +193,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	}
 	defer os.RemoveAll(w.dir)
 	defer w.stopAgent()
+	defer w.finishStandIn()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -205,6 +253,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	for _, ch := range channels {
 		leaks += len(found[ch])
 	}
+	work := loginsWork(w.finishStandIn(), found[loginTries], w.standInWhy)
 	// Whether the launch asked for the seal: --seal, or a profile that
 	// turns it on (--isolate alone closes only the /proc channels).
 	sealed := o.seal
@@ -214,7 +263,17 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
-		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": found, "leaked": leaks > 0}
+		leaksOnly := map[string][]string{}
+		for _, ch := range channels {
+			if len(found[ch]) > 0 {
+				leaksOnly[ch] = found[ch]
+			}
+		}
+		doc := map[string]any{"canaries": canaryNames, "stored": storedName, "channels": channels, "leaks": leaksOnly, "leaked": leaks > 0}
+		if !custom {
+			doc["login_fakes"] = append([]string{}, found[loginViews]...)
+			doc["logins"] = work
+		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			doc["seal_hint"] = h
 		}
@@ -223,6 +282,10 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 		}
 	} else {
 		printMatrix(u, channels, found)
+		if !custom {
+			fmt.Fprintln(u.Out, loginLine(found[loginViews]))
+			fmt.Fprintln(u.Out, work)
+		}
 		if h := sealHint(channels, found, sealed, o); h != "" {
 			fmt.Fprintln(u.Out, h)
 		}
@@ -257,6 +320,10 @@ type world struct {
 	in  probeInput
 	// stopAgent stops the stand-in user's ssh agent.
 	stopAgent func()
+	// standIn serves the canary logins' hosts (nil when it cannot run:
+	// standInWhy says why).
+	standIn    *standIn
+	standInWhy error
 }
 
 // newWorld makes a HOME with a canary in every credential file of the
@@ -279,6 +346,7 @@ func newWorld(src []byte, p *policy.Policy, canaries []string) (*world, error) {
 	}
 	w := &world{dir: dir}
 	if err := w.fill(src, p, canaries); err != nil {
+		w.finishStandIn()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -308,6 +376,7 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	if err := os.WriteFile(w.in.Policy, src, 0o600); err != nil {
 		return err
 	}
+	var gitPassword, awsKeyID, awsSecret string
 	for _, f := range seal.CredentialFiles() {
 		path := filepath.Join(home, f)
 		if credentialDirs[f] {
@@ -317,14 +386,43 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 		if err != nil {
 			return err
 		}
+		body, channel := value+"\n", chFiles
+		if lc, ok := loginCanaries[f]; ok {
+			// A login of the stand-in user's, in the file's own format:
+			// a sealed launch shows the tree a fake of it.
+			var real string
+			if body, real, err = lc(); err != nil {
+				return err
+			}
+			value, channel = real, chLogins
+			switch f {
+			case ".git-credentials":
+				gitPassword = real
+			case ".aws/credentials":
+				awsSecret = real
+				for _, l := range strings.Split(body, "\n") {
+					if v, ok := strings.CutPrefix(l, "aws_access_key_id = "); ok {
+						awsKeyID = v
+					}
+				}
+			}
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, []byte(value+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			return err
 		}
-		w.in.Files = append(w.in.Files, probeFile{Channel: chFiles, Label: "~/" + f, Path: path, Value: []byte(value)})
+		w.in.Files = append(w.in.Files, probeFile{Channel: channel, Label: "~/" + f, Path: path, Value: []byte(value)})
 	}
+	w.in.GitURL = "https://" + loginCanaryHost("git")
+	// The stand-in for the canary git host, which checks that the tree's
+	// fake reached it as the real password (through the broker).
+	w.in.AWSURL = "https://" + awsCanaryHost + "/?Action=GetCallerIdentity&Version=2011-06-15"
+	w.standIn, w.standInWhy = startStandIn(w.dir, []standInLogin{
+		{Host: loginCanaryHost("git"), User: "verify", Password: gitPassword},
+		{Host: awsCanaryHost, Password: awsSecret, AWSKeyID: awsKeyID},
+	})
 	stored, err := randomHex("stored-")
 	if err != nil {
 		return err
@@ -348,11 +446,20 @@ func (w *world) fill(src []byte, p *policy.Policy, canaries []string) error {
 	for _, kv := range os.Environ() {
 		switch name, _, _ := strings.Cut(kv, "="); name {
 		case "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "ENVSIEVE_POLICY", "SSH_AUTH_SOCK":
+		case "HTTPS_PROXY", "https_proxy", "GIT_SSL_CAINFO":
+			if w.standIn == nil {
+				w.env = append(w.env, kv)
+			}
 		default:
 			w.env = append(w.env, kv)
 		}
 	}
 	w.env = append(w.env, "HOME="+home)
+	if w.standIn != nil {
+		// The stand-in user's proxy and company CA: the broker goes
+		// through the one and trusts the other upstream.
+		w.env = append(w.env, "HTTPS_PROXY="+w.standIn.proxy, "GIT_SSL_CAINFO="+w.standIn.caFile)
+	}
 	if w.in.SSHAgent, w.stopAgent, err = startCanaryAgent(w.dir); err != nil {
 		return err
 	}
@@ -443,7 +550,7 @@ func printMatrix(u *cli.UI, channels []string, found map[string][]string) {
 // ancestors' /proc/PID/environ, with --seal also the credential files,
 // the store and its keys, the policy file and what a rule's program can
 // reach.
-var sealClosed = []string{"/proc/PPID/environ", "/proc/*/environ", chFiles, chStore, chPolicy, chRules}
+var sealClosed = []string{"/proc/PPID/environ", "/proc/*/environ", chFiles, chLogins, chStore, chPolicy, chRules}
 
 // profileOf is the profile verify's launch asks for: --profile, else
 // ENVSIEVE_PROFILE as run reads it.
@@ -479,4 +586,22 @@ func sealHint(channels []string, found map[string][]string, sealed bool, o *veri
 	}
 	return fmt.Sprintf("%d of these leaks (%s) are what the seal closes, and this launch was not sealed: run with --seal, or add 'seal: on' to the profile (the built-in agent profiles have it); check with '%s'",
 		n, strings.Join(closable, ", "), again)
+}
+
+// loginLine says where the probe found fakes of the canary logins.
+func loginLine(views []string) string {
+	if len(views) == 0 {
+		return "logins: the tree saw no fake of a login (the launch was not sealed, or no broker could run: the files stay masked)"
+	}
+	return "logins: the tree saw fakes at " + strings.Join(views, ", ")
+}
+
+// finishStandIn stops the logins' stand-in, and returns what it saw.
+func (w *world) finishStandIn() []standInSeen {
+	if w.standIn == nil {
+		return nil
+	}
+	s := w.standIn
+	w.standIn = nil
+	return s.finish()
 }

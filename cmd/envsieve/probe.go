@@ -47,7 +47,7 @@ const (
 
 var probeChannels = []string{
 	"environ", "getenv", "/proc/self/environ", "/proc/PPID/environ", "/proc/*/environ",
-	chShim, chRenamed, chFiles, chStore, chNested, chPolicy, chRules, chSSH,
+	chShim, chRenamed, chFiles, chLogins, chStore, chNested, chPolicy, chRules, chSSH,
 }
 
 // probeInput is what verify tells the probe.
@@ -72,6 +72,11 @@ type probeInput struct {
 	Work string
 	// SSHAgent is the socket of the stand-in user's ssh agent.
 	SSHAgent string `json:"ssh_agent,omitempty"`
+	// GitURL is the URL the canary ~/.git-credentials holds a login for.
+	GitURL string `json:"git_url,omitempty"`
+	// AWSURL is the AWS request the probe signs with the canary
+	// profile's fake keys.
+	AWSURL string `json:"aws_url,omitempty"`
 }
 
 type probeFile struct {
@@ -96,6 +101,9 @@ func probeMain() int {
 	p.shimSocket()
 	p.renamed()
 	p.files()
+	p.logins()
+	p.tryLogins()
+	p.tryAWS()
 	p.store()
 	p.nested()
 	p.policy()

@@ -26,7 +26,12 @@ type verifyReport struct {
 	Leaks    map[string][]string `json:"leaks"`
 	Leaked   bool                `json:"leaked"`
 	SealHint string              `json:"seal_hint"`
-	status   int
+	// LoginFakes are where the probe found fakes of the canary logins.
+	LoginFakes []string `json:"login_fakes"`
+	// Logins says whether the tree's logins worked against verify's
+	// stand-in.
+	Logins string `json:"logins"`
+	status int
 }
 
 // TestVerifyMatrix is the leak matrix of `envsieve verify`, channel by
@@ -54,8 +59,16 @@ func TestVerifyMatrix(t *testing.T) {
 		"  - match: {command: \"*\"}\n    deny: [ANTHROPIC_API_KEY]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An install with envsieve-daemon beside envsieve: a sealed launch
+	// runs a broker, and shows the tree fakes of the canary logins.
+	withBroker, brokerHome := unprivilegedInstall(t)
+	copyFile(t, noNS, filepath.Join(filepath.Dir(withBroker), "nouserns"))
 	audit := filepath.Join(dir, "audit.jsonl")
-	verify := func(t *testing.T, wrap, withShim bool, args ...string) verifyReport {
+	verify := func(t *testing.T, wrap, withShim, broker bool, args ...string) verifyReport {
+		exe, home, noNS := exe, home, noNS
+		if broker {
+			exe, home, noNS = withBroker, brokerHome, filepath.Join(filepath.Dir(withBroker), "nouserns")
+		}
 		argv := append([]string{exe, "verify", "--json"}, args...)
 		if wrap {
 			argv = append([]string{noNS}, argv...)
@@ -82,12 +95,17 @@ func TestVerifyMatrix(t *testing.T) {
 		}
 		return r
 	}
-	var files []string
+	var files, logins []string
 	for _, f := range seal.CredentialFiles() {
-		files = append(files, "~/"+f)
+		if _, ok := loginCanaries[f]; ok {
+			logins = append(logins, "~/"+f)
+		} else {
+			files = append(files, "~/"+f)
+		}
 	}
 	open := map[string][]string{
 		chFiles:  files,
+		chLogins: logins,
 		chStore:  {"~/.local/share/envsieve/redact.key", "~/.local/share/envsieve/store.key", storedName},
 		chPolicy: {"a new file in envsieve", "policy.yaml"},
 	}
@@ -99,31 +117,61 @@ func TestVerifyMatrix(t *testing.T) {
 	for k, v := range open {
 		withAgent[k] = v
 	}
+	// Where the tree finds fakes of the canary logins, sealed with a
+	// broker: at the real paths (namespaces) or only where the tools'
+	// variables name them (Landlock masks the paths), and always through
+	// git's credential helper.
+	varFakes := []string{"$AWS_SHARED_CREDENTIALS_FILE", "$GH_CONFIG_DIR", "$NPM_CONFIG_USERCONFIG", "git credential fill"}
+	nsFakes := append(slices.Clone(logins), varFakes...)
 	for _, tc := range []struct {
-		name           string
-		wrap, withShim bool
-		args           []string
-		want           map[string][]string
+		name                   string
+		wrap, withShim, broker bool
+		args                   []string
+		want                   map[string][]string
+		fakes                  []string
+		logins                 string // the start of the logins line
 	}{
-		{"unsealed", false, false, nil, withAgent},
-		{"isolated", false, false, []string{"--isolate"}, open},
-		{"sealed by namespaces", false, false, []string{"--seal"}, nil},
-		{"sealed by Landlock", true, false, []string{"--seal"}, nil},
-		{"a built-in agent profile", false, false, []string{"--profile", "claude"}, nil},
-		{"a built-in agent profile, sealed by Landlock", true, false, []string{"--profile", "codex"}, nil},
+		{"unsealed", false, false, false, nil, withAgent, nil, "logins: not tried"},
+		{"isolated", false, false, false, []string{"--isolate"}, open, nil, "logins: not tried"},
+		{"sealed by namespaces", false, false, false, []string{"--seal"}, nil, nil, "logins: not tried"},
+		{"sealed by Landlock", true, false, false, []string{"--seal"}, nil, nil, "logins: not tried"},
+		{"a built-in agent profile", false, false, false, []string{"--profile", "claude"}, nil, nil, "logins: not tried"},
+		{"a built-in agent profile, sealed by Landlock", true, false, false, []string{"--profile", "codex"}, nil, nil, "logins: not tried"},
 		// With grants on, the tree is in a scope that cannot read the
 		// agent's environ; the rest stays open.
-		{"rule and shim, unsealed", false, true, []string{"--policy", rules}, open},
-		{"rule and shim, sealed by namespaces", false, true, []string{"--policy", rules, "--seal"}, nil},
-		{"rule and shim, sealed by Landlock", true, true, []string{"--policy", rules, "--seal"}, nil},
+		{"rule and shim, unsealed", false, true, false, []string{"--policy", rules}, open, nil, "logins: not tried"},
+		{"rule and shim, sealed by namespaces", false, true, false, []string{"--policy", rules, "--seal"}, nil, nil, "logins: not tried"},
+		{"rule and shim, sealed by Landlock", true, true, false, []string{"--policy", rules, "--seal"}, nil, nil, "logins: not tried"},
 		// The programs a catch-all matches are the agent's own shell and
 		// every tool: unsealed they read everything, sealed nothing.
-		{"catch-all rule, unsealed", false, true, []string{"--policy", catchAll}, withRules},
-		{"catch-all rule, sealed by namespaces", false, true, []string{"--policy", catchAll, "--seal"}, nil},
-		{"catch-all rule, sealed by Landlock", true, true, []string{"--policy", catchAll, "--seal"}, nil},
+		{"catch-all rule, unsealed", false, true, false, []string{"--policy", catchAll}, withRules, nil, "logins: not tried"},
+		{"catch-all rule, sealed by namespaces", false, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil, "logins: not tried"},
+		{"catch-all rule, sealed by Landlock", true, true, false, []string{"--policy", catchAll, "--seal"}, nil, nil, "logins: not tried"},
+		// With a broker the sealed tree sees the logins as fakes, and no
+		// real value; unsealed it reads the real files.
+		{"broker, unsealed", false, false, true, nil, withAgent, nil, "logins: do not work"},
+		{"broker, sealed by namespaces", false, false, true, []string{"--seal"}, nil, nsFakes, "logins: work"},
+		{"broker, sealed by Landlock", true, false, true, []string{"--seal"}, nil, varFakes, "logins: work"},
+		{"broker, catch-all rule, sealed by namespaces", false, true, true, []string{"--policy", catchAll, "--seal"}, nil, nsFakes, "logins: work"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := verify(t, tc.wrap, tc.withShim, tc.args...)
+			r := verify(t, tc.wrap, tc.withShim, tc.broker, tc.args...)
+			got := slices.Clone(r.LoginFakes)
+			slices.Sort(got)
+			want := slices.Clone(tc.fakes)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("the tree saw fakes of the logins at %v, want %v", got, want)
+			}
+			if !strings.HasPrefix(r.Logins, tc.logins) {
+				t.Errorf("%q, want %q...", r.Logins, tc.logins)
+			}
+			// Both clients, where the tree has them: git through its
+			// credential helper, and an AWS request curl signed.
+			if _, err := exec.LookPath("curl"); err == nil && tc.logins == "logins: work" &&
+				(!strings.Contains(r.Logins, "git over https") || !strings.Contains(r.Logins, "an AWS request")) {
+				t.Errorf("%q: a client did not work", r.Logins)
+			}
 			for _, ch := range probeChannels {
 				got := slices.Clone(r.Leaks[ch])
 				want := slices.Clone(tc.want[ch])
@@ -183,6 +231,7 @@ func TestProbeDetects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(w.dir)
+	defer w.finishStandIn()
 	sock := filepath.Join(t.TempDir(), "v1.sock")
 	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: sock, Net: "unixpacket"})
 	if err != nil {
@@ -211,6 +260,12 @@ func TestProbeDetects(t *testing.T) {
 	}
 	cmd := exec.Command("/bin/sh", "-c", `"$@"; exit $?`, "agent", exe, probeArg)
 	cmd.Env = append(slices.Clone(w.env), "ENVSIEVE_SHIM_SOCK="+sock)
+	// The tools' variables and git's store helper name the real files
+	// here: every place the login files channel reads finds a real value.
+	home := filepath.Dir(filepath.Dir(w.in.ConfigDir))
+	cmd.Env = append(cmd.Env, "NPM_CONFIG_USERCONFIG="+filepath.Join(home, ".npmrc"),
+		"GH_CONFIG_DIR="+filepath.Join(home, ".config/gh"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(home, ".aws/credentials"),
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=store")
 	cmd.Stdin = strings.NewReader(string(in))
 	out, err := cmd.Output()
 	if err != nil {
@@ -224,6 +279,21 @@ func TestProbeDetects(t *testing.T) {
 		if len(found[ch]) == 0 {
 			t.Errorf("the probe found no leak on %s, which is open here", ch)
 		}
+	}
+	var logins []string
+	for rel := range loginCanaries {
+		logins = append(logins, "~/"+rel)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		logins = append(logins, "git credential fill")
+	}
+	logins = append(logins, "$NPM_CONFIG_USERCONFIG", "$GH_CONFIG_DIR", "$AWS_SHARED_CREDENTIALS_FILE")
+	slices.Sort(logins)
+	if got := found[chLogins]; !slices.Equal(got, logins) {
+		t.Errorf("login files: found %v, want %v", got, logins)
+	}
+	if len(found[loginViews]) > 0 {
+		t.Errorf("the real files were taken for fakes: %v", found[loginViews])
 	}
 }
 
@@ -250,6 +320,35 @@ func TestSealHint(t *testing.T) {
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: hint %q lacks %q", tc.name, got, w)
+			}
+		}
+	}
+}
+
+func TestLoginsWork(t *testing.T) {
+	git, aws := loginCanaryHost("git"), awsCanaryHost
+	both := []string{"aws", "git"}
+	for _, tc := range []struct {
+		name  string
+		seen  []standInSeen
+		tried []string
+		why   error
+		want  []string
+	}{
+		{"the real values came", []standInSeen{{git, "none"}, {git, "real"}, {aws, "real"}}, both, nil, []string{"logins: work (git over https", "; an AWS request"}},
+		{"git only", []standInSeen{{git, "none"}, {git, "real"}}, []string{"git"}, nil, []string{"logins: work (git over https", "aws not tried (no curl"}},
+		{"the fakes came", []standInSeen{{git, "none"}, {git, "other"}, {aws, "other"}}, both, nil,
+			[]string{"logins: do not work (git: the stand-in got a credential that is not the real one; aws: the stand-in got a credential"}},
+		{"aws not re-signed", []standInSeen{{git, "real"}, {aws, "other"}}, both, nil, []string{"logins: do not work (aws: the stand-in got a credential"}},
+		{"no login came", []standInSeen{{git, "none"}}, []string{"git"}, nil, []string{"logins: do not work (git: the stand-in got no login"}},
+		{"the real password, to another host", []standInSeen{{"other.invalid", "real"}}, []string{"git"}, nil, []string{"logins: do not work (git: no request"}},
+		{"nothing tried", nil, nil, nil, []string{"logins: not tried (git not tried (no git in the tree); aws not tried"}},
+		{"no stand-in", nil, both, errors.New("envsieve-daemon is not installed"), []string{"logins: not tried (envsieve-daemon"}},
+	} {
+		got := loginsWork(tc.seen, tc.tried, tc.why)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want %q", tc.name, got, w)
 			}
 		}
 	}

@@ -29,7 +29,7 @@ func Main(version string) int {
 	u.Debugf("envsieve-daemon %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	root := cli.Root(u, "envsieve-daemon", version,
 		"The daemon and client behind 'envsieve daemon' and 'envsieve client'", "")
-	root.AddCommand(daemonCmd(u), clientCmd(u), brokerCmd(u))
+	root.AddCommand(daemonCmd(u), clientCmd(u), brokerCmd(u), standInCmd())
 	root.SetArgs(os.Args[1:])
 	return cli.ExitCode(u, root.Execute())
 }
