@@ -18,11 +18,12 @@ import (
 // sshd on loopback authorize both; the policy allows one key for the
 // first server. In the agent's tree (run as an unprivileged user, under
 // no seal, the namespace seal and the Landlock one), ssh and git clone
-// over ssh log in to the first server through envsieve's agent socket
-// (sshd runs as the unprivileged user, whose shell, nologin, then ends
-// the session), ssh to the second is refused, ssh-add -L lists only the allowed key, ssh-add -D
-// is refused and the user's agent keeps its keys; each refusal is in the
-// audit log. Before the filter the tree held the user's own agent socket:
+// over ssh log in to the first server through envsieve's agent socket,
+// run their command and clone the repository (both sshd log in to root,
+// whose shell runs git-upload-pack: sshtest.ShellSshd), ssh and git clone
+// to the second are refused by the filter, ssh-add -L lists only the
+// allowed key, ssh-add -D is refused and the user's agent keeps its keys;
+// each refusal is in the audit log. Before the filter the tree held the user's own agent socket:
 // it listed both keys, logged in to the second server and removed every
 // key.
 func TestSSHAgentFiltered(t *testing.T) {
@@ -37,8 +38,8 @@ func testSSHAgentFiltered(t *testing.T, seal string) {
 	allowed := sshtest.NewKey(t, dir, "allowed-key")
 	other := sshtest.NewKey(t, dir, "other-key")
 	userAgent := sshtest.Agent(t, allowed, other)
-	a := sshtest.Sshd(t, dir, allowed.Public, other.Public)
-	b := sshtest.Sshd(t, dir, allowed.Public, other.Public)
+	a := sshtest.ShellSshd(t, dir, allowed.Public, other.Public)
+	b := sshtest.ShellSshd(t, dir, allowed.Public, other.Public)
 	// The user's known_hosts, which the launcher reads.
 	sshDir := filepath.Join(home, ".ssh")
 	if err := os.Mkdir(sshDir, 0o700); err != nil {
@@ -50,14 +51,17 @@ func testSSHAgentFiltered(t *testing.T, seal string) {
 		os.Chown(sshDir, sshtest.UID, sshtest.GID)
 		os.Chown(known, sshtest.UID, sshtest.GID)
 	}
+	repo := sshtest.BareRepo(t, dir, "repo.git", "README", "cloned through the filter\n")
 	pol := writePolicy(t, dir, "version: 1\nssh: {keys: [allowed-key], hosts: [\"127.0.0.1:"+strconv.Itoa(a.Port)+"\"]}\n")
 	sshCmd := "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + known +
-		" -o GlobalKnownHostsFile=/dev/null -l nobody"
+		" -o GlobalKnownHostsFile=/dev/null -l " + a.User
 	script := `echo "sock-is-user=$([ "$SSH_AUTH_SOCK" = "` + userAgent + `" ] && echo yes || echo no)"
 echo "list:"; ssh-add -L
 ` + sshCmd + ` -p ` + strconv.Itoa(a.Port) + ` 127.0.0.1 true; echo "first=$?"
-GIT_SSH_COMMAND="` + sshCmd + `" git clone -q ssh://nobody@127.0.0.1:` + strconv.Itoa(a.Port) + `/srv/repo.git clone; echo "clone=$?"
+GIT_SSH_COMMAND="` + sshCmd + `" git clone -q ssh://` + a.User + `@127.0.0.1:` + strconv.Itoa(a.Port) + repo + ` clone; echo "clone=$?"
+echo "cloned=$(cat clone/README)"
 ` + sshCmd + ` -p ` + strconv.Itoa(b.Port) + ` 127.0.0.1 true; echo "second=$?"
+GIT_SSH_COMMAND="` + sshCmd + `" git clone -q ssh://` + b.User + `@127.0.0.1:` + strconv.Itoa(b.Port) + repo + ` clone2 2>&1; echo "clone2=$?"
 ssh-add -D >/dev/null 2>&1; echo "delete=$?"
 (echo "# planted" >> "$HOME/.ssh/known_hosts") 2>/dev/null && echo "known-hosts=written" || echo "known-hosts=refused"
 `
@@ -100,13 +104,25 @@ ssh-add -D >/dev/null 2>&1; echo "delete=$?"
 	if strings.Contains(out, "delete=0") {
 		t.Errorf("ssh-add -D succeeded in the tree:\n%s", out)
 	}
-	// ssh, then git's ssh, logged in (the account's shell, nologin, then
-	// ends the session: git-upload-pack does not run).
+	// ssh, then git's ssh, logged in, ran the command and cloned.
 	if n := strings.Count(a.Log(), "Accepted publickey"); n != 2 {
 		t.Errorf("ssh and git to the allowed server logged in %d times, want 2:\n%s\nsshd: %s", n, out, a.Log())
 	}
+	if !strings.Contains(out, "first=0\n") {
+		t.Errorf("ssh to the allowed server did not run its command:\n%s\nsshd: %s", out, a.Log())
+	}
+	if !strings.Contains(out, "clone=0\n") || !strings.Contains(out, "cloned=cloned through the filter\n") {
+		t.Errorf("git clone from the allowed server did not complete:\n%s\nsshd: %s", out, a.Log())
+	}
+	// The other server: ssh and git clone are refused by the filter
+	// (its sshd would run git-upload-pack as well: the refusal is the
+	// agent's).
 	if b.Accepted() || !strings.Contains(out, "second=255") {
 		t.Errorf("ssh to the other server was not refused:\n%s", out)
+	}
+	if strings.Contains(out, "clone2=0\n") || !strings.Contains(out, "clone2=") ||
+		strings.Count(out, "agent refused operation") < 2 {
+		t.Errorf("git clone from the other server was not refused by the filter:\n%s", out)
 	}
 	// Sealed, the tree cannot plant a host key for a later launch.
 	// Unsealed (the control) it can: the seal is the boundary.

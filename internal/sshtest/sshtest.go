@@ -71,6 +71,7 @@ func Agent(t *testing.T, keys ...Key) string {
 type Server struct {
 	Port    int
 	HostKey string // the host's public key line (type and base64)
+	User    string // the account a client logs in to
 	log     *syncBuffer
 }
 
@@ -86,8 +87,25 @@ func (s *Server) KnownHostsLine(name string) string {
 }
 
 // Sshd starts an sshd as the unprivileged user (when root) on a loopback
-// port, with its own host key, authorizing the public keys.
+// port, with its own host key, authorizing the public keys. Its account's
+// shell (nologin when root) ends every session: logins only.
 func Sshd(t *testing.T, dir string, authorized ...string) *Server {
+	t.Helper()
+	return sshd(t, dir, false, authorized)
+}
+
+// ShellSshd is Sshd whose logins run commands (git-upload-pack for a
+// clone): when the tests run as root it runs as root, in a mount
+// namespace of its own whose /run is a fresh tmpfs holding the privilege
+// separation directory (so nothing outside the test changes), and logs
+// clients in to root by key only; otherwise it runs as, and logs in to,
+// the caller.
+func ShellSshd(t *testing.T, dir string, authorized ...string) *Server {
+	t.Helper()
+	return sshd(t, dir, os.Getuid() == 0, authorized)
+}
+
+func sshd(t *testing.T, dir string, root bool, authorized []string) *Server {
 	t.Helper()
 	d, err := os.MkdirTemp(dir, "sshd-")
 	if err != nil {
@@ -109,6 +127,7 @@ ListenAddress 127.0.0.1
 HostKey %s
 AuthorizedKeysFile %s
 PidFile none
+PermitRootLogin prohibit-password
 UsePAM yes
 StrictModes no
 PasswordAuthentication no
@@ -116,12 +135,25 @@ KbdInteractiveAuthentication no
 PubkeyAuthentication yes
 LogLevel VERBOSE
 `, port, hk, auth))
-	chownTree(t, d)
 	log := &syncBuffer{}
-	cmd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+	var cmd *exec.Cmd
+	user := userName()
+	if root {
+		// UsePAM stays yes: root's password is locked, which sshd
+		// without PAM refuses even for a key login.
+		cmd = exec.Command("/bin/sh", "-c",
+			`mount -t tmpfs -o mode=0755 envsieve-sshtest /run && mkdir -m 0755 /run/sshd && exec /usr/sbin/sshd "$@"`,
+			"sh", "-D", "-e", "-f", cfg)
+		// Go makes the new mount namespace private before the exec.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+		user = "root"
+	} else {
+		chownTree(t, d)
+		cmd = exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+		cmd.SysProcAttr = AsUnprivileged()
+	}
 	cmd.Env = []string{"PATH=/usr/bin:/bin:/usr/sbin"}
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = AsUnprivileged()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +175,7 @@ LogLevel VERBOSE
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(pub))
-	return &Server{Port: port, HostKey: f[0] + " " + f[1], log: log}
+	return &Server{Port: port, HostKey: f[0] + " " + f[1], User: user, log: log}
 }
 
 // SSH returns an ssh command, as the unprivileged user, to the server
@@ -272,4 +304,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// BareRepo makes a bare git repository name in dir with one commit that
+// holds file with content, and returns its absolute path.
+func BareRepo(t *testing.T, dir, name, file, content string) string {
+	t.Helper()
+	src := filepath.Join(dir, name+".src")
+	bare := filepath.Join(dir, name)
+	env := []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid"}
+	for _, args := range [][]string{
+		{"init", "-q", src},
+		{"-C", src, "add", file},
+		{"-C", src, "commit", "-q", "-m", "test"},
+		{"clone", "-q", "--bare", src, bare},
+	} {
+		if args[0] == "-C" && args[2] == "add" {
+			write(t, filepath.Join(src, file), content)
+		}
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	return bare
 }
