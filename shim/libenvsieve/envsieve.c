@@ -558,7 +558,7 @@ static const char *search(const char *file, char *out, size_t cap) {
 		return file;
 	if (strchr(file, '/'))
 		return file;
-	const char *path = value_in(environ, "PATH", 4);
+	const char *path = VALUE_OF(environ, "PATH");
 	if (path == NULL)
 		path = "/bin:/usr/bin";
 	size_t fl = strlen(file);
@@ -741,7 +741,7 @@ static int loads_shim(int fd, int depth, int *is_elf) {
  * shim had it, or unset (the shim then adds its own). */
 static int preload_is_shim(char *const envp[]) {
 	for (size_t i = 0; envp && envp[i]; i++)
-		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+		if (STARTS_WITH(envp[i], "LD_PRELOAD="))
 			return g_preload[0] && strcmp(envp[i], g_preload) == 0;
 	return g_preload[0] != 0;
 }
@@ -927,7 +927,7 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 			continue;
 		if (drop && dropped(drop, e, len))
 			continue;
-		if (carry && (hidden_slot(e, len) >= 0 || (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0)))
+		if (carry && (hidden_slot(e, len) >= 0 || IS_KEY(e, len, "ENVSIEVE_SHIM_HIDE")))
 			continue;
 		for (int c = 0; c < NCARRIED; c++)
 			if (strlen(carried[c]) == len && memcmp(e, carried[c], len) == 0)
@@ -1345,39 +1345,39 @@ static void init(void) {
 	g_secure = getauxval(AT_SECURE) != 0;
 	dl_iterate_phdr(readonly_segments, NULL);
 
-	const char *sock = value_in(environ, "ENVSIEVE_SHIM_SOCK", 18);
+	const char *sock = VALUE_OF(environ, "ENVSIEVE_SHIM_SOCK");
 	if ((g_addrlen = wire_addr(sock, &g_addr)) != 0) {
 		copy_env(g_sockenv, sizeof g_sockenv, "ENVSIEVE_SHIM_SOCK", sock);
 	}
-	const char *pre = value_in(environ, "LD_PRELOAD", 10);
+	const char *pre = VALUE_OF(environ, "LD_PRELOAD");
 	if (pre)
 		copy_env(g_preload, sizeof g_preload, "LD_PRELOAD", pre);
-	const char *ex = value_in(environ, "ENVSIEVE_SHIM_EXEC", 18);
+	const char *ex = VALUE_OF(environ, "ENVSIEVE_SHIM_EXEC");
 	g_exec = ex && ex[0] == '1' && g_addrlen != 0;
-	const char *rules = value_in(environ, "ENVSIEVE_SHIM_RULES", 19);
+	const char *rules = VALUE_OF(environ, "ENVSIEVE_SHIM_RULES");
 	if (rules && strlen(rules) < sizeof g_rules) {
 		memcpy(g_rules, rules, strlen(rules) + 1);
 		g_rules_known = 1;
 		copy_env(g_rulesenv, sizeof g_rulesenv, "ENVSIEVE_SHIM_RULES", rules);
 	}
-	const char *deny = value_in(environ, "ENVSIEVE_SHIM_DENY", 18);
+	const char *deny = VALUE_OF(environ, "ENVSIEVE_SHIM_DENY");
 	if (deny && strlen(deny) < sizeof g_deny) {
 		memcpy(g_deny, deny, strlen(deny) + 1);
 		copy_env(g_denyenv, sizeof g_denyenv, "ENVSIEVE_SHIM_DENY", deny);
 	}
-	const char *drop = value_in(environ, "ENVSIEVE_SHIM_DROP", 18);
+	const char *drop = VALUE_OF(environ, "ENVSIEVE_SHIM_DROP");
 	if (drop && strlen(drop) < sizeof g_drop) {
 		memcpy(g_drop, drop, strlen(drop) + 1);
 		copy_env(g_dropenv, sizeof g_dropenv, "ENVSIEVE_SHIM_DROP", drop);
 	} else if (drop) {
 		g_rules_known = 0; /* fail closed: ask the launcher about every program */
 	}
-	const char *st = value_in(environ, "ENVSIEVE_SHIM_START", 19);
+	const char *st = VALUE_OF(environ, "ENVSIEVE_SHIM_START");
 	if (st && *st == '/' && strlen(st) < sizeof g_startenv - 32) {
 		copy_env(g_startenv, sizeof g_startenv, "ENVSIEVE_SHIM_START", st);
-		g_start = g_startenv + 20;
+		g_start = g_startenv + LIT("ENVSIEVE_SHIM_START=");
 	}
-	const char *gr = value_in(environ, "ENVSIEVE_SHIM_GRANTED", 21);
+	const char *gr = VALUE_OF(environ, "ENVSIEVE_SHIM_GRANTED");
 	if (gr && strlen(gr) < sizeof g_granted)
 		memcpy(g_granted, gr, strlen(gr) + 1);
 	/* The granted values, before hiding takes any out of environ: what
@@ -1398,7 +1398,7 @@ static void init(void) {
 		}
 		p = *q ? q + 1 : q;
 	}
-	const char *in = value_in(environ, "ENVSIEVE_SHIM_INTERP", 20);
+	const char *in = VALUE_OF(environ, "ENVSIEVE_SHIM_INTERP");
 	const char *colon = in ? strchr(in, ':') : NULL;
 	if (colon && colon > in && (size_t)(colon - in) < sizeof g_interp_name && colon[1] == '/' &&
 	    strlen(colon + 1) < sizeof g_interp_path && g_granted[0]) {
@@ -1409,7 +1409,7 @@ static void init(void) {
 		atomic_store(&g_interp_armed, 1);
 	}
 
-	const char *hide = value_in(environ, "ENVSIEVE_SHIM_HIDE", 18);
+	const char *hide = VALUE_OF(environ, "ENVSIEVE_SHIM_HIDE");
 	if (hide && environ) {
 		/* Keep the names: the list lives in the block we are about to wipe. */
 		const char *p = hide;
@@ -1457,8 +1457,8 @@ static void init(void) {
 			 * long) is dropped outright rather than left listed: the
 			 * launcher refuses such lists, so only a hand-made one gets
 			 * here. */
-			int drop = (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0) || hidden_slot(e, len) >= 0 ||
-			           (g_hide_over && g_hideenv[0] && in_list(g_hideenv + 19, e, len));
+			int drop = IS_KEY(e, len, "ENVSIEVE_SHIM_HIDE") || hidden_slot(e, len) >= 0 ||
+			           (g_hide_over && g_hideenv[0] && in_list(g_hideenv + LIT("ENVSIEVE_SHIM_HIDE="), e, len));
 			if (!drop) {
 				environ[w++] = e;
 				continue;
@@ -1477,9 +1477,9 @@ static void init(void) {
 		for (size_t r = 0; environ[r]; r++) {
 			char *e = environ[r];
 			/* The marker is for this image only: nothing inherits it. */
-			if (strncmp(e, "ENVSIEVE_SHIM_INTERP=", 21) == 0)
+			if (STARTS_WITH(e, "ENVSIEVE_SHIM_INTERP="))
 				continue;
-			if (nown < 8 && (strncmp(e, "LD_PRELOAD=", 11) == 0 || strncmp(e, "ENVSIEVE_SHIM_", 14) == 0))
+			if (nown < 8 && (STARTS_WITH(e, "LD_PRELOAD=") || STARTS_WITH(e, "ENVSIEVE_SHIM_")))
 				own[nown++] = e;
 			else
 				environ[w++] = e;
