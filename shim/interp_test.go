@@ -125,3 +125,28 @@ func TestGrantedValueCopies(t *testing.T) {
 		t.Errorf("got %q, want %q", out, want)
 	}
 }
+
+// TestGrantedValueHidden: a granted key the launcher also hides still has
+// its value looked for in what the program starts: the shim copies the
+// granted values before hiding takes the key out of environ (init's
+// keep_granted runs before keep_hidden and wipe_hidden). As an
+// unprivileged user when the test runs as root.
+func TestGrantedValueHidden(t *testing.T) {
+	lib := shimtest.Lib(t)
+	dir := openDir(t)
+	var cred *syscall.SysProcAttr
+	if os.Getuid() == 0 {
+		cred = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	cmd := exec.Command("/bin/sh", "-c", `sh -c 'echo "grant:${#GRANT} copy:${#COPY} other:${#OTHER}"'`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GRANT=" + interpGrant, "COPY=pre-" + interpGrant + "-post", "OTHER=xabcx",
+		shim.EnvGranted + "=GRANT", shim.EnvHide + "=GRANT", shim.EnvPreload + "=" + lib,
+		shim.EnvSock + "=" + filepath.Join(dir, "no-launcher"), shim.EnvExec + "=1", shim.EnvRules + "=no-such-tool"}
+	cmd.SysProcAttr = cred
+	cmd.Dir = dir
+	b, _ := cmd.CombinedOutput()
+	out := strings.TrimSpace(strings.ReplaceAll(string(b), interpGrant, "<grant>"))
+	if want := "grant:0 copy:0 other:5"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}

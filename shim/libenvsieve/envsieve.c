@@ -558,7 +558,7 @@ static const char *search(const char *file, char *out, size_t cap) {
 		return file;
 	if (strchr(file, '/'))
 		return file;
-	const char *path = value_in(environ, "PATH", 4);
+	const char *path = VALUE_OF(environ, "PATH");
 	if (path == NULL)
 		path = "/bin:/usr/bin";
 	size_t fl = strlen(file);
@@ -741,7 +741,7 @@ static int loads_shim(int fd, int depth, int *is_elf) {
  * shim had it, or unset (the shim then adds its own). */
 static int preload_is_shim(char *const envp[]) {
 	for (size_t i = 0; envp && envp[i]; i++)
-		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0)
+		if (STARTS_WITH(envp[i], "LD_PRELOAD="))
 			return g_preload[0] && strcmp(envp[i], g_preload) == 0;
 	return g_preload[0] != 0;
 }
@@ -927,7 +927,7 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 			continue;
 		if (drop && dropped(drop, e, len))
 			continue;
-		if (carry && (hidden_slot(e, len) >= 0 || (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0)))
+		if (carry && (hidden_slot(e, len) >= 0 || IS_KEY(e, len, "ENVSIEVE_SHIM_HIDE")))
 			continue;
 		for (int c = 0; c < NCARRIED; c++)
 			if (strlen(carried[c]) == len && memcmp(e, carried[c], len) == 0)
@@ -1327,10 +1327,9 @@ static void copy_env(char *dst, size_t cap, const char *key, const char *val) {
 	memcpy(dst + kl + 1, val, vl + 1);
 }
 
-static void init(void) {
-	int expect = 0;
-	if (!atomic_compare_exchange_strong(&g_state, &expect, 1))
-		return;
+/* resolve_real looks up libc's own functions behind the shim's; each
+ * real_* is then libc's or NULL, which the wrappers check. */
+static void resolve_real(void) {
 	real_getenv = dlsym(RTLD_NEXT, "getenv");
 	real_setenv = dlsym(RTLD_NEXT, "setenv");
 	real_unsetenv = dlsym(RTLD_NEXT, "unsetenv");
@@ -1341,47 +1340,58 @@ static void init(void) {
 	real_fexecve = dlsym(RTLD_NEXT, "fexecve");
 	real_posix_spawn = dlsym(RTLD_NEXT, "posix_spawn");
 	real_posix_spawnp = dlsym(RTLD_NEXT, "posix_spawnp");
-	pthread_atfork(NULL, NULL, fork_child);
-	g_secure = getauxval(AT_SECURE) != 0;
-	dl_iterate_phdr(readonly_segments, NULL);
+}
 
-	const char *sock = value_in(environ, "ENVSIEVE_SHIM_SOCK", 18);
+/* keep_launcher keeps the launcher's address, LD_PRELOAD and the exec
+ * switch; g_exec is set only when the address is usable. */
+static void keep_launcher(void) {
+	const char *sock = VALUE_OF(environ, "ENVSIEVE_SHIM_SOCK");
 	if ((g_addrlen = wire_addr(sock, &g_addr)) != 0) {
 		copy_env(g_sockenv, sizeof g_sockenv, "ENVSIEVE_SHIM_SOCK", sock);
 	}
-	const char *pre = value_in(environ, "LD_PRELOAD", 10);
+	const char *pre = VALUE_OF(environ, "LD_PRELOAD");
 	if (pre)
 		copy_env(g_preload, sizeof g_preload, "LD_PRELOAD", pre);
-	const char *ex = value_in(environ, "ENVSIEVE_SHIM_EXEC", 18);
+	const char *ex = VALUE_OF(environ, "ENVSIEVE_SHIM_EXEC");
 	g_exec = ex && ex[0] == '1' && g_addrlen != 0;
-	const char *rules = value_in(environ, "ENVSIEVE_SHIM_RULES", 19);
+}
+
+/* keep_lists keeps the rule, deny and drop lists and envsieve-start's
+ * path; a list too long to keep leaves the rules unknown (fail closed:
+ * the launcher is asked about every program). */
+static void keep_lists(void) {
+	const char *rules = VALUE_OF(environ, "ENVSIEVE_SHIM_RULES");
 	if (rules && strlen(rules) < sizeof g_rules) {
 		memcpy(g_rules, rules, strlen(rules) + 1);
 		g_rules_known = 1;
 		copy_env(g_rulesenv, sizeof g_rulesenv, "ENVSIEVE_SHIM_RULES", rules);
 	}
-	const char *deny = value_in(environ, "ENVSIEVE_SHIM_DENY", 18);
+	const char *deny = VALUE_OF(environ, "ENVSIEVE_SHIM_DENY");
 	if (deny && strlen(deny) < sizeof g_deny) {
 		memcpy(g_deny, deny, strlen(deny) + 1);
 		copy_env(g_denyenv, sizeof g_denyenv, "ENVSIEVE_SHIM_DENY", deny);
 	}
-	const char *drop = value_in(environ, "ENVSIEVE_SHIM_DROP", 18);
+	const char *drop = VALUE_OF(environ, "ENVSIEVE_SHIM_DROP");
 	if (drop && strlen(drop) < sizeof g_drop) {
 		memcpy(g_drop, drop, strlen(drop) + 1);
 		copy_env(g_dropenv, sizeof g_dropenv, "ENVSIEVE_SHIM_DROP", drop);
 	} else if (drop) {
 		g_rules_known = 0; /* fail closed: ask the launcher about every program */
 	}
-	const char *st = value_in(environ, "ENVSIEVE_SHIM_START", 19);
+	const char *st = VALUE_OF(environ, "ENVSIEVE_SHIM_START");
 	if (st && *st == '/' && strlen(st) < sizeof g_startenv - 32) {
 		copy_env(g_startenv, sizeof g_startenv, "ENVSIEVE_SHIM_START", st);
-		g_start = g_startenv + 20;
+		g_start = g_startenv + LIT("ENVSIEVE_SHIM_START=");
 	}
-	const char *gr = value_in(environ, "ENVSIEVE_SHIM_GRANTED", 21);
+}
+
+/* keep_granted keeps the granted names and copies their values to the
+ * heap, before hiding takes any out of environ: what this process starts
+ * then gets no variable that holds one. */
+static void keep_granted(void) {
+	const char *gr = VALUE_OF(environ, "ENVSIEVE_SHIM_GRANTED");
 	if (gr && strlen(gr) < sizeof g_granted)
 		memcpy(g_granted, gr, strlen(gr) + 1);
-	/* The granted values, before hiding takes any out of environ: what
-	 * this process starts gets no variable that holds one. */
 	for (const char *p = g_granted; *p && g_ngvals < MAX_GRANTED_VALUES;) {
 		const char *q = p;
 		while (*q && *q != ',')
@@ -1398,7 +1408,12 @@ static void init(void) {
 		}
 		p = *q ? q + 1 : q;
 	}
-	const char *in = value_in(environ, "ENVSIEVE_SHIM_INTERP", 20);
+}
+
+/* arm_interp arms the interpreter hand-over for this process only, and
+ * only when a grant exists and the marker is well formed. */
+static void arm_interp(void) {
+	const char *in = VALUE_OF(environ, "ENVSIEVE_SHIM_INTERP");
 	const char *colon = in ? strchr(in, ':') : NULL;
 	if (colon && colon > in && (size_t)(colon - in) < sizeof g_interp_name && colon[1] == '/' &&
 	    strlen(colon + 1) < sizeof g_interp_path && g_granted[0]) {
@@ -1408,86 +1423,118 @@ static void init(void) {
 		g_interp_pid = getpid();
 		atomic_store(&g_interp_armed, 1);
 	}
+}
 
-	const char *hide = value_in(environ, "ENVSIEVE_SHIM_HIDE", 18);
-	if (hide && environ) {
-		/* Keep the names: the list lives in the block we are about to wipe. */
-		const char *p = hide;
-		while (*p && g_nhidden < MAX_HIDE) {
-			const char *q = p;
-			while (*q && *q != ',')
-				q++;
-			size_t len = (size_t)(q - p);
-			if (len > MAX_REPORT_NAME)
-				g_hide_over = 1;
-			if (len > 0 && len <= MAX_REPORT_NAME) {
-				memcpy(g_hidden_names[g_nhidden], p, len);
-				g_hidden_names[g_nhidden][len] = 0;
-				g_hidden_len[g_nhidden] = len;
-				char *v = value_in(environ, p, len);
-				if (v) {
-					char *e = malloc(len + strlen(v) + 2);
-					if (e) {
-						memcpy(e, p, len);
-						e[len] = '=';
-						memcpy(e + len + 1, v, strlen(v) + 1);
-					}
-					atomic_store(&g_hidden[g_nhidden], e);
-				}
-				g_nhidden++;
-			}
-			p = *q ? q + 1 : q;
-		}
-		if (*p)
+/* keep_hidden keeps the names of the hide list and copies their entries
+ * to the heap (the list lives in the block about to be wiped), marks a
+ * list it cannot hold whole as over, and makes this process non-dumpable
+ * so no process of the user can read those copies. */
+static void keep_hidden(const char *hide) {
+	const char *p = hide;
+	while (*p && g_nhidden < MAX_HIDE) {
+		const char *q = p;
+		while (*q && *q != ',')
+			q++;
+		size_t len = (size_t)(q - p);
+		if (len > MAX_REPORT_NAME)
 			g_hide_over = 1;
-		g_hide_pid = getpid();
-		/* The values now live in this heap: no process of the user may
-		 * read it through /proc/PID/mem, nor this process's environ. */
-		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-		copy_env(g_hideenv, sizeof g_hideenv, "ENVSIEVE_SHIM_HIDE", hide);
-		uintptr_t bs = 0, be = 0;
-		int have_block = env_block(&bs, &be) == 0;
-		size_t w = 0;
-		for (size_t r = 0; environ[r]; r++) {
-			char *e = environ[r];
-			size_t len = 0;
-			while (e[len] && e[len] != '=')
-				len++;
-			/* A key the shim cannot hold (past MAX_HIDE, or a name too
-			 * long) is dropped outright rather than left listed: the
-			 * launcher refuses such lists, so only a hand-made one gets
-			 * here. */
-			int drop = (len == 18 && memcmp(e, "ENVSIEVE_SHIM_HIDE", 18) == 0) || hidden_slot(e, len) >= 0 ||
-			           (g_hide_over && g_hideenv[0] && in_list(g_hideenv + 19, e, len));
-			if (!drop) {
-				environ[w++] = e;
-				continue;
+		if (len > 0 && len <= MAX_REPORT_NAME) {
+			memcpy(g_hidden_names[g_nhidden], p, len);
+			g_hidden_names[g_nhidden][len] = 0;
+			g_hidden_len[g_nhidden] = len;
+			char *v = value_in(environ, p, len);
+			if (v) {
+				char *e = malloc(len + strlen(v) + 2);
+				if (e) {
+					memcpy(e, p, len);
+					e[len] = '=';
+					memcpy(e + len + 1, v, strlen(v) + 1);
+				}
+				atomic_store(&g_hidden[g_nhidden], e);
 			}
-			size_t n = strlen(e);
-			if (have_block && (uintptr_t)e >= bs && (uintptr_t)e + n <= be)
-				memset(e, 0, n);
+			g_nhidden++;
 		}
-		environ[w] = NULL;
+		p = *q ? q + 1 : q;
 	}
-	/* The shim's own variables go to the end of environ, so that libc's
-	 * getenv, which scans from the start, does not step over them. */
-	if (environ) {
-		char *own[8];
-		size_t nown = 0, w = 0;
-		for (size_t r = 0; environ[r]; r++) {
-			char *e = environ[r];
-			/* The marker is for this image only: nothing inherits it. */
-			if (strncmp(e, "ENVSIEVE_SHIM_INTERP=", 21) == 0)
-				continue;
-			if (nown < 8 && (strncmp(e, "LD_PRELOAD=", 11) == 0 || strncmp(e, "ENVSIEVE_SHIM_", 14) == 0))
-				own[nown++] = e;
-			else
-				environ[w++] = e;
+	if (*p)
+		g_hide_over = 1;
+	g_hide_pid = getpid();
+	/* The values now live in this heap: no process of the user may
+	 * read it through /proc/PID/mem, nor this process's environ. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	copy_env(g_hideenv, sizeof g_hideenv, "ENVSIEVE_SHIM_HIDE", hide);
+}
+
+/* wipe_hidden takes the hide list and every hidden entry out of environ
+ * and zeroes those that lie in the initial environment block. */
+static void wipe_hidden(void) {
+	uintptr_t bs = 0, be = 0;
+	int have_block = env_block(&bs, &be) == 0;
+	size_t w = 0;
+	for (size_t r = 0; environ[r]; r++) {
+		char *e = environ[r];
+		size_t len = 0;
+		while (e[len] && e[len] != '=')
+			len++;
+		/* A key the shim cannot hold (past MAX_HIDE, or a name too
+		 * long) is dropped outright rather than left listed: the
+		 * launcher refuses such lists, so only a hand-made one gets
+		 * here. */
+		int drop = IS_KEY(e, len, "ENVSIEVE_SHIM_HIDE") || hidden_slot(e, len) >= 0 ||
+		           (g_hide_over && g_hideenv[0] && in_list(g_hideenv + LIT("ENVSIEVE_SHIM_HIDE="), e, len));
+		if (!drop) {
+			environ[w++] = e;
+			continue;
 		}
-		for (size_t i = 0; i < nown; i++)
-			environ[w++] = own[i];
-		environ[w] = NULL;
+		size_t n = strlen(e);
+		if (have_block && (uintptr_t)e >= bs && (uintptr_t)e + n <= be)
+			memset(e, 0, n);
 	}
+	environ[w] = NULL;
+}
+
+/* own_last moves the shim's own variables (at most 8) to the end of
+ * environ, so that libc's getenv, which scans from the start, does not
+ * step over them, and drops the interpreter marker, which is for this
+ * image only: nothing inherits it. */
+static void own_last(void) {
+	char *own[8];
+	size_t nown = 0, w = 0;
+	for (size_t r = 0; environ[r]; r++) {
+		char *e = environ[r];
+		if (STARTS_WITH(e, "ENVSIEVE_SHIM_INTERP="))
+			continue;
+		if (nown < 8 && (STARTS_WITH(e, "LD_PRELOAD=") || STARTS_WITH(e, "ENVSIEVE_SHIM_")))
+			own[nown++] = e;
+		else
+			environ[w++] = e;
+	}
+	for (size_t i = 0; i < nown; i++)
+		environ[w++] = own[i];
+	environ[w] = NULL;
+}
+
+/* init runs once (g_state 0 -> 1 -> 2): it keeps what the launcher put in
+ * the environment, hides what it lists, and only then publishes state 2. */
+static void init(void) {
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&g_state, &expect, 1))
+		return;
+	resolve_real();
+	pthread_atfork(NULL, NULL, fork_child);
+	g_secure = getauxval(AT_SECURE) != 0;
+	dl_iterate_phdr(readonly_segments, NULL);
+	keep_launcher();
+	keep_lists();
+	keep_granted();
+	arm_interp();
+	const char *hide = VALUE_OF(environ, "ENVSIEVE_SHIM_HIDE");
+	if (hide && environ) {
+		keep_hidden(hide);
+		wipe_hidden();
+	}
+	if (environ)
+		own_last();
 	if (g_nhidden == 0 && real_getenv)
 		g_plain = real_getenv;
 	atomic_store_explicit(&g_state, 2, memory_order_release);

@@ -54,7 +54,7 @@ static void alone(const sigset_t *old) {
  * strip removes what the rules deny first. Returns only on failure. */
 static int run_alone(const char *path, char **argv, char **envp, int strip) {
 	if (strip) {
-		const char *deny = value_in(envp, "ENVSIEVE_SHIM_DENY", 18);
+		const char *deny = VALUE_OF(envp, "ENVSIEVE_SHIM_DENY");
 		if (deny && *deny) {
 			size_t w = 0;
 			for (size_t r = 0; envp[r]; r++) {
@@ -80,7 +80,7 @@ int main(int argc, char **argv, char **envp) {
 	const char *path = argv[1];
 	char **pargv = argv + 2;
 	struct sockaddr_un addr;
-	socklen_t alen = wire_addr(value_in(envp, "ENVSIEVE_SHIM_SOCK", 18), &addr);
+	socklen_t alen = wire_addr(VALUE_OF(envp, "ENVSIEVE_SHIM_SOCK"), &addr);
 	if (alen == 0)
 		return run_alone(path, pargv, envp, 1);
 

@@ -19,6 +19,16 @@
 #define MAX_MSG 16384     /* one packet */
 #define MAX_START 1048576 /* the body of one start request: path, argv, environment */
 
+/* LIT is the length of a string literal without its NUL, counted by the
+ * compiler; the "" refuses anything but a literal. */
+#define LIT(s) (sizeof("" s) - 1)
+/* STARTS_WITH says whether s begins with the literal prefix lit. */
+#define STARTS_WITH(s, lit) (strncmp((s), (lit), LIT(lit)) == 0)
+/* IS_KEY says whether the len bytes at e are exactly the literal lit. */
+#define IS_KEY(e, len, lit) ((len) == LIT(lit) && memcmp((e), (lit), LIT(lit)) == 0)
+/* VALUE_OF is value_in for a literal key. */
+#define VALUE_OF(env, lit) value_in((env), (lit), LIT(lit))
+
 /* value_in returns the value of key (len bytes) in env, or NULL. */
 static inline char *value_in(char *const *env, const char *key, size_t len) {
 	if (env == NULL)
