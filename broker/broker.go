@@ -1096,9 +1096,17 @@ func (b *Broker) current(s *brokered) string {
 		return s.real
 	}
 	v, ok := b.cfg.Reload(s.Name)
+	b.smu.RLock()
+	cur := s.real
+	b.smu.RUnlock()
+	if !ok || v == "" || v == cur {
+		// The common case, on every swap: nothing changed, and no
+		// request waits for another's write lock.
+		return cur
+	}
 	b.smu.Lock()
 	defer b.smu.Unlock()
-	if ok && v != "" && v != s.real {
+	if v != s.real {
 		s.real = v
 		to := s.fake
 		if len(v) != len(to) {
