@@ -134,6 +134,13 @@ func (p *probe) check(channel string, text []byte) {
 	}
 }
 
+// treeVar returns a variable of the tree's environment, read as a hostile
+// command in the tree reads it. The probe plays the agent's tree inside a
+// verify launch: these are the tree's values (SSH_AUTH_SOCK, the tools'
+// file variables), never a setting of envsieve's own (docs/design.md
+// section 8 lists those).
+func treeVar(name string) string { return os.Getenv(name) }
+
 func (p *probe) environments() {
 	p.check("environ", []byte(strings.Join(os.Environ(), "\x00")))
 	for name := range p.in.Canaries {

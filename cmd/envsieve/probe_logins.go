@@ -68,7 +68,7 @@ func (p *probe) logins() {
 		}
 	}
 	for _, v := range loginFileVars {
-		path := os.Getenv(v.name)
+		path := treeVar(v.name)
 		if path == "" {
 			continue
 		}

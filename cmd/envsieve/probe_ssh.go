@@ -73,7 +73,7 @@ func startCanaryAgent(dir string) (string, func(), error) {
 // a bound host with each key listed, add a key, and remove every key.
 // Each that works is a leak.
 func (p *probe) sshAgent() {
-	sock := os.Getenv("SSH_AUTH_SOCK")
+	sock := treeVar("SSH_AUTH_SOCK")
 	if sock == "" {
 		return
 	}

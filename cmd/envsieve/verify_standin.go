@@ -222,7 +222,7 @@ func (p *probe) tryAWS() {
 			real = f
 		}
 	}
-	path := os.Getenv("AWS_SHARED_CREDENTIALS_FILE")
+	path := treeVar("AWS_SHARED_CREDENTIALS_FILE")
 	if path == "" {
 		path = real.Path
 	}
