@@ -19,6 +19,7 @@ import (
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/nest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
@@ -390,10 +391,10 @@ func (s *ShimRun) verdict(key string) string {
 }
 
 // Access implements shim.Handler.
-func (s *ShimRun) Access(a *shim.Access) {
+func (s *ShimRun) Access(a *shimwire.Access) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if shim.Reads(a.Op) {
+	if shimwire.Reads(a.Op) {
 		s.reads[a.Name] = true
 	}
 	k := string(a.Op) + " " + a.Name
@@ -401,11 +402,11 @@ func (s *ShimRun) Access(a *shim.Access) {
 		return
 	}
 	s.logged[k] = true
-	s.alog.Access(a.PID, shim.OpName(a.Op), a.Name, s.verdict(a.Name))
+	s.alog.Access(a.PID, shimwire.OpName(a.Op), a.Name, s.verdict(a.Name))
 }
 
 // Notice implements shim.Handler. A static program is noted once per path.
-func (s *ShimRun) Notice(n *shim.Notice) {
+func (s *ShimRun) Notice(n *shimwire.Notice) {
 	reason := n.Reason
 	if reason == "static-program" {
 		s.mu.Lock()

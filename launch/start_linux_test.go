@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -22,7 +23,7 @@ func request(t *testing.T, caller *os.Process) *shim.StartRequest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	return &shim.StartRequest{Start: &shim.Start{}, Peer: caller.Pid,
+	return &shim.StartRequest{Start: &shimwire.Start{}, Peer: caller.Pid,
 		Stdio: [3]*os.File{nil, os.Stdout, os.Stderr}, Dir: dir}
 }
 
@@ -79,7 +80,7 @@ func TestStartGranted(t *testing.T) {
 func TestStartWithoutScope(t *testing.T) {
 	s := &ShimRun{l: &Plan{host: &Host{}}, grants: true}
 	s.NoScope(ErrNoScope)
-	p, why := s.Start(&shim.StartRequest{Start: &shim.Start{Path: "/bin/true", Argv: []string{"true"}}})
+	p, why := s.Start(&shim.StartRequest{Start: &shimwire.Start{Path: "/bin/true", Argv: []string{"true"}}})
 	if p != nil {
 		p.Kill()
 		t.Fatal("started a program without a scope")

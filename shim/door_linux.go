@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // DoorName is the door's name in the socket's directory. The shim finds it
@@ -19,7 +21,7 @@ const DoorName = "d"
 // may not create a unix socket (Claude Code's Linux sandbox refuses
 // socket(AF_UNIX) with a seccomp filter, but not socketpair). Such a
 // process makes a connected SOCK_SEQPACKET pair, keeps one end, and sends
-// the other to the door in a datagram {Version, 'O'} with SCM_RIGHTS; the
+// the other to the door in a datagram {shimwire.Version, 'O'} with SCM_RIGHTS; the
 // server serves that end as it serves an accepted connection, with the same
 // checks (the peer's uid, as SO_PEERCRED gives it: the pair's maker).
 // Anything else that arrives is dropped.
@@ -45,15 +47,15 @@ func (s *Server) serveDoor() {
 			return
 		}
 		files := received(oob[:oobn])
-		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || n != 2 || buf[0] != Version || buf[1] != 'O' || len(files) != 1 {
+		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || n != 2 || buf[0] != shimwire.Version || buf[1] != 'O' || len(files) != 1 {
 			closeAll(files)
-			s.h.Refused(ErrMessage.Error() + ": a door datagram that is not one connection")
+			s.h.Refused(shimwire.ErrMessage.Error() + ": a door datagram that is not one connection")
 			continue
 		}
 		c, err := seqpacketConn(files[0])
 		files[0].Close()
 		if err != nil {
-			s.h.Refused(ErrMessage.Error() + ": through the door, " + err.Error())
+			s.h.Refused(shimwire.ErrMessage.Error() + ": through the door, " + err.Error())
 			continue
 		}
 		s.start(c)

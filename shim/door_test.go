@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -23,7 +24,7 @@ func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sendDoor(t, srv, []byte{shim.Version, 'O'}, pair[1])
+	sendDoor(t, srv, []byte{shimwire.Version, 'O'}, pair[1])
 	syscall.Close(pair[1])
 	f := os.NewFile(uintptr(pair[0]), "pair")
 	defer f.Close()
@@ -109,13 +110,13 @@ func TestServerDoor(t *testing.T) {
 		payload []byte
 		fd      int
 	}{
-		{"no descriptor", []byte{shim.Version, 'O'}, -1},
-		{"a file", []byte{shim.Version, 'O'}, int(file.Fd())},
-		{"a datagram socket", []byte{shim.Version, 'O'}, dgram[1]},
-		{"an unconnected socket", []byte{shim.Version, 'O'}, lone},
+		{"no descriptor", []byte{shimwire.Version, 'O'}, -1},
+		{"a file", []byte{shimwire.Version, 'O'}, int(file.Fd())},
+		{"a datagram socket", []byte{shimwire.Version, 'O'}, dgram[1]},
+		{"an unconnected socket", []byte{shimwire.Version, 'O'}, lone},
 		{"another version", []byte{1, 'O'}, pair[1]},
-		{"another message", []byte{shim.Version, 'X'}, pair[1]},
-		{"a longer message", []byte{shim.Version, 'O', 0}, pair[1]},
+		{"another message", []byte{shimwire.Version, 'X'}, pair[1]},
+		{"a longer message", []byte{shimwire.Version, 'O', 0}, pair[1]},
 	} {
 		before := len(refusals(rec))
 		sendDoor(t, srv, tc.payload, tc.fd)
@@ -153,8 +154,8 @@ func refusals(r *recorder) []string {
 // or without, the server serves a connection only for {Version, 'O'} with
 // the end, and refuses the rest.
 func FuzzServerDoor(f *testing.F) {
-	f.Add([]byte{shim.Version, 'O'}, true)
-	f.Add([]byte{shim.Version, 'O'}, false)
+	f.Add([]byte{shimwire.Version, 'O'}, true)
+	f.Add([]byte{shimwire.Version, 'O'}, false)
 	f.Add([]byte{1, 'X', '1', 0}, true)
 	f.Add([]byte{}, false)
 	rec := &recorder{}
@@ -178,7 +179,7 @@ func FuzzServerDoor(f *testing.F) {
 		before := len(refusals(rec))
 		sendDoor(t, srv, payload, fd)
 		syscall.Close(pair[1])
-		valid := withEnd && len(payload) == 2 && payload[0] == shim.Version && payload[1] == 'O'
+		valid := withEnd && len(payload) == 2 && payload[0] == shimwire.Version && payload[1] == 'O'
 		if valid {
 			// Served: the server answers a start on it.
 			c := os.NewFile(uintptr(pair[0]), "pair")

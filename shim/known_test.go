@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -62,7 +63,7 @@ func TestReportsOncePerLaunch(t *testing.T) {
 			// The launcher has the first process's reports before the
 			// second process starts.
 			deadline := time.Now().Add(10 * time.Second)
-			for rec.seen(shim.OpGetenv, names[len(names)-1]) == 0 && time.Now().Before(deadline) {
+			for rec.seen(shimwire.OpGetenv, names[len(names)-1]) == 0 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if got := run(t, env, nil, append([]string{prog, "ONLY_THE_SECOND"}, names...)...); got != "done" {
@@ -72,11 +73,11 @@ func TestReportsOncePerLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range names {
-				if got := rec.seen(shim.OpGetenv, n); got != tc.want {
+				if got := rec.seen(shimwire.OpGetenv, n); got != tc.want {
 					t.Errorf("%s (%d bytes) reported %d times, want %d", n, len(n), got, tc.want)
 				}
 			}
-			if got := rec.seen(shim.OpGetenv, "ONLY_THE_SECOND"); got != 1 {
+			if got := rec.seen(shimwire.OpGetenv, "ONLY_THE_SECOND"); got != 1 {
 				t.Errorf("a name the launch did not know was reported %d times, want 1", got)
 			}
 			if len(rec.refused) > 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -51,7 +52,7 @@ func TestServerStartLimit(t *testing.T) {
 	}()
 	begun := func(c *net.UnixConn) string {
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, shim.MaxMsg)
+		buf := make([]byte, shimwire.MaxMsg)
 		n, err := c.Read(buf)
 		if err != nil {
 			return "error: " + err.Error()
@@ -68,13 +69,13 @@ func TestServerStartLimit(t *testing.T) {
 		c := dialServer(t, srv)
 		conns = append(conns, c)
 		startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
-		if got := begun(c); got != string(shim.Begun(true)) {
+		if got := begun(c); got != string(shimwire.Begun(true)) {
 			t.Fatalf("start %d: %q, want begun", i+1, got)
 		}
 	}
 	over := dialServer(t, srv)
 	startMsg(t, over, "", "/bin/true", []string{"true"}, nil)
-	if got := answers(t, over); len(got) != 1 || got[0] != string(shim.Declined("too many start requests at once")) {
+	if got := answers(t, over); len(got) != 1 || got[0] != string(shimwire.Declined("too many start requests at once")) {
 		t.Fatalf("the 65th start: %q, want declined", got)
 	}
 	over.Close()
@@ -83,7 +84,7 @@ func TestServerStartLimit(t *testing.T) {
 	mu.Lock()
 	running[0].done()
 	mu.Unlock()
-	if got := answers(t, conns[0]); len(got) != 1 || got[0] != string(shim.Ended(0, 0)) {
+	if got := answers(t, conns[0]); len(got) != 1 || got[0] != string(shimwire.Ended(0, 0)) {
 		t.Fatalf("the first program's end: %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -92,7 +93,7 @@ func TestServerStartLimit(t *testing.T) {
 		startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
 		got := begun(c)
 		c.Close()
-		if got == string(shim.Begun(true)) {
+		if got == string(shimwire.Begun(true)) {
 			break
 		}
 		if time.Now().After(deadline) {

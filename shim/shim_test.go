@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -238,19 +239,19 @@ func TestStartNormally(t *testing.T) {
 // recorder is a shim.Handler that keeps what it was sent.
 type recorder struct {
 	mu       sync.Mutex
-	accesses []shim.Access
-	notices  []shim.Notice
-	starts   []shim.Start
+	accesses []shimwire.Access
+	notices  []shimwire.Notice
+	starts   []shimwire.Start
 	refused  []string
 	start    func(*shim.StartRequest) (shim.Process, string)
 }
 
-func (r *recorder) Access(a *shim.Access) {
+func (r *recorder) Access(a *shimwire.Access) {
 	r.mu.Lock()
 	r.accesses = append(r.accesses, *a)
 	r.mu.Unlock()
 }
-func (r *recorder) Notice(n *shim.Notice) {
+func (r *recorder) Notice(n *shimwire.Notice) {
 	r.mu.Lock()
 	r.notices = append(r.notices, *n)
 	r.mu.Unlock()
@@ -338,17 +339,17 @@ func TestAccessReports(t *testing.T) {
 		name string
 		want int
 	}{
-		{shim.OpGetenv, "READ_THRICE", 1},
-		{shim.OpSecureGetenv, "SECURE_ONE", 1},
-		{shim.OpSetenv, "SET_ONE", 1},
-		{shim.OpUnsetenv, "UNSET_ONE", 1},
-		{shim.OpPutenv, "PUT_ONE", 1},
-		{shim.OpClearenv, "", 1},
-		{shim.OpGetenv, "THREAD_7_49", 1},
-		{shim.OpGetenv, "IN_FORK_CHILD", 1},
+		{shimwire.OpGetenv, "READ_THRICE", 1},
+		{shimwire.OpSecureGetenv, "SECURE_ONE", 1},
+		{shimwire.OpSetenv, "SET_ONE", 1},
+		{shimwire.OpUnsetenv, "UNSET_ONE", 1},
+		{shimwire.OpPutenv, "PUT_ONE", 1},
+		{shimwire.OpClearenv, "", 1},
+		{shimwire.OpGetenv, "THREAD_7_49", 1},
+		{shimwire.OpGetenv, "IN_FORK_CHILD", 1},
 	} {
 		if got := rec.seen(c.op, c.name); got != c.want {
-			t.Errorf("%s %s reported %d times, want %d", shim.OpName(c.op), c.name, got, c.want)
+			t.Errorf("%s %s reported %d times, want %d", shimwire.OpName(c.op), c.name, got, c.want)
 		}
 	}
 	threads := 0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -238,8 +239,8 @@ func TestStartRequestSizes(t *testing.T) {
 	}
 	for _, mode := range []string{"fork", "vfork"} {
 		base := body(mode, 1) - 1
-		one := shim.MaxMsg - 2 - base // the body fills one packet exactly
-		for _, size := range []int{one, one + 1, 3*shim.MaxMsg + 5} {
+		one := shimwire.MaxMsg - 2 - base // the body fills one packet exactly
+		for _, size := range []int{one, one + 1, 3*shimwire.MaxMsg + 5} {
 			if got := body(mode, size); got != base+size {
 				t.Errorf("%s: a body of %d bytes, want %d", mode, got, base+size)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/shim"
 )
@@ -73,8 +74,8 @@ type readSet struct {
 	names map[string]bool
 }
 
-func (r *readSet) Access(a *shim.Access) {
-	if shim.Reads(a.Op) {
+func (r *readSet) Access(a *shimwire.Access) {
+	if shimwire.Reads(a.Op) {
 		r.mu.Lock()
 		r.names[a.Name] = true
 		r.mu.Unlock()
@@ -83,8 +84,8 @@ func (r *readSet) Access(a *shim.Access) {
 func (r *readSet) Start(*shim.StartRequest) (shim.Process, string) {
 	return nil, "lint-env grants nothing"
 }
-func (r *readSet) Notice(*shim.Notice) {}
-func (r *readSet) Refused(string)      {}
+func (r *readSet) Notice(*shimwire.Notice) {}
+func (r *readSet) Refused(string)          {}
 
 func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	parent := os.Environ()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/pattern"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/shim"
 )
@@ -201,7 +202,7 @@ func socketAnswer(sock string, packet []byte) []byte {
 	c.CloseWrite() // the launcher reads the end, answers if it will, and closes
 	c.SetReadDeadline(time.Now().Add(time.Second))
 	var out []byte
-	buf := make([]byte, shim.MaxMsg)
+	buf := make([]byte, shimwire.MaxMsg)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
