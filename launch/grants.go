@@ -178,13 +178,13 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	defer close(s.ready)
 	env := make([]string, 0, len(l.Env)+4)
 	for _, kv := range l.Env {
-		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
+		if !strings.HasPrefix(kv, shimwire.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, l.Env), shim.EnvSock+"="+s.srv.Path)
+	env = append(env, shimwire.EnvPreload+"="+shim.Preload(lib, l.Env), shimwire.EnvSock+"="+s.srv.Path)
 	if needHide {
-		env = append(env, shim.EnvHide+"="+strings.Join(res.Hide, ","))
+		env = append(env, shimwire.EnvHide+"="+strings.Join(res.Hide, ","))
 	}
 	if res.Rule != nil {
 		// The launch's first program is granted like any the shim hands
@@ -203,26 +203,26 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		if gv != "" {
 			env = append(env, gv)
 			if l.interp != "" {
-				env = append(env, shim.EnvInterp+"="+l.interp)
+				env = append(env, shimwire.EnvInterp+"="+l.interp)
 			}
 		}
 	}
 	if grants {
-		env = append(env, shim.EnvExec+"=1")
+		env = append(env, shimwire.EnvExec+"=1")
 		if start, err := shim.LocateStart(lib); err == nil {
-			env = append(env, shim.EnvStart+"="+start)
+			env = append(env, shimwire.EnvStart+"="+start)
 		} else {
 			h.warnMissing(alog, err, "the rules grant nothing at exec (the programs they name run without their grants)")
 		}
 		drops, dv := ruleDrops(l.opt.Policy)
 		if globs, ok := ruleGlobs(l.opt.Policy, drops); ok {
-			env = append(env, shim.EnvRules+"="+globs)
+			env = append(env, shimwire.EnvRules+"="+globs)
 			if dv != "" {
-				env = append(env, shim.EnvDrop+"="+dv)
+				env = append(env, shimwire.EnvDrop+"="+dv)
 			}
 		}
 		if denies := ruleDenies(l.opt.Policy); denies != "" {
-			env = append(env, shim.EnvDeny+"="+denies)
+			env = append(env, shimwire.EnvDeny+"="+denies)
 		}
 	}
 	l.Env = env
@@ -258,7 +258,7 @@ func (l *Plan) ruleKeys(without map[string]string) []string {
 	var keys []string
 	for _, kv := range l.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shimwire.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
 			keys = append(keys, k)
 		}
 	}
@@ -539,7 +539,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		return nil, "the program's interpreter is in a place the agent's tree can write"
 	}
 	if interp != "" {
-		env = append(slices.Clip(env), shim.EnvInterp+"="+interp)
+		env = append(slices.Clip(env), shimwire.EnvInterp+"="+interp)
 	}
 	t1 := time.Now()
 	var g *granter
@@ -757,7 +757,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 		if grantInjection[k] && !exact {
 			continue
 		}
-		if k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+		if k == shimwire.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
 			continue
 		}
 		env = append(env, kv)
@@ -777,7 +777,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 	}
 	for _, kv := range l.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if (k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shim.EnvHide && k != shim.EnvGranted {
+		if (k == shimwire.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shimwire.EnvHide && k != shimwire.EnvGranted {
 			env = append(env, kv)
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
-// DoorName is the door's name in the socket's directory. The shim finds it
+// doorName is the door's name in the socket's directory. The shim finds it
 // beside ENVSIEVE_SHIM_SOCK.
-const DoorName = "d"
+const doorName = "d"
 
 // The door is a datagram socket beside the server's, for a process that
 // may not create a unix socket (Claude Code's Linux sandbox refuses
@@ -26,7 +26,7 @@ const DoorName = "d"
 // checks (the peer's uid, as SO_PEERCRED gives it: the pair's maker).
 // Anything else that arrives is dropped.
 func (s *Server) openDoor() error {
-	path := filepath.Join(s.dir, DoorName)
+	path := filepath.Join(s.dir, doorName)
 	d, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return err
@@ -93,5 +93,5 @@ func (s *Server) closeDoor() {
 	}
 	s.door.Close()
 	<-s.doorDone
-	unix.Unlink(filepath.Join(s.dir, DoorName))
+	unix.Unlink(filepath.Join(s.dir, doorName))
 }

@@ -2,8 +2,8 @@
 
 package shim
 
-// DoorName is the door's name in the socket's directory (Linux only).
-const DoorName = "d"
+// doorName is the door's name in the socket's directory (Linux only).
+const doorName = "d"
 
 // openDoor is Linux-only: elsewhere there is no door.
 func (s *Server) openDoor() error { return nil }

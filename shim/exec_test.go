@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -161,7 +162,7 @@ func TestStartGrants(t *testing.T) {
 		return nil, "no rule"
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib), "OLD=x")
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib), "OLD=x")
 	got := run(t, env, nil, prog) + "\n"
 	for _, via := range vias {
 		if !strings.Contains(got, via+":yes\n") {
@@ -199,8 +200,8 @@ func TestStartDeclined(t *testing.T) {
 	prog := shimtest.Program(t, "execs", execC)
 	rec := &recorder{}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE",
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		"OLD=x", "MINE=granted-to-me", shimwire.EnvGranted+"=MINE",
 		`THEN=echo mine=${MINE:-none}; sed -n "s/^SigIgn:[[:space:]]*/ignored=/p" /proc/$$/status; exit 7`)
 	// The caller ignores SIGHUP (as under nohup): the program must too, and
 	// must not inherit envsieve-start's own ignored SIGPIPE.
@@ -238,9 +239,9 @@ func TestStartFailsClosed(t *testing.T) {
 		{"no envsieve-start", "/nonexistent/envsieve-start"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := append(baseEnv(lib), shim.EnvSock+"="+gone, shim.EnvExec+"=1", shim.EnvStart+"="+tc.start,
-				"OLD=denied-by-a-rule", shim.EnvRules+"=s?\nda*", shim.EnvDeny+"=NOPE\nOL*",
-				"MINE=granted-to-me", shim.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+gone, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+tc.start,
+				"OLD=denied-by-a-rule", shimwire.EnvRules+"=s?\nda*", shimwire.EnvDeny+"=NOPE\nOL*",
+				"MINE=granted-to-me", shimwire.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
 			start := time.Now()
 			got := run(t, env, nil, prog) + "\n"
 			if d := time.Since(start); d > 10*time.Second {
@@ -275,8 +276,8 @@ func TestStartSignals(t *testing.T) {
 		return p, why
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sleep")
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sleep")
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
@@ -349,7 +350,7 @@ func TestStartArgvTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 	got := run(t, env, nil, "bash", "-c", `/bin/sh -c 'echo ${GRANT:-none}' $(seq 5000); /bin/sh -c 'echo ${GRANT:-none}' small`)
 	if got != "none\nyes" {
 		t.Errorf("got %q, want none (too large) then yes", got)
@@ -486,7 +487,7 @@ func TestExecForeignLauncher(t *testing.T) {
 			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 				t.Fatalf("stand-in launcher: %q", line)
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+sock, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 			got := run(t, env, nil, prog) + "\n"
 			if n := strings.Count(got, tc.status+"\n"); n != len(vias) {
 				t.Errorf("want %d programs ending %s, got %q", len(vias), tc.status, got)

@@ -124,7 +124,7 @@ func TestStartHeld(t *testing.T) {
 	}}
 	srv := listen(t, rec)
 	marker := filepath.Join(t.TempDir(), "ran")
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 	// A forked child of sh (the shim's own request), and sh replaced by
 	// the program (envsieve-start), at once.
 	script := `(touch ` + marker + `.here; echo here=$?) & ` +

@@ -56,7 +56,7 @@ func TestReportsOncePerLaunch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path)
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path)
 			if got := run(t, env, nil, append([]string{prog}, names...)...); got != "done" {
 				t.Fatalf("got %q", got)
 			}

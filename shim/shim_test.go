@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
 
 func baseEnv(lib string) []string {
 	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", hiddenKey + "=" + hiddenVal,
-		shim.EnvPreload + "=" + lib, shim.EnvHide + "=" + hiddenKey + ",NOT_SET_AT_ALL"}
+		shimwire.EnvPreload + "=" + lib, shimwire.EnvHide + "=" + hiddenKey + ",NOT_SET_AT_ALL"}
 }
 
 func run(t *testing.T, env []string, cred *syscall.SysProcAttr, argv ...string) string {
@@ -327,7 +327,7 @@ func TestAccessReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, "READ_THRICE="+hiddenVal)
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, "READ_THRICE="+hiddenVal)
 	if got := run(t, env, nil, prog); got != "done" {
 		t.Fatalf("got %q", got)
 	}
@@ -391,7 +391,7 @@ int main(void) {
 	defer ln.Close()
 	for name, sock := range map[string]string{"gone": filepath.Join(dir, "nothing-here"), "full": stuck, "not-a-socket": prog} {
 		t.Run(name, func(t *testing.T) {
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock)
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+sock)
 			start := time.Now()
 			if got := run(t, env, nil, prog); got != "done" {
 				t.Fatalf("got %q", got)

@@ -219,8 +219,8 @@ func TestStartRequestSizes(t *testing.T) {
 		return startWith(r, r.Env)
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
 	body := func(mode string, size int) int {
 		t.Helper()
 		mu.Lock()
@@ -255,6 +255,6 @@ func standInServer(t *testing.T, lib, script string) (*standIns, []string) {
 	t.Helper()
 	si := &standIns{}
 	srv := listen(t, &recorder{start: si.start})
-	return si, append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sh", "CMD="+script)
+	return si, append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sh", "CMD="+script)
 }

@@ -108,11 +108,11 @@ func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	}
 	env := make([]string, 0, len(parent)+2)
 	for _, kv := range parent {
-		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
+		if !strings.HasPrefix(kv, shimwire.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, parent), shim.EnvSock+"="+srv.Path)
+	env = append(env, shimwire.EnvPreload+"="+shim.Preload(lib, parent), shimwire.EnvSock+"="+srv.Path)
 	c := &launch.Cmd{Path: path, Args: argv, Env: env}
 	status, runErr := launch.Supervise(c, launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	srv.Close()

@@ -21,7 +21,6 @@ import (
 	"github.com/envsieve/envsieve/internal/pattern"
 	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/secret"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // The probe of `envsieve verify` runs inside the tree as the agent's
@@ -173,7 +172,7 @@ func (p *probe) environments() {
 // a rule's program (see renamed). Whatever comes back, on the socket or
 // from the program, is searched for canaries.
 func (p *probe) shimSocket() {
-	sock := os.Getenv(shim.EnvSock)
+	sock := os.Getenv(shimwire.EnvSock)
 	if sock == "" {
 		return
 	}
