@@ -380,7 +380,7 @@ func (s *ShimRun) verdict(key string) string {
 		return "given"
 	}
 	if d := s.decision[key]; d != nil && !d.Kept {
-		return "withheld"
+		return "dropped"
 	} else if d != nil && d.WouldDrop {
 		return "would-drop"
 	}
@@ -994,9 +994,9 @@ func listed(keys []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(keys[:6], ", "), len(keys)-6)
 }
 
-// withheldReads returns, sorted, the keys the child's processes read that
-// the policy withheld (or, in audit mode, that enforce would withhold).
-func (s *ShimRun) withheldReads(verdict string) []string {
+// droppedReads returns, sorted, the keys the child's processes read that
+// the policy dropped (or, in audit mode, that enforce would drop).
+func (s *ShimRun) droppedReads(verdict string) []string {
 	if s == nil {
 		return nil
 	}
@@ -1012,20 +1012,20 @@ func (s *ShimRun) withheldReads(verdict string) []string {
 	return out
 }
 
-// ExplainFailure says, after a failed child, which withheld keys it read:
+// ExplainFailure says, after a failed child, which dropped keys it read:
 // a missing variable is the cause agents most often chase in the wrong
-// place. In audit mode it warns of what enforce would have withheld.
+// place. In audit mode it warns of what enforce would have dropped.
 func (s *ShimRun) ExplainFailure(status int) {
 	if s == nil {
 		return
 	}
-	if keys := s.withheldReads("would-drop"); len(keys) > 0 {
-		s.l.host.warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
+	if keys := s.droppedReads("would-drop"); len(keys) > 0 {
+		s.l.host.warnf("audit mode: the command read %s, which enforce would drop; see 'envsieve explain --mode audit'", listed(keys))
 	}
 	if status == 0 {
 		return
 	}
-	if keys := s.withheldReads("withheld"); len(keys) > 0 {
-		fmt.Fprintf(s.l.host.stderr(), "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
+	if keys := s.droppedReads("dropped"); len(keys) > 0 {
+		fmt.Fprintf(s.l.host.stderr(), "envsieve: the command read %s, which the policy dropped; see 'envsieve explain'\n", listed(keys))
 	}
 }

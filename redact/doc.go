@@ -49,7 +49,7 @@
 //
 // # Replacement
 //
-// Every occurrence of a pattern is replaced by [Token](key, v), "[HIDDEN:xxxxxxxx]",
+// Every occurrence of a pattern is replaced by [Token](key, v), "[MASKED:xxxxxxxx]",
 // where xxxxxxxx is [Fingerprint](key, v), the first 8 hex digits of
 // HMAC-SHA256(key, v): the same secret gives the same token whatever encoding matched.
 //

@@ -55,7 +55,7 @@ func (s Secret) LogValue() slog.Value {
 // concurrent use by any number of [Writer]s. Its fmt output never shows a pattern.
 type Set struct {
 	mt      *matcher // nil when there are no patterns
-	tokens  [][]byte // token index -> "[HIDDEN:xxxxxxxx]"
+	tokens  [][]byte // token index -> "[MASKED:xxxxxxxx]"
 	skipped []string
 	npat    int
 	// pats and patToks are kept for the tests' reference redactor.
