@@ -43,7 +43,7 @@ type Secret struct {
 // Format prints the name only, whatever the verb, so a Secret dropped into a log line
 // or an error by mistake does not leak its value.
 func (s Secret) Format(f fmt.State, verb rune) {
-	fmt.Fprintf(f, "redact.Secret{Name: %q, Value: <%d bytes hidden>}", s.Name, len(s.Value))
+	fmt.Fprintf(f, "redact.Secret{Name: %q, Value: <%d bytes masked>}", s.Name, len(s.Value))
 }
 
 // LogValue makes log/slog record the name only.
