@@ -31,7 +31,7 @@ import (
 // grants it answers, and what the child's processes reported through it.
 // A nil *ShimRun (no shim) is valid for all its methods.
 type ShimRun struct {
-	srv  *shim.Server
+	srv  *shimwire.Server
 	l    *Plan
 	alog *audit.Log
 	// base is the launch's environment by key (before the shim's own
@@ -172,7 +172,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 	}
 	s.ready = make(chan struct{})
-	if s.srv, err = shim.Listen(h.socketDir(), s); err != nil {
+	if s.srv, err = shimwire.Listen(h.socketDir(), s); err != nil {
 		return nil, err
 	}
 	defer close(s.ready)
@@ -390,7 +390,7 @@ func (s *ShimRun) verdict(key string) string {
 	return "unset"
 }
 
-// Access implements shim.Handler.
+// Access implements shimwire.Handler.
 func (s *ShimRun) Access(a *shimwire.Access) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,7 +405,7 @@ func (s *ShimRun) Access(a *shimwire.Access) {
 	s.alog.Access(a.PID, shimwire.OpName(a.Op), a.Name, s.verdict(a.Name))
 }
 
-// Notice implements shim.Handler. A static program is noted once per path.
+// Notice implements shimwire.Handler. A static program is noted once per path.
 func (s *ShimRun) Notice(n *shimwire.Notice) {
 	reason := n.Reason
 	if reason == "static-program" {
@@ -421,7 +421,7 @@ func (s *ShimRun) Notice(n *shimwire.Notice) {
 	s.alog.NoGrant(n.PID, n.Path, reason)
 }
 
-// Refused implements shim.Handler.
+// Refused implements shimwire.Handler.
 func (s *ShimRun) Refused(reason string) {
 	s.mu.Lock()
 	s.refused++
@@ -447,14 +447,14 @@ func (s *ShimRun) NoScope(err error) {
 	s.mu.Unlock()
 }
 
-// Start implements shim.Handler: a start request from envsieve-start,
+// Start implements shimwire.Handler: a start request from envsieve-start,
 // which the shim runs in place of a program a rule may match. The program
 // a rule grants real values to is started here, outside the agent's tree,
 // with an environment built as a launch builds one; the tree gets back only
 // "begun" and the exit status. A program no rule grants to, or one the tree
 // could have written, is declined: the caller runs it itself, with what it
 // already has.
-func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
+func (s *ShimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
 	}
@@ -558,7 +558,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "the caller gave up waiting"
 	}
-	var p shim.Process
+	var p shimwire.Process
 	if g != nil {
 		g.do(func() { p, err = startGranted(real, r.Argv, env, r, prog) })
 	} else {
@@ -613,7 +613,7 @@ func (s *ShimRun) granter() (*granter, error) {
 // (callerKeys and the working directory), each length-prefixed, so two
 // different starts never share an entry. A host Builder is not assumed
 // pure: its builds are not cached.
-func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *ShimRun) grantEnvCached(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	if s.l.opt.Builder != nil {
 		return s.grantEnv(r, req, rule)
 	}
@@ -687,7 +687,7 @@ func passes(rule *policy.Rule, key string) bool {
 // caller's environment ("KEY=VALUE", the first value of each key the rule
 // passes) and the caller's working directory ("" when unknown), the PWD
 // the program gets.
-func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd string) {
+func callerKeys(r *shimwire.StartRequest, rule *policy.Rule) (own []string, pwd string) {
 	seen := map[string]bool{}
 	for _, kv := range r.Env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -717,7 +717,7 @@ func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd stri
 // variables are added, with the granted keys named so that the program's
 // children lose them. keys are the granted keys: those whose value the
 // tree was not given (s.tree).
-func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *ShimRun) grantEnv(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
 		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})

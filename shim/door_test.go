@@ -12,13 +12,12 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // throughDoor makes a connected SOCK_SEQPACKET pair, sends one end through
 // srv's door as a process that may not create a socket would, and returns
 // the other.
-func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
+func throughDoor(t *testing.T, srv *shimwire.Server) *net.UnixConn {
 	t.Helper()
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -38,7 +37,7 @@ func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
 // sendDoor sends one datagram to srv's door from a socket pair's end, as
 // the shim does where socket(AF_UNIX) is refused; fd, when >= 0, goes with
 // it.
-func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
+func sendDoor(t *testing.T, srv *shimwire.Server, payload []byte, fd int) {
 	t.Helper()
 	dg, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -50,7 +49,7 @@ func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
 	if fd >= 0 {
 		oob = syscall.UnixRights(fd)
 	}
-	door := &syscall.SockaddrUnix{Name: filepath.Join(filepath.Dir(srv.Path), shim.DoorName)}
+	door := &syscall.SockaddrUnix{Name: filepath.Join(filepath.Dir(srv.Path), shimwire.DoorName)}
 	if err := syscall.Sendmsg(dg[0], payload, oob, door, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func FuzzServerDoor(f *testing.F) {
 	f.Add([]byte{1, 'X', '1', 0}, true)
 	f.Add([]byte{}, false)
 	rec := &recorder{}
-	srv, err := shim.Listen(f.TempDir(), rec)
+	srv, err := shimwire.Listen(f.TempDir(), rec)
 	if err != nil {
 		f.Fatal(err)
 	}

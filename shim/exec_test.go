@@ -115,7 +115,7 @@ func (p *testProc) Wait() (int, int) {
 
 // startWith starts the request's program with env, its descriptors and
 // working directory: what the launcher does, minus the policy.
-func startWith(r *shim.StartRequest, env []string) (shim.Process, string) {
+func startWith(r *shimwire.StartRequest, env []string) (shimwire.Process, string) {
 	if err := r.AskStdio(); err != nil {
 		return nil, err.Error()
 	}
@@ -155,7 +155,7 @@ func without(env []string, keys ...string) []string {
 func TestStartGrants(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] == "sh" && len(r.Argv) == 3 {
 			return startWith(r, append(without(r.Env, "OLD"), "GRANT=yes"))
 		}
@@ -266,7 +266,7 @@ func TestStartSignals(t *testing.T) {
 		mu    sync.Mutex
 		procs []*testProc
 	)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		p, why := startWith(r, r.Env)
 		if tp, ok := p.(*testProc); ok {
 			mu.Lock()
@@ -324,7 +324,7 @@ func TestStartSignals(t *testing.T) {
 // endedBySignal checks that p, a program the launcher started, was ended by
 // a signal within ten seconds, as when the process waiting for it (who)
 // was killed.
-func endedBySignal(t *testing.T, p shim.Process, who string) {
+func endedBySignal(t *testing.T, p shimwire.Process, who string) {
 	t.Helper()
 	done := make(chan int, 1)
 	go func() { _, sig := p.Wait(); done <- sig }()
@@ -343,10 +343,10 @@ func endedBySignal(t *testing.T, p shim.Process, who string) {
 // in the caller's place, without grants, and the launcher hears why.
 func TestStartArgvTooLarge(t *testing.T) {
 	lib := shimtest.Lib(t)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		return startWith(r, append(r.Env, "GRANT=yes"))
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
+	srv, err := shimwire.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

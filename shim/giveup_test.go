@@ -16,7 +16,6 @@ import (
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // TestStartGivenUp: a launcher that decides only after its caller gave up
@@ -38,7 +37,7 @@ func TestStartGivenUp(t *testing.T) {
 			var asked, started atomic.Bool
 			var askErr error
 			done := make(chan struct{})
-			rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+			rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 				defer close(done)
 				if tt.replies {
 					if askErr = r.AskStdio(); askErr != nil {
@@ -106,7 +105,7 @@ func TestStartHeld(t *testing.T) {
 	lib := shimtest.Lib(t)
 	release := make(chan struct{})
 	results := make(chan string, 2)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] != "touch" {
 			return nil, "no rule"
 		}
@@ -200,7 +199,7 @@ func FuzzStartExchange(f *testing.F) {
 	f.Add([]byte{shimwire.Version, 'K', '1', '5', 0}, uint8(0))
 	f.Add([]byte{shimwire.Version, 'S', '1', 0, '9', 0}, uint8(2))
 	f.Add([]byte{}, uint8(0))
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if err := r.AskStdio(); err != nil {
 			return nil, "refused"
 		}
@@ -212,7 +211,7 @@ func FuzzStartExchange(f *testing.F) {
 		}
 		return nil, "stdio " + string(got)
 	}}
-	srv, err := shim.Listen(f.TempDir(), rec)
+	srv, err := shimwire.Listen(f.TempDir(), rec)
 	if err != nil {
 		f.Fatal(err)
 	}

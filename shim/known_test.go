@@ -11,7 +11,6 @@ import (
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/shim"
 )
 
 const getenvArgsC = `#include <stdio.h>
@@ -43,12 +42,12 @@ func TestReportsOncePerLaunch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
-			srv, err := shim.Listen(t.TempDir(), rec)
+			srv, err := shimwire.Listen(t.TempDir(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			if _, err := os.Stat(filepath.Join(filepath.Dir(srv.Path), shim.KnownName)); err != nil {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(srv.Path), shimwire.KnownName)); err != nil {
 				t.Fatalf("no table of known reports: %v", err)
 			}
 			if !tc.private {

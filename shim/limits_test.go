@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/shim"
 )
 
-// held is a shim.Process that runs until released: a program the launcher
+// held is a shimwire.Process that runs until released: a program the launcher
 // started and that has not ended.
 type held struct {
 	once    sync.Once
@@ -35,7 +34,7 @@ func (h *held) done()                 { h.once.Do(func() { close(h.release) }) }
 func TestServerStartLimit(t *testing.T) {
 	var mu sync.Mutex
 	var running []*held
-	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(*shimwire.StartRequest) (shimwire.Process, string) {
 		h := newHeld()
 		mu.Lock()
 		running = append(running, h)
@@ -108,7 +107,7 @@ func TestServerStartLimit(t *testing.T) {
 // closed, and nothing starts.
 func TestServerStartBodyTimeout(t *testing.T) {
 	t.Parallel() // it waits out the two-second deadline
-	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) { return newHeld(), "" }}
+	rec := &recorder{start: func(*shimwire.StartRequest) (shimwire.Process, string) { return newHeld(), "" }}
 	srv := listen(t, rec)
 	c := dialServer(t, srv)
 	defer c.Close()

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // msg is one packet of the wire protocol: the version, the type, then the
@@ -28,7 +27,7 @@ func msg(typ byte, fields ...string) []byte {
 	return b
 }
 
-func dialServer(t *testing.T, srv *shim.Server) *net.UnixConn {
+func dialServer(t *testing.T, srv *shimwire.Server) *net.UnixConn {
 	t.Helper()
 	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: srv.Path, Net: "unixpacket"})
 	if err != nil {
@@ -122,7 +121,7 @@ func answers(t *testing.T, c *net.UnixConn) []string {
 // request with "begun" and the exit status only: never a value. An exec
 // request of version 1, which got the granted values back, gets nothing.
 func TestServerGarbage(t *testing.T) {
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] == "gh" {
 			return startWith(r, []string{"GITHUB_TOKEN=secret-value-9f2", "PATH=/usr/bin:/bin"})
 		}
@@ -194,7 +193,7 @@ func TestServerGarbage(t *testing.T) {
 // body cut short or longer than announced, or a body that does not parse,
 // is refused, and no program starts.
 func TestServerStartMalformed(t *testing.T) {
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		return startWith(r, nil)
 	}}
 	srv := listen(t, rec)
@@ -269,9 +268,9 @@ func TestServerManyConnections(t *testing.T) {
 
 // listen starts a launcher's server for h in a temporary directory, closed
 // when the test ends.
-func listen(t *testing.T, h shim.Handler) *shim.Server {
+func listen(t *testing.T, h shimwire.Handler) *shimwire.Server {
 	t.Helper()
-	srv, err := shim.Listen(t.TempDir(), h)
+	srv, err := shimwire.Listen(t.TempDir(), h)
 	if err != nil {
 		t.Fatal(err)
 	}

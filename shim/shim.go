@@ -1,6 +1,10 @@
 // Package shim is the Go side of libenvsieve.so, envsieve's LD_PRELOAD
-// shim: where the library is, whether a program can load it at all, the
-// wire format the shim speaks to its launcher, and the launcher's server.
+// shim: where the library and its companions are ([Locate], [LocateInit],
+// [LocateStart]), whether a program can load it at all ([Static],
+// [GoProgram]), and the values a launcher gives it ([Preload],
+// [GrantedVar], [CheckHide]). The protocol the shim speaks to its launcher
+// and the launcher's server are private to envsieve, both ends shipping
+// together: they live in internal/shimwire (docs/shim.md).
 //
 // The C source, its Makefile and README are in shim/libenvsieve/. The
 // library is never embedded: `make build` puts it next to the envsieve

@@ -236,14 +236,14 @@ func TestStartNormally(t *testing.T) {
 	})
 }
 
-// recorder is a shim.Handler that keeps what it was sent.
+// recorder is a shimwire.Handler that keeps what it was sent.
 type recorder struct {
 	mu       sync.Mutex
 	accesses []shimwire.Access
 	notices  []shimwire.Notice
 	starts   []shimwire.Start
 	refused  []string
-	start    func(*shim.StartRequest) (shim.Process, string)
+	start    func(*shimwire.StartRequest) (shimwire.Process, string)
 }
 
 func (r *recorder) Access(a *shimwire.Access) {
@@ -257,7 +257,7 @@ func (r *recorder) Notice(n *shimwire.Notice) {
 	r.mu.Unlock()
 }
 func (r *recorder) Refused(s string) { r.mu.Lock(); r.refused = append(r.refused, s); r.mu.Unlock() }
-func (r *recorder) Start(q *shim.StartRequest) (shim.Process, string) {
+func (r *recorder) Start(q *shimwire.StartRequest) (shimwire.Process, string) {
 	r.mu.Lock()
 	r.starts = append(r.starts, *q.Start)
 	f := r.start
@@ -323,7 +323,7 @@ func TestAccessReports(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "access", accessC, "-pthread")
 	rec := &recorder{}
-	srv, err := shim.Listen(t.TempDir(), rec)
+	srv, err := shimwire.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}

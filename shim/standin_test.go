@@ -76,7 +76,7 @@ type standIns struct {
 	procs []*testProc
 }
 
-func (s *standIns) start(r *shim.StartRequest) (shim.Process, string) {
+func (s *standIns) start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	exe, _ := os.Readlink("/proc/" + strconv.Itoa(r.Peer) + "/exe")
 	p, why := startWith(r, append(r.Env, "GRANT=yes"))
 	s.mu.Lock()
@@ -205,7 +205,7 @@ func TestStartRequestSizes(t *testing.T) {
 		mu     sync.Mutex
 		bodies []int
 	)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		n := len(r.Path) + 1 + len(strconv.Itoa(len(r.Argv))) + 1
 		for _, a := range r.Argv {
 			n += len(a) + 1

@@ -68,7 +68,7 @@ result.`,
 	return c
 }
 
-// readSet is a shim.Handler that keeps the names read.
+// readSet is a shimwire.Handler that keeps the names read.
 type readSet struct {
 	mu    sync.Mutex
 	names map[string]bool
@@ -81,7 +81,7 @@ func (r *readSet) Access(a *shimwire.Access) {
 		r.mu.Unlock()
 	}
 }
-func (r *readSet) Start(*shim.StartRequest) (shim.Process, string) {
+func (r *readSet) Start(*shimwire.StartRequest) (shimwire.Process, string) {
 	return nil, "lint-env grants nothing"
 }
 func (r *readSet) Notice(*shimwire.Notice) {}
@@ -102,7 +102,7 @@ func lintEnv(u *cli.UI, prefix string, argv []string) error {
 		return fmt.Errorf("lint-env: %w", err)
 	}
 	reads := &readSet{names: map[string]bool{}}
-	srv, err := shim.Listen(envknob.RuntimeDir(), reads)
+	srv, err := shimwire.Listen(envknob.RuntimeDir(), reads)
 	if err != nil {
 		return err
 	}

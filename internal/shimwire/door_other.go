@@ -1,9 +1,9 @@
 //go:build !linux && !windows
 
-package shim
+package shimwire
 
-// doorName is the door's name in the socket's directory (Linux only).
-const doorName = "d"
+// DoorName is the door's name in the socket's directory (Linux only).
+const DoorName = "d"
 
 // openDoor is Linux-only: elsewhere there is no door.
 func (s *Server) openDoor() error { return nil }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package shim
+package shimwire
 
 import (
 	"errors"
@@ -14,15 +14,15 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/peercred"
-	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // Limits of one server.
 const (
-	maxConns  = 512                   // connections served at once; more are closed
-	maxStarts = 64                    // start requests served at once; more are declined
-	drain     = 50 * time.Millisecond // how long Close waits for what is queued
-	startRead = 2 * time.Second       // for a start request's body to arrive
+	maxSocketPath = 107                   // sun_path's 108 bytes, less the terminating NUL (shim.MaxSocketPath)
+	maxConns      = 512                   // connections served at once; more are closed
+	maxStarts     = 64                    // start requests served at once; more are declined
+	drain         = 50 * time.Millisecond // how long Close waits for what is queued
+	startRead     = 2 * time.Second       // for a start request's body to arrive
 )
 
 // Server is the launcher's end of the shim's socket: a SOCK_SEQPACKET unix
@@ -41,7 +41,7 @@ type Server struct {
 	conns map[*net.UnixConn]bool
 	done  bool
 	// starts counts the start requests being served: each holds up to
-	// shimwire.MaxStart bytes until its program has begun.
+	// MaxStart bytes until its program has begun.
 	starts int
 	// door is the datagram socket through which a process that may not
 	// create a socket hands over one end of a socket pair (door_linux.go).
@@ -79,7 +79,7 @@ func Listen(dir string, h Handler) (*Server, error) {
 	// The socket's path must fit a sockaddr_un: a directory too deep for
 	// it (a long TMPDIR or XDG_RUNTIME_DIR) gives way to /tmp, where the
 	// socket is as private, in a 0700 directory of its own.
-	if len(dir)+len("/envsieve-shim-4294967295/s") > MaxSocketPath {
+	if len(dir)+len("/envsieve-shim-4294967295/s") > maxSocketPath {
 		dir = "/tmp"
 	}
 	priv, err := os.MkdirTemp(dir, "envsieve-shim-")
@@ -198,7 +198,7 @@ func (s *Server) serve(c *net.UnixConn) {
 		s.h.Refused("a shim peer of another user")
 		return
 	}
-	buf := make([]byte, shimwire.MaxMsg+1)
+	buf := make([]byte, MaxMsg+1)
 	oob := make([]byte, syscall.CmsgSpace(4*4))
 	for {
 		n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
@@ -208,30 +208,30 @@ func (s *Server) serve(c *net.UnixConn) {
 		files := received(oob[:oobn])
 		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
 			closeAll(files)
-			s.h.Refused(fmt.Sprintf("%s: a packet over %d bytes", shimwire.ErrMessage, shimwire.MaxMsg))
+			s.h.Refused(fmt.Sprintf("%s: a packet over %d bytes", ErrMessage, MaxMsg))
 			continue
 		}
-		msg, err := shimwire.Parse(buf[:n])
+		msg, err := Parse(buf[:n])
 		if err != nil {
 			closeAll(files)
 			s.h.Refused(err.Error())
 			continue
 		}
-		if h, ok := msg.(*shimwire.StartHead); ok {
+		if h, ok := msg.(*StartHead); ok {
 			// A start request has the connection to itself.
 			s.start1(c, h, files, buf)
 			return
 		}
 		closeAll(files)
 		switch m := msg.(type) {
-		case *shimwire.Access:
+		case *Access:
 			// Known first: once the handler has it, no process sends it.
 			s.known.mark(m.Op, m.Name)
 			s.h.Access(m)
-		case *shimwire.Notice:
+		case *Notice:
 			s.h.Notice(m)
 		default:
-			s.h.Refused(fmt.Sprintf("%s: %T outside a start", shimwire.ErrMessage, m))
+			s.h.Refused(fmt.Sprintf("%s: %T outside a start", ErrMessage, m))
 		}
 	}
 }
@@ -240,12 +240,12 @@ func (s *Server) serve(c *net.UnixConn) {
 // (which asks the caller for its descriptors 0-2 only once it will start
 // the program), answers, then passes the caller's signals on until the
 // program ends, and kills it when the caller goes away first. buf is the
-// connection's read buffer, shimwire.MaxMsg+1 bytes; files holds the caller's
+// connection's read buffer, MaxMsg+1 bytes; files holds the caller's
 // working directory.
-func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File, buf []byte) {
+func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []byte) {
 	defer func() { closeAll(files) }()
 	if len(files) != 1 {
-		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not 1 (its working directory)", shimwire.ErrMessage, len(files)))
+		s.h.Refused(fmt.Sprintf("%s: a start with %d descriptors, not 1 (its working directory)", ErrMessage, len(files)))
 		return
 	}
 	if !s.startSlot() {
@@ -260,7 +260,7 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 			}
 			got += n - 2
 		}
-		c.Write(shimwire.Declined("too many start requests at once"))
+		c.Write(Declined("too many start requests at once"))
 		return
 	}
 	defer s.startDone()
@@ -268,8 +268,8 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 	body := make([]byte, 0, h.Len)
 	for len(body) < h.Len {
 		n, err := c.Read(buf)
-		if err != nil || n < 2 || n > shimwire.MaxMsg || buf[0] != shimwire.Version || buf[1] != 'C' || len(body)+n-2 > h.Len {
-			s.h.Refused(fmt.Sprintf("%s: a start request's body cut short or malformed", shimwire.ErrMessage))
+		if err != nil || n < 2 || n > MaxMsg || buf[0] != Version || buf[1] != 'C' || len(body)+n-2 > h.Len {
+			s.h.Refused(fmt.Sprintf("%s: a start request's body cut short or malformed", ErrMessage))
 			return
 		}
 		body = append(body, buf[2:n]...)
@@ -277,7 +277,7 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 	// From here the connection waits on the program, for as long as it
 	// runs, unless Close (which sets every deadline) has begun.
 	s.noDeadline(c)
-	st, err := shimwire.ParseStart(body)
+	st, err := ParseStart(body)
 	if err != nil {
 		s.h.Refused(err.Error())
 		return
@@ -287,7 +287,7 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 	r.ask = func() ([3]*os.File, error) {
 		got, stdio, err := s.askStdio(c, buf)
 		files = append(files, got...)
-		if errors.Is(err, shimwire.ErrMessage) {
+		if errors.Is(err, ErrMessage) {
 			s.h.Refused(err.Error())
 		}
 		lost = err != nil
@@ -311,11 +311,11 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 		// finds the connection closed and runs the program as it would
 		// without a launcher, minus what the rules deny, not as declined.
 		if !lost {
-			c.Write(shimwire.Declined(reason))
+			c.Write(Declined(reason))
 		}
 		return
 	}
-	if _, err := c.Write(shimwire.Begun(p.Joined())); err != nil {
+	if _, err := c.Write(Begun(p.Joined())); err != nil {
 		p.Kill()
 	}
 	c.SetWriteDeadline(time.Time{})
@@ -329,8 +329,8 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 			if err != nil || n == 0 {
 				break
 			}
-			if m, err := shimwire.Parse(buf[:n]); err == nil {
-				if k, ok := m.(*shimwire.Kill); ok {
+			if m, err := Parse(buf[:n]); err == nil {
+				if k, ok := m.(*Kill); ok {
 					p.Signal(syscall.Signal(k.Signal))
 				}
 			}
@@ -346,7 +346,7 @@ func (s *Server) start1(c *net.UnixConn, h *shimwire.StartHead, files []*os.File
 	code, sig := p.Wait()
 	ended.Store(true)
 	c.SetWriteDeadline(time.Now().Add(time.Second))
-	c.Write(shimwire.Ended(code, sig))
+	c.Write(Ended(code, sig))
 }
 
 // noDeadline clears c's read deadline, unless Close (which sets every
@@ -359,14 +359,14 @@ func (s *Server) noDeadline(c *net.UnixConn) {
 	s.mu.Unlock()
 }
 
-// askStdio answers a start request [shimwire.Granted] and reads the caller's reply:
+// askStdio answers a start request [Granted] and reads the caller's reply:
 // one 'F' packet carrying the descriptors it names. It returns every
 // descriptor received (for the caller to close) and, by number, the
 // caller's 0-2. An error: the caller gave up (its connection is closed),
 // did not answer in time, or sent something else.
 func (s *Server) askStdio(c *net.UnixConn, buf []byte) (got []*os.File, stdio [3]*os.File, err error) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, err = c.Write(shimwire.Granted())
+	_, err = c.Write(Granted())
 	c.SetWriteDeadline(time.Time{})
 	if err != nil {
 		return nil, stdio, fmt.Errorf("the caller is gone: %w", err)
@@ -384,18 +384,18 @@ func (s *Server) askStdio(c *net.UnixConn, buf []byte) (got []*os.File, stdio [3
 		return got, stdio, errors.New("the caller is gone: it sent no descriptors")
 	}
 	if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 {
-		return got, stdio, fmt.Errorf("%w: a packet over %d bytes", shimwire.ErrMessage, shimwire.MaxMsg)
+		return got, stdio, fmt.Errorf("%w: a packet over %d bytes", ErrMessage, MaxMsg)
 	}
-	msg, err := shimwire.Parse(buf[:n])
+	msg, err := Parse(buf[:n])
 	if err != nil {
 		return got, stdio, err
 	}
-	f, ok := msg.(*shimwire.Files)
+	f, ok := msg.(*Files)
 	if !ok {
-		return got, stdio, fmt.Errorf("%w: %T where the descriptors were due", shimwire.ErrMessage, msg)
+		return got, stdio, fmt.Errorf("%w: %T where the descriptors were due", ErrMessage, msg)
 	}
 	if len(got) != len(f.Stdio) {
-		return got, stdio, fmt.Errorf("%w: %d descriptors, not %d", shimwire.ErrMessage, len(got), len(f.Stdio))
+		return got, stdio, fmt.Errorf("%w: %d descriptors, not %d", ErrMessage, len(got), len(f.Stdio))
 	}
 	for i, fd := range f.Stdio {
 		stdio[fd-'0'] = got[i]

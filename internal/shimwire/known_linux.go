@@ -1,6 +1,6 @@
 //go:build linux
 
-package shim
+package shimwire
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // with the tree read-only (the shim checks that it and its directory are
 // this user's). Without it the shim reports as it always did.
 func (s *Server) openKnown() {
-	f, err := os.OpenFile(filepath.Join(s.dir, knownName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(s.dir, KnownName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return
 	}
@@ -35,5 +35,5 @@ func (s *Server) closeKnown() {
 		unix.Munmap(s.known)
 		s.known = nil
 	}
-	unix.Unlink(filepath.Join(s.dir, knownName))
+	unix.Unlink(filepath.Join(s.dir, KnownName))
 }

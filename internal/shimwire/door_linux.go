@@ -1,6 +1,6 @@
 //go:build linux
 
-package shim
+package shimwire
 
 import (
 	"net"
@@ -9,24 +9,22 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
-// doorName is the door's name in the socket's directory. The shim finds it
+// DoorName is the door's name in the socket's directory. The shim finds it
 // beside ENVSIEVE_SHIM_SOCK.
-const doorName = "d"
+const DoorName = "d"
 
 // The door is a datagram socket beside the server's, for a process that
 // may not create a unix socket (Claude Code's Linux sandbox refuses
 // socket(AF_UNIX) with a seccomp filter, but not socketpair). Such a
 // process makes a connected SOCK_SEQPACKET pair, keeps one end, and sends
-// the other to the door in a datagram {shimwire.Version, 'O'} with SCM_RIGHTS; the
+// the other to the door in a datagram {Version, 'O'} with SCM_RIGHTS; the
 // server serves that end as it serves an accepted connection, with the same
 // checks (the peer's uid, as SO_PEERCRED gives it: the pair's maker).
 // Anything else that arrives is dropped.
 func (s *Server) openDoor() error {
-	path := filepath.Join(s.dir, doorName)
+	path := filepath.Join(s.dir, DoorName)
 	d, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		return err
@@ -47,15 +45,15 @@ func (s *Server) serveDoor() {
 			return
 		}
 		files := received(oob[:oobn])
-		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || n != 2 || buf[0] != shimwire.Version || buf[1] != 'O' || len(files) != 1 {
+		if flags&(syscall.MSG_TRUNC|syscall.MSG_CTRUNC) != 0 || n != 2 || buf[0] != Version || buf[1] != 'O' || len(files) != 1 {
 			closeAll(files)
-			s.h.Refused(shimwire.ErrMessage.Error() + ": a door datagram that is not one connection")
+			s.h.Refused(ErrMessage.Error() + ": a door datagram that is not one connection")
 			continue
 		}
 		c, err := seqpacketConn(files[0])
 		files[0].Close()
 		if err != nil {
-			s.h.Refused(shimwire.ErrMessage.Error() + ": through the door, " + err.Error())
+			s.h.Refused(ErrMessage.Error() + ": through the door, " + err.Error())
 			continue
 		}
 		s.start(c)
@@ -93,5 +91,5 @@ func (s *Server) closeDoor() {
 	}
 	s.door.Close()
 	<-s.doorDone
-	unix.Unlink(filepath.Join(s.dir, doorName))
+	unix.Unlink(filepath.Join(s.dir, DoorName))
 }

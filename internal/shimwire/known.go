@@ -1,6 +1,6 @@
 //go:build unix
 
-package shim
+package shimwire
 
 import (
 	"encoding/binary"
@@ -8,13 +8,13 @@ import (
 	"unsafe"
 )
 
-// knownName is the name, in the socket's directory, of the launch's table
+// KnownName is the name, in the socket's directory, of the launch's table
 // of known reports: the (operation, name) pairs the launcher has had from
 // some process of the tree. The shim maps it read-only (beside
 // ENVSIEVE_SHIM_SOCK) and sends no report the table already holds, so that
 // a process reading only names the launch knows (the usual case after the
 // first few tool calls) never connects. The launcher alone writes it.
-const knownName = "k"
+const KnownName = "k"
 
 // knownSlots is the table's size in 64-bit keys (64 KiB); the shim's
 // KNOWN_SLOTS is the same.

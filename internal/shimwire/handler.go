@@ -1,17 +1,15 @@
-package shim
+package shimwire
 
 import (
 	"os"
 	"syscall"
-
-	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // Handler receives what the shims of a process tree send. Its methods are
 // called from many goroutines at once.
 type Handler interface {
 	// Access records one access to the environment.
-	Access(a *shimwire.Access)
+	Access(a *Access)
 	// Start decides on a start request and, when a rule grants the program
 	// something, starts it. A nil Process declines, for the reason given:
 	// the caller then runs the program itself, with what it already has.
@@ -22,7 +20,7 @@ type Handler interface {
 	// returns.
 	Start(r *StartRequest) (Process, string)
 	// Notice records an exec that went ahead without grants.
-	Notice(n *shimwire.Notice)
+	Notice(n *Notice)
 	// Refused records a message or a connection the server threw away:
 	// a malformed packet, a peer of another user, too many connections.
 	Refused(reason string)
@@ -30,7 +28,7 @@ type Handler interface {
 
 // StartRequest is a start request and what came with it.
 type StartRequest struct {
-	*shimwire.Start
+	*Start
 	PID   int         // the caller, as its own pid namespace numbers it
 	Peer  int         // the caller, as the launcher's pid namespace numbers it (SO_PEERCRED)
 	Stdio [3]*os.File // the caller's descriptors 0, 1 and 2, once AskStdio has them; nil where it had none open
@@ -41,7 +39,7 @@ type StartRequest struct {
 }
 
 // AskStdio asks the caller for its descriptors 0-2 (the launcher's
-// [shimwire.Granted]) and sets Stdio: call it once the program will start, and not
+// [Granted]) and sets Stdio: call it once the program will start, and not
 // before, so that a launcher that never gets that far holds none of them.
 // An error means the caller gave up waiting (or sent something else): the
 // program must not start. A request made by hand, with Stdio set and no
