@@ -328,7 +328,7 @@ func (a *Log) Seal(mode, mechanism, why string) {
 // Access records one access to the environment that the shim reported:
 // which process, the operation ("getenv", "setenv", ...), the key, and what
 // the policy did with it: "given", "dropped" (the parent had it, the
-// policy dropped it; logs written by earlier versions say "withheld"),
+// policy dropped it; logs of earlier versions call it withheld),
 // "would-drop" (audit mode: given, but enforce would drop it) or "unset"
 // (nobody had it).
 func (a *Log) Access(pid int, op, key, verdict string) {
