@@ -1,16 +1,3 @@
-// Package shimwire is the private wire protocol between the shim
-// (shim/libenvsieve, envsieve-start) and the launcher's server (package
-// shim): the message types, their parser and the launcher's answers. Both
-// ends ship together, so the protocol is no promise to anyone else and lives
-// under internal/.
-//
-// # Guarantees
-//
-// The parser takes nothing on trust: any process of the launched tree can
-// write to the socket, so [Parse] and [ParseStart] bound every size, accept
-// only valid variable names and no empty argv, and wrap every refusal in
-// [ErrMessage]. The fuzz targets check that what they accept re-encodes to
-// what was sent.
 package shimwire
 
 import (
