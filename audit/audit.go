@@ -7,7 +7,7 @@
 //
 // The API takes names, reasons, policy positions and fingerprints, never a
 // value: there is no method that could put a secret in the log. A
-// fingerprint is the same HMAC as in [HIDDEN:xxxxxxxx], so a log line can be
+// fingerprint is the same HMAC as in [MASKED:xxxxxxxx], so a log line can be
 // matched with masked output without revealing anything.
 package audit
 
@@ -327,9 +327,10 @@ func (a *Log) Seal(mode, mechanism, why string) {
 
 // Access records one access to the environment that the shim reported:
 // which process, the operation ("getenv", "setenv", ...), the key, and what
-// the policy did with it: "given", "withheld" (the parent had it, the
-// policy dropped it), "would-drop" (audit mode: given, but enforce would
-// drop it) or "unset" (nobody had it).
+// the policy did with it: "given", "dropped" (the parent had it, the
+// policy dropped it; logs of earlier versions call it withheld),
+// "would-drop" (audit mode: given, but enforce would drop it) or "unset"
+// (nobody had it).
 func (a *Log) Access(pid int, op, key, verdict string) {
 	if a == nil {
 		return

@@ -396,10 +396,10 @@ func TestDaemonRedactsOutput(t *testing.T) {
 	if res.ExitCode != 0 {
 		t.Fatalf("exit %d", res.ExitCode)
 	}
-	if strings.Contains(out, tok) || !strings.Contains(out, "[HIDDEN:") {
+	if strings.Contains(out, tok) || !strings.Contains(out, "[MASKED:") {
 		t.Errorf("stdout not masked: %d bytes, holds the value: %v", len(out), strings.Contains(out, tok))
 	}
-	if strings.Contains(errOut, daemonTok) || !strings.Contains(errOut, "[HIDDEN:") {
+	if strings.Contains(errOut, daemonTok) || !strings.Contains(errOut, "[MASKED:") {
 		t.Errorf("stderr not masked (a token by its look)")
 	}
 	// The daemon's own values are not in a session's set of masked values:
@@ -416,7 +416,7 @@ func TestDaemonRedactsOutput(t *testing.T) {
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("exec with secret: %v %+v", err, r)
 	}
-	if so.String() == "deploy-value-1234" || !strings.HasPrefix(so.String(), "[HIDDEN:") {
+	if so.String() == "deploy-value-1234" || !strings.HasPrefix(so.String(), "[MASKED:") {
 		t.Errorf("injected secret not masked in the output (%d bytes)", so.Len())
 	}
 	// Values the command was given on purpose (an exact allow) are not masked.
@@ -880,7 +880,7 @@ func TestExecSecretFile(t *testing.T) {
 	if strings.Contains(out, "file-token-value") {
 		t.Fatal("the value reached the output unmasked")
 	}
-	if !strings.HasPrefix(out, "/dev/fd/3 unset\n[HIDDEN:") || strings.Contains(out, "WRITABLE") {
+	if !strings.HasPrefix(out, "/dev/fd/3 unset\n[MASKED:") || strings.Contains(out, "WRITABLE") {
 		t.Errorf("output: %q", out)
 	}
 	entries, _ := os.ReadDir(ts.cfg.RuntimeDir)

@@ -33,7 +33,7 @@ type Config struct {
 	// session's environment, and where `from: command` secret helpers run.
 	// A nil Env is an error: an environment is given, never inherited.
 	Env []string
-	// RedactKey is the install's HMAC key for [HIDDEN:xxxxxxxx] tokens; nil
+	// RedactKey is the install's HMAC key for [MASKED:xxxxxxxx] tokens; nil
 	// means a random key for this server's lifetime.
 	RedactKey []byte
 	// Store holds `from: store` secrets; nil means such secrets are not

@@ -19,6 +19,7 @@ import (
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/nest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
@@ -30,7 +31,7 @@ import (
 // grants it answers, and what the child's processes reported through it.
 // A nil *ShimRun (no shim) is valid for all its methods.
 type ShimRun struct {
-	srv  *shim.Server
+	srv  *shimwire.Server
 	l    *Plan
 	alog *audit.Log
 	// base is the launch's environment by key (before the shim's own
@@ -171,19 +172,19 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 	}
 	s.ready = make(chan struct{})
-	if s.srv, err = shim.Listen(h.socketDir(), s); err != nil {
+	if s.srv, err = shimwire.Listen(h.socketDir(), s); err != nil {
 		return nil, err
 	}
 	defer close(s.ready)
 	env := make([]string, 0, len(l.Env)+4)
 	for _, kv := range l.Env {
-		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
+		if !strings.HasPrefix(kv, shimwire.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, l.Env), shim.EnvSock+"="+s.srv.Path)
+	env = append(env, shimwire.EnvPreload+"="+shim.Preload(lib, l.Env), shimwire.EnvSock+"="+s.srv.Path)
 	if needHide {
-		env = append(env, shim.EnvHide+"="+strings.Join(res.Hide, ","))
+		env = append(env, shimwire.EnvHide+"="+strings.Join(res.Hide, ","))
 	}
 	if res.Rule != nil {
 		// The launch's first program is granted like any the shim hands
@@ -202,26 +203,26 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		if gv != "" {
 			env = append(env, gv)
 			if l.interp != "" {
-				env = append(env, shim.EnvInterp+"="+l.interp)
+				env = append(env, shimwire.EnvInterp+"="+l.interp)
 			}
 		}
 	}
 	if grants {
-		env = append(env, shim.EnvExec+"=1")
+		env = append(env, shimwire.EnvExec+"=1")
 		if start, err := shim.LocateStart(lib); err == nil {
-			env = append(env, shim.EnvStart+"="+start)
+			env = append(env, shimwire.EnvStart+"="+start)
 		} else {
 			h.warnMissing(alog, err, "the rules grant nothing at exec (the programs they name run without their grants)")
 		}
 		drops, dv := ruleDrops(l.opt.Policy)
 		if globs, ok := ruleGlobs(l.opt.Policy, drops); ok {
-			env = append(env, shim.EnvRules+"="+globs)
+			env = append(env, shimwire.EnvRules+"="+globs)
 			if dv != "" {
-				env = append(env, shim.EnvDrop+"="+dv)
+				env = append(env, shimwire.EnvDrop+"="+dv)
 			}
 		}
 		if denies := ruleDenies(l.opt.Policy); denies != "" {
-			env = append(env, shim.EnvDeny+"="+denies)
+			env = append(env, shimwire.EnvDeny+"="+denies)
 		}
 	}
 	l.Env = env
@@ -257,7 +258,7 @@ func (l *Plan) ruleKeys(without map[string]string) []string {
 	var keys []string
 	for _, kv := range l.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shim.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+		if w, ok := without[k]; (!ok || w != v) && k != "PATH" && k != shimwire.EnvPreload && !strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
 			keys = append(keys, k)
 		}
 	}
@@ -379,7 +380,7 @@ func (s *ShimRun) verdict(key string) string {
 		return "given"
 	}
 	if d := s.decision[key]; d != nil && !d.Kept {
-		return "withheld"
+		return "dropped"
 	} else if d != nil && d.WouldDrop {
 		return "would-drop"
 	}
@@ -389,11 +390,11 @@ func (s *ShimRun) verdict(key string) string {
 	return "unset"
 }
 
-// Access implements shim.Handler.
-func (s *ShimRun) Access(a *shim.Access) {
+// Access implements shimwire.Handler.
+func (s *ShimRun) Access(a *shimwire.Access) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if shim.Reads(a.Op) {
+	if shimwire.Reads(a.Op) {
 		s.reads[a.Name] = true
 	}
 	k := string(a.Op) + " " + a.Name
@@ -401,11 +402,11 @@ func (s *ShimRun) Access(a *shim.Access) {
 		return
 	}
 	s.logged[k] = true
-	s.alog.Access(a.PID, shim.OpName(a.Op), a.Name, s.verdict(a.Name))
+	s.alog.Access(a.PID, shimwire.OpName(a.Op), a.Name, s.verdict(a.Name))
 }
 
-// Notice implements shim.Handler. A static program is noted once per path.
-func (s *ShimRun) Notice(n *shim.Notice) {
+// Notice implements shimwire.Handler. A static program is noted once per path.
+func (s *ShimRun) Notice(n *shimwire.Notice) {
 	reason := n.Reason
 	if reason == "static-program" {
 		s.mu.Lock()
@@ -420,7 +421,7 @@ func (s *ShimRun) Notice(n *shim.Notice) {
 	s.alog.NoGrant(n.PID, n.Path, reason)
 }
 
-// Refused implements shim.Handler.
+// Refused implements shimwire.Handler.
 func (s *ShimRun) Refused(reason string) {
 	s.mu.Lock()
 	s.refused++
@@ -446,14 +447,14 @@ func (s *ShimRun) NoScope(err error) {
 	s.mu.Unlock()
 }
 
-// Start implements shim.Handler: a start request from envsieve-start,
+// Start implements shimwire.Handler: a start request from envsieve-start,
 // which the shim runs in place of a program a rule may match. The program
 // a rule grants real values to is started here, outside the agent's tree,
 // with an environment built as a launch builds one; the tree gets back only
 // "begun" and the exit status. A program no rule grants to, or one the tree
 // could have written, is declined: the caller runs it itself, with what it
 // already has.
-func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
+func (s *ShimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
 	}
@@ -538,7 +539,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		return nil, "the program's interpreter is in a place the agent's tree can write"
 	}
 	if interp != "" {
-		env = append(slices.Clip(env), shim.EnvInterp+"="+interp)
+		env = append(slices.Clip(env), shimwire.EnvInterp+"="+interp)
 	}
 	t1 := time.Now()
 	var g *granter
@@ -557,7 +558,7 @@ func (s *ShimRun) Start(r *shim.StartRequest) (shim.Process, string) {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())
 		return nil, "the caller gave up waiting"
 	}
-	var p shim.Process
+	var p shimwire.Process
 	if g != nil {
 		g.do(func() { p, err = startGranted(real, r.Argv, env, r, prog) })
 	} else {
@@ -612,7 +613,7 @@ func (s *ShimRun) granter() (*granter, error) {
 // (callerKeys and the working directory), each length-prefixed, so two
 // different starts never share an entry. A host Builder is not assumed
 // pure: its builds are not cached.
-func (s *ShimRun) grantEnvCached(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *ShimRun) grantEnvCached(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	if s.l.opt.Builder != nil {
 		return s.grantEnv(r, req, rule)
 	}
@@ -686,7 +687,7 @@ func passes(rule *policy.Rule, key string) bool {
 // caller's environment ("KEY=VALUE", the first value of each key the rule
 // passes) and the caller's working directory ("" when unknown), the PWD
 // the program gets.
-func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd string) {
+func callerKeys(r *shimwire.StartRequest, rule *policy.Rule) (own []string, pwd string) {
 	seen := map[string]bool{}
 	for _, kv := range r.Env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -716,7 +717,7 @@ func callerKeys(r *shim.StartRequest, rule *policy.Rule) (own []string, pwd stri
 // variables are added, with the granted keys named so that the program's
 // children lose them. keys are the granted keys: those whose value the
 // tree was not given (s.tree).
-func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *ShimRun) grantEnv(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
 		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
@@ -756,7 +757,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 		if grantInjection[k] && !exact {
 			continue
 		}
-		if k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
+		if k == shimwire.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_") {
 			continue
 		}
 		env = append(env, kv)
@@ -776,7 +777,7 @@ func (s *ShimRun) grantEnv(r *shim.StartRequest, req sieve.Request, rule *policy
 	}
 	for _, kv := range l.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if (k == shim.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shim.EnvHide && k != shim.EnvGranted {
+		if (k == shimwire.EnvPreload || strings.HasPrefix(k, "ENVSIEVE_SHIM_")) && k != shimwire.EnvHide && k != shimwire.EnvGranted {
 			env = append(env, kv)
 		}
 	}
@@ -993,9 +994,9 @@ func listed(keys []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(keys[:6], ", "), len(keys)-6)
 }
 
-// withheldReads returns, sorted, the keys the child's processes read that
-// the policy withheld (or, in audit mode, that enforce would withhold).
-func (s *ShimRun) withheldReads(verdict string) []string {
+// droppedReads returns, sorted, the keys the child's processes read that
+// the policy dropped (or, in audit mode, that enforce would drop).
+func (s *ShimRun) droppedReads(verdict string) []string {
 	if s == nil {
 		return nil
 	}
@@ -1011,20 +1012,20 @@ func (s *ShimRun) withheldReads(verdict string) []string {
 	return out
 }
 
-// ExplainFailure says, after a failed child, which withheld keys it read:
+// ExplainFailure says, after a failed child, which dropped keys it read:
 // a missing variable is the cause agents most often chase in the wrong
-// place. In audit mode it warns of what enforce would have withheld.
+// place. In audit mode it warns of what enforce would have dropped.
 func (s *ShimRun) ExplainFailure(status int) {
 	if s == nil {
 		return
 	}
-	if keys := s.withheldReads("would-drop"); len(keys) > 0 {
-		s.l.host.warnf("audit mode: the command read %s, which enforce would withhold; see 'envsieve explain --mode audit'", listed(keys))
+	if keys := s.droppedReads("would-drop"); len(keys) > 0 {
+		s.l.host.warnf("audit mode: the command read %s, which enforce would drop; see 'envsieve explain --mode audit'", listed(keys))
 	}
 	if status == 0 {
 		return
 	}
-	if keys := s.withheldReads("withheld"); len(keys) > 0 {
-		fmt.Fprintf(s.l.host.stderr(), "envsieve: the command read %s, which the policy withheld; see 'envsieve explain'\n", listed(keys))
+	if keys := s.droppedReads("dropped"); len(keys) > 0 {
+		fmt.Fprintf(s.l.host.stderr(), "envsieve: the command read %s, which the policy dropped; see 'envsieve explain'\n", listed(keys))
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/nest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/policy"
-	"github.com/envsieve/envsieve/shim"
 	"github.com/envsieve/envsieve/sieve"
 )
 
@@ -27,7 +27,7 @@ func TestGrantEnvCached(t *testing.T) {
 	rule := pol.Rules[0]
 	build := func(argv []string, env ...string) []string {
 		t.Helper()
-		r := &shim.StartRequest{Start: &shim.Start{Path: "/usr/bin/gh", Argv: argv, Env: env}}
+		r := &shimwire.StartRequest{Start: &shimwire.Start{Path: "/usr/bin/gh", Argv: argv, Env: env}}
 		req := sieve.Request{Commands: [][]string{argv}, Path: "/usr/bin/gh"}
 		got, _, err := s.grantEnvCached(r, req, rule)
 		if err != nil {
@@ -83,7 +83,7 @@ func TestGrantEnvMarker(t *testing.T) {
 	s := &ShimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
 		base: map[string]string{"PATH": "/usr/bin"}, hidden: map[string]bool{}, decision: map[string]*sieve.Decision{"GITHUB_TOKEN": {Key: "GITHUB_TOKEN"}}}
 	for _, callerEnv := range [][]string{{nest.Var + "=1"}, nil} {
-		r := &shim.StartRequest{Start: &shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: callerEnv}}
+		r := &shimwire.StartRequest{Start: &shimwire.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: callerEnv}}
 		env, keys, err := s.grantEnv(r, sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}, pol.Rules[0])
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +166,7 @@ func TestGrantEnvKeysWhenFirstProgramGranted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &shim.StartRequest{Start: &shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: []string{"PATH=/usr/bin"}}}
+	r := &shimwire.StartRequest{Start: &shimwire.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: []string{"PATH=/usr/bin"}}}
 	env, keys, err := s.grantEnv(r, sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}, pol.Rules[0])
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// The outer seal's view (docs/design.md section 13): an agent runs
+// The outer seal's view (docs/design.md section 9.5, "Logins as fakes"): an agent runs
 // `envsieve sh` per tool call inside a sealed `envsieve run`, so a nested
 // sealed launch finds at each credential file what the outer seal shows
 // there: the outer launch's fake (a namespace seal binds it over the

@@ -42,7 +42,7 @@ func TestAuditMasksArgv(t *testing.T) {
 	if strings.Contains(string(data), token) {
 		t.Error("the audit log holds the withheld token from argv")
 	}
-	if !strings.Contains(string(data), "Authorization: token [HIDDEN:") {
+	if !strings.Contains(string(data), "Authorization: token [MASKED:") {
 		t.Errorf("argv is not logged with the token masked: %d bytes", len(data))
 	}
 }

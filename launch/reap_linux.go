@@ -402,7 +402,7 @@ func (c *Cmd) lifetimeAttr(a *syscall.SysProcAttr, env []string) []string {
 }
 
 // shimDirPrefix names the directories the shim's sockets live in
-// (shim.Listen).
+// (shimwire.Listen).
 const shimDirPrefix = "envsieve-shim-"
 
 // socketDirs are the socket directories a launcher makes in its socket

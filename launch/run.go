@@ -249,7 +249,7 @@ func atOrIn(p string, paths []string) bool {
 }
 
 // toolCaches are the caches under HOME a sealed tree writes (docs/design.md
-// section 12), by the program that uses them; "" for every tree. The
+// section 9.7, "The seal"), by the program that uses them; "" for every tree. The
 // defaults only: GOMODCACHE, GOCACHE, npm's cache, CARGO_HOME moved
 // elsewhere are outside HOME, or named by seal.write.
 var toolCaches = []struct{ prog, dir string }{

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/pin"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // granted is a program the launcher started for a start request.
@@ -119,7 +119,7 @@ var errCallerGone = errors.New("the caller gave up waiting before the start")
 // killed if the launcher dies first. When prog is not nil (the rule pins
 // the program's bytes), its sealed copy starts in place of path, inherited
 // as descriptor 3 (a script's interpreter opens it by that name).
-func startGranted(path string, argv, env []string, r *shim.StartRequest, prog *pin.Program) (shim.Process, error) {
+func startGranted(path string, argv, env []string, r *shimwire.StartRequest, prog *pin.Program) (shimwire.Process, error) {
 	files := make([]*os.File, 3, 4)
 	var null *os.File
 	for i, f := range r.Stdio {

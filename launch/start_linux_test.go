@@ -10,19 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // request is a start request from the process caller, with this test's
 // stdio and working directory.
-func request(t *testing.T, caller *os.Process) *shim.StartRequest {
+func request(t *testing.T, caller *os.Process) *shimwire.StartRequest {
 	t.Helper()
 	dir, err := os.Open(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dir.Close() })
-	return &shim.StartRequest{Start: &shim.Start{}, Peer: caller.Pid,
+	return &shimwire.StartRequest{Start: &shimwire.Start{}, Peer: caller.Pid,
 		Stdio: [3]*os.File{nil, os.Stdout, os.Stderr}, Dir: dir}
 }
 
@@ -79,7 +79,7 @@ func TestStartGranted(t *testing.T) {
 func TestStartWithoutScope(t *testing.T) {
 	s := &ShimRun{l: &Plan{host: &Host{}}, grants: true}
 	s.NoScope(ErrNoScope)
-	p, why := s.Start(&shim.StartRequest{Start: &shim.Start{Path: "/bin/true", Argv: []string{"true"}}})
+	p, why := s.Start(&shimwire.StartRequest{Start: &shimwire.Start{Path: "/bin/true", Argv: []string{"true"}}})
 	if p != nil {
 		p.Kill()
 		t.Fatal("started a program without a scope")

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"os"
 
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/pin"
-	"github.com/envsieve/envsieve/shim"
 )
 
 var errCallerGone = errors.New("the caller gave up waiting before the start")
 
 var errStartLinux = errors.New("the launcher starts granted programs on Linux only")
 
-func startGranted(string, []string, []string, *shim.StartRequest, *pin.Program) (shim.Process, error) {
+func startGranted(string, []string, []string, *shimwire.StartRequest, *pin.Program) (shimwire.Process, error) {
 	return nil, errStartLinux
 }
 

@@ -25,7 +25,8 @@ import (
 // and is not brokered: a valid id_token never reaches the tree.
 
 // The hosts and endpoints of the agents (from their CLIs: Claude Code
-// 2.1, Codex 0.x, Gemini CLI 0.x; docs/design.md section 13).
+// 2.1, Codex 0.x, Gemini CLI 0.x; docs/design.md section 9.6, "The
+// agents' own logins and token refresh").
 var (
 	claudeAPIHosts   = []string{"api.anthropic.com"}
 	claudeTokenHosts = []string{"platform.claude.com", "console.anthropic.com"}

@@ -1,7 +1,7 @@
 // Package login understands the credential files of the tools an agent
 // uses (gh, git, npm, ...) and of the agents themselves (Claude Code,
 // Codex, Gemini CLI), and writes for each a file of the same format whose
-// secrets are fakes (docs/design.md section 13, "Logins as fakes").
+// secrets are fakes (docs/design.md section 9.5, "Logins as fakes").
 //
 // A [Format] reads the user's real file and returns the fake file and the
 // credentials it holds ([Cred]): each one's real value, its name among the

@@ -53,8 +53,8 @@
 // from matters as much as what it says. The user's policy and
 // ENVSIEVE_POLICY are trusted; a file an agent can write (its repository's
 // .envsieve.yaml) can only narrow. An agent can write the user's policy
-// file too unless the tree is sealed (docs/design.md section 9), and a
-// launch that loads a policy at every command (`envsieve sh` as a command
+// file too unless the tree is sealed (docs/design.md section 9.7, "The
+// seal"), and a launch that loads a policy at every command (`envsieve sh` as a command
 // prefix) obeys whatever the file says at that moment. The guard (a
 // sensitive key is admitted only by an allow entry that names it exactly,
 // never by a glob) and the code-injection floor are the engine's, not the

@@ -33,7 +33,7 @@ func (p *Policy) SecretSpec(name string) *Secret {
 
 // Redact configures the redaction of the child's output.
 type Redact struct {
-	// Enabled masks withheld and injected secret values in the child's
+	// Enabled masks dropped and injected secret values in the child's
 	// stdout and stderr; default true.
 	Enabled bool
 	// MinSecretLen is the shortest value that is masked (shorter values,

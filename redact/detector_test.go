@@ -61,7 +61,7 @@ func TestDetectorEverySplit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			text := []byte("export X=" + secret + "\nnext line ok\n")
 			whole := detectAll(t, text)
-			if strings.Contains(whole, secret) || !strings.Contains(whole, "[HIDDEN:") {
+			if strings.Contains(whole, secret) || !strings.Contains(whole, "[MASKED:") {
 				t.Fatalf("one write: not masked: %q", strings.ReplaceAll(whole, secret, "<secret>"))
 			}
 			for i := 0; i <= len(text); i++ {
@@ -106,10 +106,10 @@ func TestDetectorIdleFlush(t *testing.T) {
 	secret := unknownSecrets()["github token"]
 	d.Write([]byte(" " + secret))
 	deadline = time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), "[HIDDEN:") && time.Now().Before(deadline) {
+	for !strings.Contains(out.String(), "[MASKED:") && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got := out.String(); strings.Contains(got, secret) || !strings.Contains(got, "[HIDDEN:") {
+	if got := out.String(); strings.Contains(got, secret) || !strings.Contains(got, "[MASKED:") {
 		t.Fatalf("idle flush of a secret: %q", strings.ReplaceAll(got, secret, "<secret>"))
 	}
 	d.Close()

@@ -49,7 +49,7 @@
 //
 // # Replacement
 //
-// Every occurrence of a pattern is replaced by [Token](key, v), "[HIDDEN:xxxxxxxx]",
+// Every occurrence of a pattern is replaced by [Token](key, v), "[MASKED:xxxxxxxx]",
 // where xxxxxxxx is [Fingerprint](key, v), the first 8 hex digits of
 // HMAC-SHA256(key, v): the same secret gives the same token whatever encoding matched.
 //
@@ -66,7 +66,7 @@
 // number of writes is found. Write forwards at once every byte that cannot be part of a
 // match; it holds back only the bytes of a live partial match, at most the longest
 // suffix of the input that is a proper prefix of a pattern (less where those bytes are
-// already known to be hidden). [Writer.Flush] and [Writer.Close] declare the end of the
+// already known to be masked). [Writer.Flush] and [Writer.Close] declare the end of the
 // stream and write what was held, unchanged: it can no longer become a secret.
 //
 // That makes a plain Writer a prefix oracle to a writer that watches the output: the

@@ -43,7 +43,7 @@ type Secret struct {
 // Format prints the name only, whatever the verb, so a Secret dropped into a log line
 // or an error by mistake does not leak its value.
 func (s Secret) Format(f fmt.State, verb rune) {
-	fmt.Fprintf(f, "redact.Secret{Name: %q, Value: <%d bytes hidden>}", s.Name, len(s.Value))
+	fmt.Fprintf(f, "redact.Secret{Name: %q, Value: <%d bytes masked>}", s.Name, len(s.Value))
 }
 
 // LogValue makes log/slog record the name only.
@@ -55,7 +55,7 @@ func (s Secret) LogValue() slog.Value {
 // concurrent use by any number of [Writer]s. Its fmt output never shows a pattern.
 type Set struct {
 	mt      *matcher // nil when there are no patterns
-	tokens  [][]byte // token index -> "[HIDDEN:xxxxxxxx]"
+	tokens  [][]byte // token index -> "[MASKED:xxxxxxxx]"
 	skipped []string
 	npat    int
 	// pats and patToks are kept for the tests' reference redactor.

@@ -31,7 +31,7 @@ const AuditFingerprintLen = 16
 // HMAC-SHA256(key, value): the audit log's fingerprint, long enough that two
 // values of one install never share one in practice (a 32-bit [Fingerprint]
 // collides after some 65,000 values). Its first 8 digits are the value's
-// [Fingerprint], so a log entry can be matched with a [HIDDEN:xxxxxxxx]
+// [Fingerprint], so a log entry can be matched with a [MASKED:xxxxxxxx]
 // token by eye.
 func AuditFingerprint(key, value []byte) string {
 	mac := hmac.New(sha256.New, key)
@@ -40,12 +40,12 @@ func AuditFingerprint(key, value []byte) string {
 	return hex.EncodeToString(mac.Sum(sum[:0])[:AuditFingerprintLen/2])
 }
 
-// Token returns the replacement text for value: "[HIDDEN:" + [Fingerprint](key, value) + "]".
+// Token returns the replacement text for value: "[MASKED:" + [Fingerprint](key, value) + "]".
 func Token(key, value []byte) string {
 	return tokenPrefix + Fingerprint(key, value) + tokenSuffix
 }
 
 const (
-	tokenPrefix = "[HIDDEN:"
+	tokenPrefix = "[MASKED:"
 	tokenSuffix = "]"
 )

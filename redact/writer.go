@@ -194,7 +194,7 @@ func (w *Writer) run(i int) (int, bool) {
 // addMatch records the match [s, e), the longest one ending at e.
 func (w *Writer) addMatch(s, e int64, tok int32) {
 	if w.open && s < w.openEnd {
-		// It overlaps the region whose token is out: hide the rest of it too, and every
+		// It overlaps the region whose token is out: mask the rest of it too, and every
 		// waiting region, which all lie between the two.
 		w.openEnd, w.emitted, w.outEnd = e, e, e
 		w.pending = w.pending[:0]

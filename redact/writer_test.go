@@ -226,10 +226,10 @@ func TestCompile(t *testing.T) {
 
 func TestToken(t *testing.T) {
 	a := Token(testKey, []byte("value-one"))
-	if len(a) != len("[HIDDEN:xxxxxxxx]") || !strings.HasPrefix(a, "[HIDDEN:") || !strings.HasSuffix(a, "]") {
+	if len(a) != len("[MASKED:xxxxxxxx]") || !strings.HasPrefix(a, "[MASKED:") || !strings.HasSuffix(a, "]") {
 		t.Fatalf("Token format: %q", a)
 	}
-	if fp := Fingerprint(testKey, []byte("value-one")); a != "[HIDDEN:"+fp+"]" || strings.ToLower(fp) != fp {
+	if fp := Fingerprint(testKey, []byte("value-one")); a != "[MASKED:"+fp+"]" || strings.ToLower(fp) != fp {
 		t.Fatalf("Token %q does not hold the lower-case Fingerprint %q", a, fp)
 	}
 	if b := Token(testKey, []byte("value-two")); a == b {

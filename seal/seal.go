@@ -96,7 +96,7 @@ type Spec struct {
 	// masked paths ([HoldDirs]).
 	Hold []string
 	// Fake maps a masked file to a file of the same format holding fakes
-	// (docs/design.md section 13), written by the launcher outside HOME:
+	// (docs/design.md section 9.5, "Logins as fakes"), written by the launcher outside HOME:
 	// a namespace seal shows that file, read-only, in the masked one's
 	// place (in the held copies too, so it holds while the user works), in
 	// place of an empty file. Each key must also be in Mask: a Landlock

@@ -3,7 +3,7 @@
 // A [Source] fetches one value by name. Three sources exist: [Env], the
 // launcher's own environment (the usual case: the user's shell holds the keys,
 // and the child gets one only when it is asked for); [Command], a helper such
-// as `pass show x` or `op read op://...` ([KeychainArgv] and
+// as `pass show x` or `op read op://...` ([HostKeychainArgv] and
 // [OnePasswordArgv] give the argv of the OS keychain's and 1Password's); and
 // [Store], an encrypted file managed by `envsieve secrets`. [Files] delivers values as private files instead of
 // variables. [ParseDotenv] reads a dotenv file (run --env-file) strictly:

@@ -14,12 +14,12 @@ import (
 // environment, a timeout): the value comes back on the helper's standard
 // output, and nothing of it is ever in the helper's argv.
 
-// KeychainArgv returns the helper that reads the OS keychain's password for
+// keychainArgv returns the helper that reads the OS keychain's password for
 // service and account on goos: libsecret's `secret-tool lookup` (Linux and
 // the BSDs, through the Secret Service) or `security
 // find-generic-password -w` (macOS). Neither string may be empty or hold a
 // control character.
-func KeychainArgv(goos, service, account string) ([]string, error) {
+func keychainArgv(goos, service, account string) ([]string, error) {
 	if err := keychainField("service", service); err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func KeychainArgv(goos, service, account string) ([]string, error) {
 
 // HostKeychainArgv is [KeychainArgv] for the system envsieve runs on.
 func HostKeychainArgv(service, account string) ([]string, error) {
-	return KeychainArgv(runtime.GOOS, service, account)
+	return keychainArgv(runtime.GOOS, service, account)
 }
 
 func keychainField(what, s string) error {
@@ -56,18 +56,18 @@ func keychainField(what, s string) error {
 }
 
 // OnePasswordArgv returns the helper that reads a 1Password secret
-// reference: `op read REF`. The reference is checked as [ParseOnePasswordRef]
-// checks it.
+// reference: `op read REF`. The reference is parsed strictly first; one
+// that does not parse is [ErrBadRef].
 func OnePasswordArgv(ref string) ([]string, error) {
-	if _, err := ParseOnePasswordRef(ref); err != nil {
+	if _, err := parseOnePasswordRef(ref); err != nil {
 		return nil, err
 	}
 	return []string{"op", "read", ref}, nil
 }
 
-// OnePasswordRef is a parsed 1Password secret reference,
+// onePasswordRef is a parsed 1Password secret reference,
 // op://VAULT/ITEM/[SECTION/]FIELD[?attribute=...].
-type OnePasswordRef struct {
+type onePasswordRef struct {
 	Vault, Item, Section, Field string
 	Query                       string // after '?', without it; "" for none
 }
@@ -76,12 +76,12 @@ type OnePasswordRef struct {
 // secret reference. Use errors.Is.
 var ErrBadRef = errors.New("not a 1Password secret reference (op://VAULT/ITEM/[SECTION/]FIELD)")
 
-// ParseOnePasswordRef parses ref strictly: the op:// scheme, three or four
+// parseOnePasswordRef parses ref strictly: the op:// scheme, three or four
 // non-empty segments (no "." or ".." among them), an optional query of
 // NAME=VALUE pairs, no control characters and valid UTF-8. Spaces are
 // allowed: 1Password names may hold them.
-func ParseOnePasswordRef(ref string) (OnePasswordRef, error) {
-	var r OnePasswordRef
+func parseOnePasswordRef(ref string) (onePasswordRef, error) {
+	var r onePasswordRef
 	rest, ok := strings.CutPrefix(ref, "op://")
 	switch {
 	case !ok:

@@ -12,12 +12,12 @@ import (
 func TestParseOnePasswordRef(t *testing.T) {
 	for _, tc := range []struct {
 		ref  string
-		want OnePasswordRef
+		want onePasswordRef
 		bad  string // a part of the error; "" for none
 	}{
-		{ref: "op://Private/GitHub/token", want: OnePasswordRef{Vault: "Private", Item: "GitHub", Field: "token"}},
-		{ref: "op://Private/My Item/creds/password", want: OnePasswordRef{Vault: "Private", Item: "My Item", Section: "creds", Field: "password"}},
-		{ref: "op://dev/db/one-time password?attribute=otp", want: OnePasswordRef{Vault: "dev", Item: "db", Field: "one-time password", Query: "attribute=otp"}},
+		{ref: "op://Private/GitHub/token", want: onePasswordRef{Vault: "Private", Item: "GitHub", Field: "token"}},
+		{ref: "op://Private/My Item/creds/password", want: onePasswordRef{Vault: "Private", Item: "My Item", Section: "creds", Field: "password"}},
+		{ref: "op://dev/db/one-time password?attribute=otp", want: onePasswordRef{Vault: "dev", Item: "db", Field: "one-time password", Query: "attribute=otp"}},
 		{ref: "op://v/i", bad: "2 segments"},
 		{ref: "op://v/i/s/f/x", bad: "5 segments"},
 		{ref: "op://v//f", bad: `segment ""`},
@@ -31,7 +31,7 @@ func TestParseOnePasswordRef(t *testing.T) {
 		{ref: "ghp_pastedValueNotARef0123456789", bad: "does not start with op://"},
 		{ref: "", bad: "does not start with op://"},
 	} {
-		got, err := ParseOnePasswordRef(tc.ref)
+		got, err := parseOnePasswordRef(tc.ref)
 		switch {
 		case tc.bad == "" && err != nil:
 			t.Errorf("%q: %v", tc.ref, err)
@@ -59,7 +59,7 @@ func TestKeychainArgv(t *testing.T) {
 		{goos: "linux", service: "github", account: "", bad: "account: empty"},
 		{goos: "linux", service: "git\x00hub", account: "me", bad: "control character"},
 	} {
-		got, err := KeychainArgv(tc.goos, tc.service, tc.account)
+		got, err := keychainArgv(tc.goos, tc.service, tc.account)
 		switch {
 		case tc.bad == "" && (err != nil || !slices.Equal(got, tc.want)):
 			t.Errorf("%s %q %q = %q, %v; want %q", tc.goos, tc.service, tc.account, got, err, tc.want)
@@ -77,7 +77,7 @@ func FuzzParseOnePasswordRef(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ref string) {
-		r, err := ParseOnePasswordRef(ref)
+		r, err := parseOnePasswordRef(ref)
 		if err != nil {
 			if !errors.Is(err, ErrBadRef) {
 				t.Fatalf("error does not wrap ErrBadRef: %v", err)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -264,7 +265,7 @@ func TestHideLimits(t *testing.T) {
 	}
 
 	lib := shimtest.Lib(t)
-	env := []string{"PATH=/usr/bin:/bin", shim.EnvPreload + "=" + lib, shim.EnvHide + "=" + strings.Join(keys, ",")}
+	env := []string{"PATH=/usr/bin:/bin", shimwire.EnvPreload + "=" + lib, shimwire.EnvHide + "=" + strings.Join(keys, ",")}
 	for _, k := range keys {
 		env = append(env, k+"=v")
 	}

@@ -11,19 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // throughDoor makes a connected SOCK_SEQPACKET pair, sends one end through
 // srv's door as a process that may not create a socket would, and returns
 // the other.
-func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
+func throughDoor(t *testing.T, srv *shimwire.Server) *net.UnixConn {
 	t.Helper()
 	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sendDoor(t, srv, []byte{shim.Version, 'O'}, pair[1])
+	sendDoor(t, srv, []byte{shimwire.Version, 'O'}, pair[1])
 	syscall.Close(pair[1])
 	f := os.NewFile(uintptr(pair[0]), "pair")
 	defer f.Close()
@@ -37,7 +37,7 @@ func throughDoor(t *testing.T, srv *shim.Server) *net.UnixConn {
 // sendDoor sends one datagram to srv's door from a socket pair's end, as
 // the shim does where socket(AF_UNIX) is refused; fd, when >= 0, goes with
 // it.
-func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
+func sendDoor(t *testing.T, srv *shimwire.Server, payload []byte, fd int) {
 	t.Helper()
 	dg, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -49,7 +49,7 @@ func sendDoor(t *testing.T, srv *shim.Server, payload []byte, fd int) {
 	if fd >= 0 {
 		oob = syscall.UnixRights(fd)
 	}
-	door := &syscall.SockaddrUnix{Name: filepath.Join(filepath.Dir(srv.Path), shim.DoorName)}
+	door := &syscall.SockaddrUnix{Name: filepath.Join(filepath.Dir(srv.Path), shimwire.DoorName)}
 	if err := syscall.Sendmsg(dg[0], payload, oob, door, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +109,13 @@ func TestServerDoor(t *testing.T) {
 		payload []byte
 		fd      int
 	}{
-		{"no descriptor", []byte{shim.Version, 'O'}, -1},
-		{"a file", []byte{shim.Version, 'O'}, int(file.Fd())},
-		{"a datagram socket", []byte{shim.Version, 'O'}, dgram[1]},
-		{"an unconnected socket", []byte{shim.Version, 'O'}, lone},
+		{"no descriptor", []byte{shimwire.Version, 'O'}, -1},
+		{"a file", []byte{shimwire.Version, 'O'}, int(file.Fd())},
+		{"a datagram socket", []byte{shimwire.Version, 'O'}, dgram[1]},
+		{"an unconnected socket", []byte{shimwire.Version, 'O'}, lone},
 		{"another version", []byte{1, 'O'}, pair[1]},
-		{"another message", []byte{shim.Version, 'X'}, pair[1]},
-		{"a longer message", []byte{shim.Version, 'O', 0}, pair[1]},
+		{"another message", []byte{shimwire.Version, 'X'}, pair[1]},
+		{"a longer message", []byte{shimwire.Version, 'O', 0}, pair[1]},
 	} {
 		before := len(refusals(rec))
 		sendDoor(t, srv, tc.payload, tc.fd)
@@ -153,12 +153,12 @@ func refusals(r *recorder) []string {
 // or without, the server serves a connection only for {Version, 'O'} with
 // the end, and refuses the rest.
 func FuzzServerDoor(f *testing.F) {
-	f.Add([]byte{shim.Version, 'O'}, true)
-	f.Add([]byte{shim.Version, 'O'}, false)
+	f.Add([]byte{shimwire.Version, 'O'}, true)
+	f.Add([]byte{shimwire.Version, 'O'}, false)
 	f.Add([]byte{1, 'X', '1', 0}, true)
 	f.Add([]byte{}, false)
 	rec := &recorder{}
-	srv, err := shim.Listen(f.TempDir(), rec)
+	srv, err := shimwire.Listen(f.TempDir(), rec)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func FuzzServerDoor(f *testing.F) {
 		before := len(refusals(rec))
 		sendDoor(t, srv, payload, fd)
 		syscall.Close(pair[1])
-		valid := withEnd && len(payload) == 2 && payload[0] == shim.Version && payload[1] == 'O'
+		valid := withEnd && len(payload) == 2 && payload[0] == shimwire.Version && payload[1] == 'O'
 		if valid {
 			// Served: the server answers a start on it.
 			c := os.NewFile(uintptr(pair[0]), "pair")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -114,7 +115,7 @@ func (p *testProc) Wait() (int, int) {
 
 // startWith starts the request's program with env, its descriptors and
 // working directory: what the launcher does, minus the policy.
-func startWith(r *shim.StartRequest, env []string) (shim.Process, string) {
+func startWith(r *shimwire.StartRequest, env []string) (shimwire.Process, string) {
 	if err := r.AskStdio(); err != nil {
 		return nil, err.Error()
 	}
@@ -154,14 +155,14 @@ func without(env []string, keys ...string) []string {
 func TestStartGrants(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "execs", execC)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] == "sh" && len(r.Argv) == 3 {
 			return startWith(r, append(without(r.Env, "OLD"), "GRANT=yes"))
 		}
 		return nil, "no rule"
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib), "OLD=x")
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib), "OLD=x")
 	got := run(t, env, nil, prog) + "\n"
 	for _, via := range vias {
 		if !strings.Contains(got, via+":yes\n") {
@@ -199,8 +200,8 @@ func TestStartDeclined(t *testing.T) {
 	prog := shimtest.Program(t, "execs", execC)
 	rec := &recorder{}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		"OLD=x", "MINE=granted-to-me", shim.EnvGranted+"=MINE",
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		"OLD=x", "MINE=granted-to-me", shimwire.EnvGranted+"=MINE",
 		`THEN=echo mine=${MINE:-none}; sed -n "s/^SigIgn:[[:space:]]*/ignored=/p" /proc/$$/status; exit 7`)
 	// The caller ignores SIGHUP (as under nohup): the program must too, and
 	// must not inherit envsieve-start's own ignored SIGPIPE.
@@ -238,9 +239,9 @@ func TestStartFailsClosed(t *testing.T) {
 		{"no envsieve-start", "/nonexistent/envsieve-start"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := append(baseEnv(lib), shim.EnvSock+"="+gone, shim.EnvExec+"=1", shim.EnvStart+"="+tc.start,
-				"OLD=denied-by-a-rule", shim.EnvRules+"=s?\nda*", shim.EnvDeny+"=NOPE\nOL*",
-				"MINE=granted-to-me", shim.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+gone, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+tc.start,
+				"OLD=denied-by-a-rule", shimwire.EnvRules+"=s?\nda*", shimwire.EnvDeny+"=NOPE\nOL*",
+				"MINE=granted-to-me", shimwire.EnvGranted+"=MINE", "THEN=echo mine=${MINE:-none}; exit 7")
 			start := time.Now()
 			got := run(t, env, nil, prog) + "\n"
 			if d := time.Since(start); d > 10*time.Second {
@@ -265,7 +266,7 @@ func TestStartSignals(t *testing.T) {
 		mu    sync.Mutex
 		procs []*testProc
 	)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		p, why := startWith(r, r.Env)
 		if tp, ok := p.(*testProc); ok {
 			mu.Lock()
@@ -275,8 +276,8 @@ func TestStartSignals(t *testing.T) {
 		return p, why
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sleep")
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sleep")
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
@@ -323,7 +324,7 @@ func TestStartSignals(t *testing.T) {
 // endedBySignal checks that p, a program the launcher started, was ended by
 // a signal within ten seconds, as when the process waiting for it (who)
 // was killed.
-func endedBySignal(t *testing.T, p shim.Process, who string) {
+func endedBySignal(t *testing.T, p shimwire.Process, who string) {
 	t.Helper()
 	done := make(chan int, 1)
 	go func() { _, sig := p.Wait(); done <- sig }()
@@ -342,14 +343,14 @@ func endedBySignal(t *testing.T, p shim.Process, who string) {
 // in the caller's place, without grants, and the launcher hears why.
 func TestStartArgvTooLarge(t *testing.T) {
 	lib := shimtest.Lib(t)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		return startWith(r, append(r.Env, "GRANT=yes"))
 	}}
-	srv, err := shim.Listen(t.TempDir(), rec)
+	srv, err := shimwire.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 	got := run(t, env, nil, "bash", "-c", `/bin/sh -c 'echo ${GRANT:-none}' $(seq 5000); /bin/sh -c 'echo ${GRANT:-none}' small`)
 	if got != "none\nyes" {
 		t.Errorf("got %q, want none (too large) then yes", got)
@@ -486,7 +487,7 @@ func TestExecForeignLauncher(t *testing.T) {
 			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 				t.Fatalf("stand-in launcher: %q", line)
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+sock, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 			got := run(t, env, nil, prog) + "\n"
 			if n := strings.Count(got, tc.status+"\n"); n != len(vias) {
 				t.Errorf("want %d programs ending %s, got %q", len(vias), tc.status, got)

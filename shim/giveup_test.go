@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // TestStartGivenUp: a launcher that decides only after its caller gave up
@@ -37,7 +37,7 @@ func TestStartGivenUp(t *testing.T) {
 			var asked, started atomic.Bool
 			var askErr error
 			done := make(chan struct{})
-			rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+			rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 				defer close(done)
 				if tt.replies {
 					if askErr = r.AskStdio(); askErr != nil {
@@ -65,7 +65,7 @@ func TestStartGivenUp(t *testing.T) {
 				buf := make([]byte, 64)
 				c.SetReadDeadline(time.Now().Add(5 * time.Second))
 				n, err := c.Read(buf)
-				if err != nil || string(buf[:n]) != string(shim.Granted()) {
+				if err != nil || string(buf[:n]) != string(shimwire.Granted()) {
 					t.Fatalf("read %q, %v; want granted", buf[:n], err)
 				}
 				if err := sendFiles(c, "12"); err != nil {
@@ -105,7 +105,7 @@ func TestStartHeld(t *testing.T) {
 	lib := shimtest.Lib(t)
 	release := make(chan struct{})
 	results := make(chan string, 2)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] != "touch" {
 			return nil, "no rule"
 		}
@@ -123,7 +123,7 @@ func TestStartHeld(t *testing.T) {
 	}}
 	srv := listen(t, rec)
 	marker := filepath.Join(t.TempDir(), "ran")
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib))
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 	// A forked child of sh (the shim's own request), and sh replaced by
 	// the program (envsieve-start), at once.
 	script := `(touch ` + marker + `.here; echo here=$?) & ` +
@@ -192,14 +192,14 @@ func TestStartHeld(t *testing.T) {
 // and the connection closes without an answer. The server neither panics
 // nor hangs.
 func FuzzStartExchange(f *testing.F) {
-	f.Add([]byte{shim.Version, 'F', '0', '1', '2', 0}, uint8(3))
-	f.Add([]byte{shim.Version, 'F', 0}, uint8(0))
-	f.Add([]byte{shim.Version, 'F', '1', '2', 0}, uint8(1))
+	f.Add([]byte{shimwire.Version, 'F', '0', '1', '2', 0}, uint8(3))
+	f.Add([]byte{shimwire.Version, 'F', 0}, uint8(0))
+	f.Add([]byte{shimwire.Version, 'F', '1', '2', 0}, uint8(1))
 	f.Add([]byte{2, 'F', '0', 0}, uint8(1))
-	f.Add([]byte{shim.Version, 'K', '1', '5', 0}, uint8(0))
-	f.Add([]byte{shim.Version, 'S', '1', 0, '9', 0}, uint8(2))
+	f.Add([]byte{shimwire.Version, 'K', '1', '5', 0}, uint8(0))
+	f.Add([]byte{shimwire.Version, 'S', '1', 0, '9', 0}, uint8(2))
 	f.Add([]byte{}, uint8(0))
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if err := r.AskStdio(); err != nil {
 			return nil, "refused"
 		}
@@ -211,7 +211,7 @@ func FuzzStartExchange(f *testing.F) {
 		}
 		return nil, "stdio " + string(got)
 	}}
-	srv, err := shim.Listen(f.TempDir(), rec)
+	srv, err := shimwire.Listen(f.TempDir(), rec)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func FuzzStartExchange(f *testing.F) {
 		buf := make([]byte, 512)
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		n, err := c.Read(buf)
-		if err != nil || string(buf[:n]) != string(shim.Granted()) {
+		if err != nil || string(buf[:n]) != string(shimwire.Granted()) {
 			t.Fatalf("read %q, %v; want granted", buf[:n], err)
 		}
 		var oob []byte
@@ -246,9 +246,9 @@ func FuzzStartExchange(f *testing.F) {
 		// (minus what the rules deny), not as declined. An empty packet
 		// reads as the caller gone.
 		var want []string
-		if m, err := shim.Parse(reply); err == nil {
-			if files, ok := m.(*shim.Files); ok && len(files.Stdio) == int(nfds) {
-				want = []string{string(shim.Declined("stdio " + files.Stdio))}
+		if m, err := shimwire.Parse(reply); err == nil {
+			if files, ok := m.(*shimwire.Files); ok && len(files.Stdio) == int(nfds) {
+				want = []string{string(shimwire.Declined("stdio " + files.Stdio))}
 			}
 		}
 		if got := answers(t, c); !slices.Equal(got, want) {

@@ -5,10 +5,10 @@ import "fmt"
 // What the shim can hide (MAX_HIDE and MAX_REPORT_NAME in
 // libenvsieve/envsieve.c; TestHideLimits keeps the two in step).
 const (
-	// MaxHide is the number of keys one process can hide.
-	MaxHide = 64
-	// MaxHideName is the longest name it can hide, in bytes.
-	MaxHideName = 256
+	// maxHide is the number of keys one process can hide.
+	maxHide = 64
+	// maxHideName is the longest name it can hide, in bytes.
+	maxHideName = 256
 )
 
 // CheckHide returns an error when the shim cannot hide every key of keys:
@@ -16,12 +16,12 @@ const (
 // listed (the shim drops them outright, but a launcher must not rely on a
 // fallback to keep its promise).
 func CheckHide(keys []string) error {
-	if len(keys) > MaxHide {
-		return fmt.Errorf("the shim can hide at most %d keys, and the policy hides %d", MaxHide, len(keys))
+	if len(keys) > maxHide {
+		return fmt.Errorf("the shim can hide at most %d keys, and the policy hides %d", maxHide, len(keys))
 	}
 	for _, k := range keys {
-		if len(k) > MaxHideName {
-			return fmt.Errorf("the shim can hide names of at most %d bytes, and %.40s... has %d", MaxHideName, k, len(k))
+		if len(k) > maxHideName {
+			return fmt.Errorf("the shim can hide names of at most %d bytes, and %.40s... has %d", maxHideName, k, len(k))
 		}
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // interpGrant is the value granted in TestInterpExec.
@@ -56,9 +56,9 @@ func TestInterpExec(t *testing.T) {
 		cred = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
 	env := func(path, marker, rules string) []string {
-		return []string{"PATH=" + path, "GRANT=" + interpGrant, shim.EnvGranted + "=GRANT",
-			shim.EnvPreload + "=" + lib, shim.EnvSock + "=" + filepath.Join(dir, "no-launcher"), shim.EnvExec + "=1",
-			shim.EnvRules + "=" + rules, shim.EnvInterp + "=" + marker}
+		return []string{"PATH=" + path, "GRANT=" + interpGrant, shimwire.EnvGranted + "=GRANT",
+			shimwire.EnvPreload + "=" + lib, shimwire.EnvSock + "=" + filepath.Join(dir, "no-launcher"), shimwire.EnvExec + "=1",
+			shimwire.EnvRules + "=" + rules, shimwire.EnvInterp + "=" + marker}
 	}
 	n := strconv.Itoa(len(interpGrant))
 	granted := "script:" + n + " marker:none\nchild:0\nagain:0"
@@ -114,8 +114,8 @@ func TestGrantedValueCopies(t *testing.T) {
 	cmd := exec.Command("/bin/sh", "-c", `export COPY="pre-${GRANT}-post" SAME="$GRANT" NEAR="${GRANT%?}"; `+
 		`sh -c 'echo "grant:${#GRANT} copy:${#COPY} same:${#SAME} near:${#NEAR} short:${#SHORT} other:${#OTHER}"'`)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "GRANT=" + interpGrant, "SHORT=abc", "OTHER=xabcx",
-		shim.EnvGranted + "=GRANT,SHORT", shim.EnvPreload + "=" + lib, shim.EnvSock + "=" + filepath.Join(dir, "no-launcher"),
-		shim.EnvExec + "=1", shim.EnvRules + "=no-such-tool"}
+		shimwire.EnvGranted + "=GRANT,SHORT", shimwire.EnvPreload + "=" + lib, shimwire.EnvSock + "=" + filepath.Join(dir, "no-launcher"),
+		shimwire.EnvExec + "=1", shimwire.EnvRules + "=no-such-tool"}
 	cmd.SysProcAttr = cred
 	cmd.Dir = dir
 	b, _ := cmd.CombinedOutput()
@@ -140,8 +140,8 @@ func TestGrantedValueHidden(t *testing.T) {
 	}
 	cmd := exec.Command("/bin/sh", "-c", `sh -c 'echo "grant:${#GRANT} copy:${#COPY} other:${#OTHER}"'`)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "GRANT=" + interpGrant, "COPY=pre-" + interpGrant + "-post", "OTHER=xabcx",
-		shim.EnvGranted + "=GRANT", shim.EnvHide + "=GRANT", shim.EnvPreload + "=" + lib,
-		shim.EnvSock + "=" + filepath.Join(dir, "no-launcher"), shim.EnvExec + "=1", shim.EnvRules + "=no-such-tool"}
+		shimwire.EnvGranted + "=GRANT", shimwire.EnvHide + "=GRANT", shimwire.EnvPreload + "=" + lib,
+		shimwire.EnvSock + "=" + filepath.Join(dir, "no-launcher"), shimwire.EnvExec + "=1", shimwire.EnvRules + "=no-such-tool"}
 	cmd.SysProcAttr = cred
 	cmd.Dir = dir
 	b, _ := cmd.CombinedOutput()

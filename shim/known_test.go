@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 const getenvArgsC = `#include <stdio.h>
@@ -42,12 +42,12 @@ func TestReportsOncePerLaunch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
-			srv, err := shim.Listen(t.TempDir(), rec)
+			srv, err := shimwire.Listen(t.TempDir(), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			if _, err := os.Stat(filepath.Join(filepath.Dir(srv.Path), shim.KnownName)); err != nil {
+			if _, err := os.Stat(filepath.Join(filepath.Dir(srv.Path), shimwire.KnownName)); err != nil {
 				t.Fatalf("no table of known reports: %v", err)
 			}
 			if !tc.private {
@@ -55,14 +55,14 @@ func TestReportsOncePerLaunch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path)
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path)
 			if got := run(t, env, nil, append([]string{prog}, names...)...); got != "done" {
 				t.Fatalf("got %q", got)
 			}
 			// The launcher has the first process's reports before the
 			// second process starts.
 			deadline := time.Now().Add(10 * time.Second)
-			for rec.seen(shim.OpGetenv, names[len(names)-1]) == 0 && time.Now().Before(deadline) {
+			for rec.seen(shimwire.OpGetenv, names[len(names)-1]) == 0 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if got := run(t, env, nil, append([]string{prog, "ONLY_THE_SECOND"}, names...)...); got != "done" {
@@ -72,11 +72,11 @@ func TestReportsOncePerLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range names {
-				if got := rec.seen(shim.OpGetenv, n); got != tc.want {
+				if got := rec.seen(shimwire.OpGetenv, n); got != tc.want {
 					t.Errorf("%s (%d bytes) reported %d times, want %d", n, len(n), got, tc.want)
 				}
 			}
-			if got := rec.seen(shim.OpGetenv, "ONLY_THE_SECOND"); got != 1 {
+			if got := rec.seen(shimwire.OpGetenv, "ONLY_THE_SECOND"); got != 1 {
 				t.Errorf("a name the launch did not know was reported %d times, want 1", got)
 			}
 			if len(rec.refused) > 0 {

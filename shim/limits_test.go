@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
-// held is a shim.Process that runs until released: a program the launcher
+// held is a shimwire.Process that runs until released: a program the launcher
 // started and that has not ended.
 type held struct {
 	once    sync.Once
@@ -34,7 +34,7 @@ func (h *held) done()                 { h.once.Do(func() { close(h.release) }) }
 func TestServerStartLimit(t *testing.T) {
 	var mu sync.Mutex
 	var running []*held
-	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(*shimwire.StartRequest) (shimwire.Process, string) {
 		h := newHeld()
 		mu.Lock()
 		running = append(running, h)
@@ -51,7 +51,7 @@ func TestServerStartLimit(t *testing.T) {
 	}()
 	begun := func(c *net.UnixConn) string {
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, shim.MaxMsg)
+		buf := make([]byte, shimwire.MaxMsg)
 		n, err := c.Read(buf)
 		if err != nil {
 			return "error: " + err.Error()
@@ -68,13 +68,13 @@ func TestServerStartLimit(t *testing.T) {
 		c := dialServer(t, srv)
 		conns = append(conns, c)
 		startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
-		if got := begun(c); got != string(shim.Begun(true)) {
+		if got := begun(c); got != string(shimwire.Begun(true)) {
 			t.Fatalf("start %d: %q, want begun", i+1, got)
 		}
 	}
 	over := dialServer(t, srv)
 	startMsg(t, over, "", "/bin/true", []string{"true"}, nil)
-	if got := answers(t, over); len(got) != 1 || got[0] != string(shim.Declined("too many start requests at once")) {
+	if got := answers(t, over); len(got) != 1 || got[0] != string(shimwire.Declined("too many start requests at once")) {
 		t.Fatalf("the 65th start: %q, want declined", got)
 	}
 	over.Close()
@@ -83,7 +83,7 @@ func TestServerStartLimit(t *testing.T) {
 	mu.Lock()
 	running[0].done()
 	mu.Unlock()
-	if got := answers(t, conns[0]); len(got) != 1 || got[0] != string(shim.Ended(0, 0)) {
+	if got := answers(t, conns[0]); len(got) != 1 || got[0] != string(shimwire.Ended(0, 0)) {
 		t.Fatalf("the first program's end: %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -92,7 +92,7 @@ func TestServerStartLimit(t *testing.T) {
 		startMsg(t, c, "", "/bin/true", []string{"true"}, nil)
 		got := begun(c)
 		c.Close()
-		if got == string(shim.Begun(true)) {
+		if got == string(shimwire.Begun(true)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -107,7 +107,7 @@ func TestServerStartLimit(t *testing.T) {
 // closed, and nothing starts.
 func TestServerStartBodyTimeout(t *testing.T) {
 	t.Parallel() // it waits out the two-second deadline
-	rec := &recorder{start: func(*shim.StartRequest) (shim.Process, string) { return newHeld(), "" }}
+	rec := &recorder{start: func(*shimwire.StartRequest) (shimwire.Process, string) { return newHeld(), "" }}
 	srv := listen(t, rec)
 	c := dialServer(t, srv)
 	defer c.Close()

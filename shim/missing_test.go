@@ -22,7 +22,7 @@ func TestLocateCompanions(t *testing.T) {
 		locate func(string) (string, error)
 	}{{StartName, LocateStart}, {InitName, LocateInit}} {
 		_, err := tc.locate(lib)
-		var me *MissingError
+		var me *missingError
 		if !errors.Is(err, ErrNotFound) || !errors.As(err, &me) || me.Name != tc.name {
 			t.Fatalf("%s missing: %v", tc.name, err)
 		}

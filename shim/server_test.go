@@ -14,10 +14,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
-func dialServer(t *testing.T, srv *shim.Server) *net.UnixConn {
+// msg is one packet of the wire protocol: the version, the type, then the
+// fields, each ended by a NUL byte.
+func msg(typ byte, fields ...string) []byte {
+	b := []byte{shimwire.Version, typ}
+	for _, f := range fields {
+		b = append(append(b, f...), 0)
+	}
+	return b
+}
+
+func dialServer(t *testing.T, srv *shimwire.Server) *net.UnixConn {
 	t.Helper()
 	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: srv.Path, Net: "unixpacket"})
 	if err != nil {
@@ -56,8 +66,8 @@ func sendStart(c *net.UnixConn, stdio string, path string, argv, env []string) e
 		return err
 	}
 	for len(body) > 0 {
-		n := min(len(body), shim.MaxMsg-2)
-		if _, err := c.Write(append([]byte{shim.Version, 'C'}, body[:n]...)); err != nil {
+		n := min(len(body), shimwire.MaxMsg-2)
+		if _, err := c.Write(append([]byte{shimwire.Version, 'C'}, body[:n]...)); err != nil {
 			return err
 		}
 		body = body[n:]
@@ -87,13 +97,13 @@ func answers(t *testing.T, c *net.UnixConn) []string {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var out []string
-	buf := make([]byte, shim.MaxMsg)
+	buf := make([]byte, shimwire.MaxMsg)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
 			return out
 		}
-		if string(buf[:n]) == string(shim.Granted()) {
+		if string(buf[:n]) == string(shimwire.Granted()) {
 			stdio, _ := stdioOf.Load(c)
 			s, _ := stdio.(string)
 			if err := sendFiles(c, s); err != nil {
@@ -111,7 +121,7 @@ func answers(t *testing.T, c *net.UnixConn) []string {
 // request with "begun" and the exit status only: never a value. An exec
 // request of version 1, which got the granted values back, gets nothing.
 func TestServerGarbage(t *testing.T) {
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		if r.Argv[0] == "gh" {
 			return startWith(r, []string{"GITHUB_TOKEN=secret-value-9f2", "PATH=/usr/bin:/bin"})
 		}
@@ -127,7 +137,7 @@ func TestServerGarbage(t *testing.T) {
 			b[j] = byte(r.IntN(256))
 		}
 		if r.IntN(2) == 0 {
-			b[0] = shim.Version
+			b[0] = shimwire.Version
 		}
 		if len(b) > 1 && b[1] == 'S' {
 			b[1] = 'Z' // a start request takes the connection over
@@ -137,7 +147,7 @@ func TestServerGarbage(t *testing.T) {
 		}
 	}
 	// An oversized packet, version 1's exec request, then a report.
-	if _, err := c.Write(make([]byte, shim.MaxMsg+100)); err != nil {
+	if _, err := c.Write(make([]byte, shimwire.MaxMsg+100)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write(append([]byte{1}, msg('X', "1", "/usr/bin/gh", "gh")[1:]...)); err != nil {
@@ -183,7 +193,7 @@ func TestServerGarbage(t *testing.T) {
 // body cut short or longer than announced, or a body that does not parse,
 // is refused, and no program starts.
 func TestServerStartMalformed(t *testing.T) {
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		return startWith(r, nil)
 	}}
 	srv := listen(t, rec)
@@ -203,7 +213,7 @@ func TestServerStartMalformed(t *testing.T) {
 			dir, _ := os.Open(".")
 			defer dir.Close()
 			c.WriteMsgUnix(msg('S', "1", "3"), syscall.UnixRights(int(dir.Fd())), nil)
-			c.Write(append([]byte{shim.Version, 'C'}, "/x\x001\x00x\x00"...))
+			c.Write(append([]byte{shimwire.Version, 'C'}, "/x\x001\x00x\x00"...))
 		})
 	})
 	t.Run("body that does not parse", func(t *testing.T) {
@@ -212,7 +222,7 @@ func TestServerStartMalformed(t *testing.T) {
 			defer dir.Close()
 			body := "/x\x009\x00x\x00"
 			c.WriteMsgUnix(msg('S', "1", strconv.Itoa(len(body))), syscall.UnixRights(int(dir.Fd())), nil)
-			c.Write(append([]byte{shim.Version, 'C'}, body...))
+			c.Write(append([]byte{shimwire.Version, 'C'}, body...))
 		})
 	})
 	rec.mu.Lock()
@@ -258,9 +268,9 @@ func TestServerManyConnections(t *testing.T) {
 
 // listen starts a launcher's server for h in a temporary directory, closed
 // when the test ends.
-func listen(t *testing.T, h shim.Handler) *shim.Server {
+func listen(t *testing.T, h shimwire.Handler) *shimwire.Server {
 	t.Helper()
-	srv, err := shim.Listen(t.TempDir(), h)
+	srv, err := shimwire.Listen(t.TempDir(), h)
 	if err != nil {
 		t.Fatal(err)
 	}

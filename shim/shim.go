@@ -1,6 +1,10 @@
 // Package shim is the Go side of libenvsieve.so, envsieve's LD_PRELOAD
-// shim: where the library is, whether a program can load it at all, the
-// wire format the shim speaks to its launcher, and the launcher's server.
+// shim: where the library and its companions are ([Locate], [LocateInit],
+// [LocateStart]), whether a program can load it at all ([Static],
+// [GoProgram]), and the values a launcher gives it ([Preload],
+// [GrantedVar], [CheckHide]). The protocol the shim speaks to its launcher
+// and the launcher's server are private to envsieve, both ends shipping
+// together: they live in internal/shimwire (docs/shim.md).
 //
 // The C source, its Makefile and README are in shim/libenvsieve/. The
 // library is never embedded: `make build` puts it next to the envsieve
@@ -13,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // LibName is the file name of the shim.
@@ -22,24 +28,8 @@ const LibName = "libenvsieve.so"
 // place of a program a rule may match; it lives next to the shim.
 const StartName = "envsieve-start"
 
-// Variables the launcher sets in the child for the shim.
-const (
-	EnvPreload = "LD_PRELOAD"
-	EnvSock    = "ENVSIEVE_SHIM_SOCK"    // the launcher's socket
-	EnvHide    = "ENVSIEVE_SHIM_HIDE"    // keys to hide, comma-separated
-	EnvExec    = "ENVSIEVE_SHIM_EXEC"    // "1": exec-time grants are on
-	EnvStart   = "ENVSIEVE_SHIM_START"   // envsieve-start, which asks the launcher to start a program
-	EnvGranted = "ENVSIEVE_SHIM_GRANTED" // keys granted to this program
-	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
-	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
-	EnvDrop    = "ENVSIEVE_SHIM_DROP"    // the deny-only rules, applied in place: "command\tdeny\tdeny" per line
-	// EnvInterp, in a granted #!/usr/bin/env script's environment, names
-	// the one exec env may pass the granted keys on to: "NAME:REALPATH".
-	EnvInterp = "ENVSIEVE_SHIM_INTERP"
-)
-
-// MaxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.
-const MaxGranted = 2047
+// maxGranted is the longest ENVSIEVE_SHIM_GRANTED value the shim holds.
+const maxGranted = 2047
 
 // GrantedVar returns the ENVSIEVE_SHIM_GRANTED entry that names keys as
 // granted to a program, so that the shim takes them from its children;
@@ -50,10 +40,10 @@ func GrantedVar(keys []string) (string, error) {
 		return "", nil
 	}
 	list := strings.Join(keys, ",")
-	if len(list) > MaxGranted {
-		return "", fmt.Errorf("the %d keys granted take %d bytes to name, more than the shim's %d", len(keys), len(list), MaxGranted)
+	if len(list) > maxGranted {
+		return "", fmt.Errorf("the %d keys granted take %d bytes to name, more than the shim's %d", len(keys), len(list), maxGranted)
 	}
-	return EnvGranted + "=" + list, nil
+	return shimwire.EnvGranted + "=" + list, nil
 }
 
 // ErrNotFound is returned by Locate when no copy of the library exists.
@@ -109,31 +99,31 @@ func LocateStart(lib string) (string, error) { return beside(lib, StartName) }
 func beside(lib, name string) (string, error) {
 	p := filepath.Join(filepath.Dir(lib), name)
 	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
-		return "", &MissingError{Name: name, Path: p}
+		return "", &missingError{Name: name, Path: p}
 	}
 	return p, nil
 }
 
-// MissingError is a companion of the shim (envsieve-start, envsieve-init)
+// missingError is a companion of the shim (envsieve-start, envsieve-init)
 // that is not installed where the shim is. It names that program, not the
 // shim, and wraps ErrNotFound.
-type MissingError struct {
+type missingError struct {
 	Name string // the program: StartName or InitName
 	Path string // where it was looked for
 }
 
-func (e *MissingError) Error() string {
+func (e *missingError) Error() string {
 	return fmt.Sprintf("%s is not installed: no executable %s", e.Name, e.Path)
 }
 
 // Unwrap returns ErrNotFound.
-func (e *MissingError) Unwrap() error { return ErrNotFound }
+func (e *missingError) Unwrap() error { return ErrNotFound }
 
 // Preload returns the LD_PRELOAD value that loads lib before what the
 // child's environment already preloads.
 func Preload(lib string, env []string) string {
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, EnvPreload+"="); ok && v != "" {
+		if v, ok := strings.CutPrefix(kv, shimwire.EnvPreload+"="); ok && v != "" {
 			return lib + ":" + v
 		}
 	}

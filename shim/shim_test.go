@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
 
 func baseEnv(lib string) []string {
 	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", hiddenKey + "=" + hiddenVal,
-		shim.EnvPreload + "=" + lib, shim.EnvHide + "=" + hiddenKey + ",NOT_SET_AT_ALL"}
+		shimwire.EnvPreload + "=" + lib, shimwire.EnvHide + "=" + hiddenKey + ",NOT_SET_AT_ALL"}
 }
 
 func run(t *testing.T, env []string, cred *syscall.SysProcAttr, argv ...string) string {
@@ -235,28 +236,28 @@ func TestStartNormally(t *testing.T) {
 	})
 }
 
-// recorder is a shim.Handler that keeps what it was sent.
+// recorder is a shimwire.Handler that keeps what it was sent.
 type recorder struct {
 	mu       sync.Mutex
-	accesses []shim.Access
-	notices  []shim.Notice
-	starts   []shim.Start
+	accesses []shimwire.Access
+	notices  []shimwire.Notice
+	starts   []shimwire.Start
 	refused  []string
-	start    func(*shim.StartRequest) (shim.Process, string)
+	start    func(*shimwire.StartRequest) (shimwire.Process, string)
 }
 
-func (r *recorder) Access(a *shim.Access) {
+func (r *recorder) Access(a *shimwire.Access) {
 	r.mu.Lock()
 	r.accesses = append(r.accesses, *a)
 	r.mu.Unlock()
 }
-func (r *recorder) Notice(n *shim.Notice) {
+func (r *recorder) Notice(n *shimwire.Notice) {
 	r.mu.Lock()
 	r.notices = append(r.notices, *n)
 	r.mu.Unlock()
 }
 func (r *recorder) Refused(s string) { r.mu.Lock(); r.refused = append(r.refused, s); r.mu.Unlock() }
-func (r *recorder) Start(q *shim.StartRequest) (shim.Process, string) {
+func (r *recorder) Start(q *shimwire.StartRequest) (shimwire.Process, string) {
 	r.mu.Lock()
 	r.starts = append(r.starts, *q.Start)
 	f := r.start
@@ -322,11 +323,11 @@ func TestAccessReports(t *testing.T) {
 	lib := shimtest.Lib(t)
 	prog := shimtest.Program(t, "access", accessC, "-pthread")
 	rec := &recorder{}
-	srv, err := shim.Listen(t.TempDir(), rec)
+	srv, err := shimwire.Listen(t.TempDir(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, "READ_THRICE="+hiddenVal)
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, "READ_THRICE="+hiddenVal)
 	if got := run(t, env, nil, prog); got != "done" {
 		t.Fatalf("got %q", got)
 	}
@@ -338,17 +339,17 @@ func TestAccessReports(t *testing.T) {
 		name string
 		want int
 	}{
-		{shim.OpGetenv, "READ_THRICE", 1},
-		{shim.OpSecureGetenv, "SECURE_ONE", 1},
-		{shim.OpSetenv, "SET_ONE", 1},
-		{shim.OpUnsetenv, "UNSET_ONE", 1},
-		{shim.OpPutenv, "PUT_ONE", 1},
-		{shim.OpClearenv, "", 1},
-		{shim.OpGetenv, "THREAD_7_49", 1},
-		{shim.OpGetenv, "IN_FORK_CHILD", 1},
+		{shimwire.OpGetenv, "READ_THRICE", 1},
+		{shimwire.OpSecureGetenv, "SECURE_ONE", 1},
+		{shimwire.OpSetenv, "SET_ONE", 1},
+		{shimwire.OpUnsetenv, "UNSET_ONE", 1},
+		{shimwire.OpPutenv, "PUT_ONE", 1},
+		{shimwire.OpClearenv, "", 1},
+		{shimwire.OpGetenv, "THREAD_7_49", 1},
+		{shimwire.OpGetenv, "IN_FORK_CHILD", 1},
 	} {
 		if got := rec.seen(c.op, c.name); got != c.want {
-			t.Errorf("%s %s reported %d times, want %d", shim.OpName(c.op), c.name, got, c.want)
+			t.Errorf("%s %s reported %d times, want %d", shimwire.OpName(c.op), c.name, got, c.want)
 		}
 	}
 	threads := 0
@@ -390,7 +391,7 @@ int main(void) {
 	defer ln.Close()
 	for name, sock := range map[string]string{"gone": filepath.Join(dir, "nothing-here"), "full": stuck, "not-a-socket": prog} {
 		t.Run(name, func(t *testing.T) {
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock)
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+sock)
 			start := time.Now()
 			if got := run(t, env, nil, prog); got != "done" {
 				t.Fatalf("got %q", got)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -75,7 +76,7 @@ type standIns struct {
 	procs []*testProc
 }
 
-func (s *standIns) start(r *shim.StartRequest) (shim.Process, string) {
+func (s *standIns) start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	exe, _ := os.Readlink("/proc/" + strconv.Itoa(r.Peer) + "/exe")
 	p, why := startWith(r, append(r.Env, "GRANT=yes"))
 	s.mu.Lock()
@@ -204,7 +205,7 @@ func TestStartRequestSizes(t *testing.T) {
 		mu     sync.Mutex
 		bodies []int
 	)
-	rec := &recorder{start: func(r *shim.StartRequest) (shim.Process, string) {
+	rec := &recorder{start: func(r *shimwire.StartRequest) (shimwire.Process, string) {
 		n := len(r.Path) + 1 + len(strconv.Itoa(len(r.Argv))) + 1
 		for _, a := range r.Argv {
 			n += len(a) + 1
@@ -218,8 +219,8 @@ func TestStartRequestSizes(t *testing.T) {
 		return startWith(r, r.Env)
 	}}
 	srv := listen(t, rec)
-	env := append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
+	env := append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sh", `CMD=echo len:${#BIG}`)
 	body := func(mode string, size int) int {
 		t.Helper()
 		mu.Lock()
@@ -238,8 +239,8 @@ func TestStartRequestSizes(t *testing.T) {
 	}
 	for _, mode := range []string{"fork", "vfork"} {
 		base := body(mode, 1) - 1
-		one := shim.MaxMsg - 2 - base // the body fills one packet exactly
-		for _, size := range []int{one, one + 1, 3*shim.MaxMsg + 5} {
+		one := shimwire.MaxMsg - 2 - base // the body fills one packet exactly
+		for _, size := range []int{one, one + 1, 3*shimwire.MaxMsg + 5} {
 			if got := body(mode, size); got != base+size {
 				t.Errorf("%s: a body of %d bytes, want %d", mode, got, base+size)
 			}
@@ -254,6 +255,6 @@ func standInServer(t *testing.T, lib, script string) (*standIns, []string) {
 	t.Helper()
 	si := &standIns{}
 	srv := listen(t, &recorder{start: si.start})
-	return si, append(baseEnv(lib), shim.EnvSock+"="+srv.Path, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-		shim.EnvRules+"=sh", "CMD="+script)
+	return si, append(baseEnv(lib), shimwire.EnvSock+"="+srv.Path, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+		shimwire.EnvRules+"=sh", "CMD="+script)
 }

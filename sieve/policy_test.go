@@ -9,17 +9,17 @@ import (
 )
 
 // TestNilPolicy checks that a nil policy is ErrNilPolicy, whether the
-// Input's interface is nil or holds a nil *policy.Policy.
+// Input's Policy is nil or holds a nil *policy.Policy.
 func TestNilPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		p    sieve.Policy
+		in   sieve.Input
 	}{
-		{"nil interface", nil},
-		{"nil *policy.Policy", (*policy.Policy)(nil)},
+		{"nil interface", sieve.Input{Parent: []string{"PATH=/bin"}}},
+		{"nil *policy.Policy", sieve.Input{Parent: []string{"PATH=/bin"}, Policy: (*policy.Policy)(nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := sieve.Build(sieve.Input{Parent: []string{"PATH=/bin"}, Policy: tc.p})
+			_, err := sieve.Build(tc.in)
 			if !errors.Is(err, sieve.ErrNilPolicy) {
 				t.Errorf("Build = %v, want ErrNilPolicy", err)
 			}

@@ -158,10 +158,13 @@ type Request struct {
 	Mode compiled.Mode
 }
 
-// Policy is a compiled policy as the engine reads it. *policy.Policy is
-// the implementation: the engine names this interface, not that type, so
-// that it does not link the YAML parser that package policy imports.
-type Policy interface {
+// compiledPolicy is a compiled policy as the engine reads it. A
+// *policy.Policy is the one implementation: the engine names this
+// interface, not that type, so that it does not link the YAML parser that
+// package policy imports. It is unexported because its methods are the
+// engine's plumbing (they return internal/compiled's types): callers pass
+// a *policy.Policy.
+type compiledPolicy interface {
 	// Plan returns the merged plan for a profile; "" means no profile.
 	Plan(profile string) (*compiled.Plan, error)
 	// Compiled returns the rules, tools, secrets and local level; nil for
@@ -174,9 +177,9 @@ type Input struct {
 	// Parent is the parent environment, as os.Environ returns it. A nil
 	// Parent is an error: the engine never guesses an environment.
 	Parent []string
-	// Policy is the compiled policy, a *policy.Policy. A nil Policy is an
+	// Policy is the compiled policy: a *policy.Policy. A nil Policy is an
 	// error ([ErrNilPolicy]).
-	Policy Policy
+	Policy compiledPolicy
 	Request
 	// SecretValues holds the value of every name [SecretNames] returned, from
 	// the caller's secret sources.
@@ -244,12 +247,12 @@ func (e *SecretError) Error() string {
 // SecretNames returns the secrets a request needs, in order and without
 // duplicates: the tool's injects_env, then the requested names. The caller
 // fetches their values and passes them as Input.SecretValues.
-func SecretNames(p Policy, req Request) ([]string, error) {
+func SecretNames(p compiledPolicy, req Request) ([]string, error) {
 	return secretNames(compiledOf(p), req)
 }
 
 // compiledOf returns p.Compiled(), nil for a nil p.
-func compiledOf(p Policy) *compiled.Policy {
+func compiledOf(p compiledPolicy) *compiled.Policy {
 	if p == nil {
 		return nil
 	}
@@ -283,7 +286,7 @@ func secretNames(p *compiled.Policy, req Request) ([]string, error) {
 
 // ChooseRule returns the rule that applies to a request: the first rule
 // matching each command, when it is the same rule for every command.
-func ChooseRule(p Policy, req Request) *compiled.Rule {
+func ChooseRule(p compiledPolicy, req Request) *compiled.Rule {
 	return chooseRule(compiledOf(p), req)
 }
 

@@ -49,7 +49,7 @@ func FuzzCanonical(f *testing.F) {
 				t.Fatalf("canonical request of %q?%q has %d lines", path, query, n+1)
 			}
 		}
-		if q := CanonicalQuery(query); CanonicalQuery(q) != q {
+		if q := canonicalQuery(query); canonicalQuery(q) != q {
 			t.Fatalf("canonical query of %q is not stable: %q", query, q)
 		}
 		if strings.ContainsAny(hv, "\r\n\x00") {

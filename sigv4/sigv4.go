@@ -382,7 +382,7 @@ func CanonicalRequest(r *http.Request, signed []string, asSent bool, payload str
 		b.WriteString(encode(normalizePath(path), false))
 	}
 	b.WriteByte('\n')
-	b.WriteString(CanonicalQuery(r.URL.RawQuery))
+	b.WriteString(canonicalQuery(r.URL.RawQuery))
 	b.WriteByte('\n')
 	for _, h := range signed {
 		b.WriteString(h)
@@ -449,10 +449,10 @@ func normalizePath(p string) string {
 	return out
 }
 
-// CanonicalQuery returns the canonical form of a raw query: each name and
+// canonicalQuery returns the canonical form of a raw query: each name and
 // value percent-decoded, encoded again with AWS's rules, sorted by name
 // then value. A '+' is a plus, not a space.
-func CanonicalQuery(raw string) string {
+func canonicalQuery(raw string) string {
 	if raw == "" {
 		return ""
 	}

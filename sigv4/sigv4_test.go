@@ -330,7 +330,7 @@ func TestCanonicalQuery(t *testing.T) {
 		{"a=%zz", "a=%25zz"},
 	}
 	for _, c := range cases {
-		if got := CanonicalQuery(c.in); got != c.want {
+		if got := canonicalQuery(c.in); got != c.want {
 			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
 		}
 	}

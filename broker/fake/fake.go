@@ -1,5 +1,5 @@
 // Package fake derives the fakes of envsieve's credential broker
-// (docs/design.md section 11): format-preserving stand-ins for real
+// (docs/design.md section 9.4, "The credential broker"): format-preserving stand-ins for real
 // values, stable across launches for one install key, never equal to the
 // real value. It links nothing but hashing, so the launcher, which does
 // not link net/http, makes the same fakes as the broker.

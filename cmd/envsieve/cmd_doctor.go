@@ -16,6 +16,7 @@ import (
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/doctor"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
@@ -175,7 +176,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 func shimProbe(lib string, required bool) doctor.Check {
 	c := doctor.Check{Name: "shim", Status: "ok", Required: required, Detail: lib + ", loads into /bin/sh"}
 	cmd := exec.Command("/bin/sh", "-c", `echo "${ENVSIEVE_DOCTOR_PROBE:-hidden}"`)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", shim.EnvPreload + "=" + lib, shim.EnvHide + "=ENVSIEVE_DOCTOR_PROBE", "ENVSIEVE_DOCTOR_PROBE=seen"}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", shimwire.EnvPreload + "=" + lib, shimwire.EnvHide + "=ENVSIEVE_DOCTOR_PROBE", "ENVSIEVE_DOCTOR_PROBE=seen"}
 	out, err := cmd.Output()
 	if err != nil || strings.TrimSpace(string(out)) != "hidden" {
 		c.Status, c.Detail = "fail", lib+": found, but did not load into /bin/sh"

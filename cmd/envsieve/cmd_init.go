@@ -90,8 +90,8 @@ type sessionSummary struct {
 	commands []string       // argv[0] of each launch, first seen first
 	profiles []string       // the profiles the launches asked for
 	programs []string       // programs the log names (grant, no_grant)
-	read     map[string]int // key -> times read and withheld (or would-drop)
-	// readBy are the programs that read a withheld key, by key; "" for
+	read     map[string]int // key -> times read and dropped (or would-drop)
+	// readBy are the programs that read a dropped key, by key; "" for
 	// one the log does not name.
 	readBy  map[string][]string
 	dropped map[string]bool // keys dropped at launch, whether read or not
@@ -147,7 +147,7 @@ func readAudit(r io.Reader) (*sessionSummary, error) {
 			continue
 		}
 		switch {
-		case e.Msg == "access" && (e.Verdict == "withheld" || e.Verdict == "would-drop"):
+		case e.Msg == "access" && (e.Verdict == "dropped" || e.Verdict == "withheld" || e.Verdict == "would-drop"): // "withheld": dropped, in logs written before the word changed
 			s.read[e.Key]++
 			s.readBy[e.Key] = appendNew(s.readBy[e.Key], paths[proc{e.Launch, e.Pid}])
 		case e.Msg == "decision" && ((e.Kept != nil && !*e.Kept) || e.WouldDrop):
@@ -181,7 +181,7 @@ func starterPolicy(s *sessionSummary, log, name string) string {
 	fmt.Fprintf(&b, ".\n# Review every line: nothing is granted until you load it.\n")
 	fmt.Fprintf(&b, "#   envsieve check --policy FILE\n#   envsieve explain --policy FILE --profile %s -- CMD\n", name)
 	if len(s.read) == 0 {
-		b.WriteString("# The log shows no read of a withheld variable (access events come from the\n" +
+		b.WriteString("# The log shows no read of a dropped variable (access events come from the\n" +
 			"# shim: run the session with it loaded, in audit mode, to see them).\n")
 	}
 	b.WriteString("version: 1\n")
@@ -223,7 +223,7 @@ func starterPolicy(s *sessionSummary, log, name string) string {
 	if len(plain) > 0 {
 		b.WriteString("    allow:\n")
 		for _, k := range plain {
-			fmt.Fprintf(&b, "      - %s   # read %s and withheld%s\n", k, times(s.read[k]), by(s.readBy[k]))
+			fmt.Fprintf(&b, "      - %s   # read %s and dropped%s\n", k, times(s.read[k]), by(s.readBy[k]))
 		}
 	}
 
@@ -236,7 +236,7 @@ func starterPolicy(s *sessionSummary, log, name string) string {
 			"# or keep it from the agent: delete its line.\n" +
 			"secrets:\n")
 		for _, k := range creds {
-			fmt.Fprintf(&b, "  %s: {}   # read %s and withheld%s\n", k, times(s.read[k]), by(s.readBy[k]))
+			fmt.Fprintf(&b, "  %s: {}   # read %s and dropped%s\n", k, times(s.read[k]), by(s.readBy[k]))
 			for _, p := range s.readBy[k] {
 				if p != "" {
 					rules[p] = append(rules[p], k)

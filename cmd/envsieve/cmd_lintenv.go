@@ -14,6 +14,7 @@ import (
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/shim"
 )
@@ -67,24 +68,24 @@ result.`,
 	return c
 }
 
-// readSet is a shim.Handler that keeps the names read.
+// readSet is a shimwire.Handler that keeps the names read.
 type readSet struct {
 	mu    sync.Mutex
 	names map[string]bool
 }
 
-func (r *readSet) Access(a *shim.Access) {
-	if shim.Reads(a.Op) {
+func (r *readSet) Access(a *shimwire.Access) {
+	if shimwire.Reads(a.Op) {
 		r.mu.Lock()
 		r.names[a.Name] = true
 		r.mu.Unlock()
 	}
 }
-func (r *readSet) Start(*shim.StartRequest) (shim.Process, string) {
+func (r *readSet) Start(*shimwire.StartRequest) (shimwire.Process, string) {
 	return nil, "lint-env grants nothing"
 }
-func (r *readSet) Notice(*shim.Notice) {}
-func (r *readSet) Refused(string)      {}
+func (r *readSet) Notice(*shimwire.Notice) {}
+func (r *readSet) Refused(string)          {}
 
 func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	parent := os.Environ()
@@ -101,17 +102,17 @@ func lintEnv(u *cli.UI, prefix string, argv []string) error {
 		return fmt.Errorf("lint-env: %w", err)
 	}
 	reads := &readSet{names: map[string]bool{}}
-	srv, err := shim.Listen(envknob.RuntimeDir(), reads)
+	srv, err := shimwire.Listen(envknob.RuntimeDir(), reads)
 	if err != nil {
 		return err
 	}
 	env := make([]string, 0, len(parent)+2)
 	for _, kv := range parent {
-		if !strings.HasPrefix(kv, shim.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
+		if !strings.HasPrefix(kv, shimwire.EnvPreload+"=") && !strings.HasPrefix(kv, "ENVSIEVE_SHIM_") {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, shim.EnvPreload+"="+shim.Preload(lib, parent), shim.EnvSock+"="+srv.Path)
+	env = append(env, shimwire.EnvPreload+"="+shim.Preload(lib, parent), shimwire.EnvSock+"="+srv.Path)
 	c := &launch.Cmd{Path: path, Args: argv, Env: env}
 	status, runErr := launch.Supervise(c, launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	srv.Close()

@@ -16,10 +16,10 @@ func redactCmd(u *cli.UI) *cobra.Command {
 		Use:   "redact [--secret NAME ...] [--policy FILE] [--profile NAME]",
 		Short: "Mask secrets in stdin, as run masks a child's output",
 		Long: `redact copies stdin to stdout, masking the values run would mask: every
-sensitive value of the current environment that the policy withholds, and the
+sensitive value of the current environment that the policy drops, and the
 secrets named with --secret and --tool, in their encoded forms too, and (with
 the policy's redact.entropy, on by default) credential-looking strings nobody
-named, as [HIDDEN:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
+named, as [MASKED:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 		Example: `  some-build 2>&1 | envsieve redact --secret NPM_TOKEN`,
 		Args:    cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {

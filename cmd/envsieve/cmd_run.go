@@ -14,9 +14,9 @@ func runCmd(u *cli.UI) *cobra.Command {
 		Long: `run builds the environment for CMD (the base set, the profile's variables,
 the first matching command rule, the tool's and the requested secrets), looks
 CMD up in that environment's PATH, and replaces itself with CMD. When a
-secret the policy withheld or injected could show up in CMD's output, it
+secret the policy dropped or injected could show up in CMD's output, it
 stays resident instead (non-dumpable) and masks those values in CMD's stdout
-and stderr as [HIDDEN:xxxxxxxx]; when stdout is a terminal, CMD runs on a pty.
+and stderr as [MASKED:xxxxxxxx]; when stdout is a terminal, CMD runs on a pty.
 
 --env-file FILE reads a dotenv file (KEY=VALUE lines, "export KEY=VALUE",
 # comments, 'single' and "double" quotes, as docker run and op run read one):

@@ -32,7 +32,7 @@ func scanCmd(u *cli.UI) *cobra.Command {
 		Long: `scan reports every secret-looking string in the files (known token formats,
 JWTs, private keys, URLs with a password, and high-entropy tokens) as
 FILE:LINE:COLUMN: KIND fingerprint=xxxxxxxx, where the fingerprint is the
-HMAC of the value under this install's key (the same as in [HIDDEN:xxxxxxxx]).
+HMAC of the value under this install's key (the same as in [MASKED:xxxxxxxx]).
 Git SHAs, UUIDs and integrity hashes are not reported. Exit status 1 when
 something was found, 0 when not. "-" reads stdin.
 

@@ -13,8 +13,8 @@ func TestReadAudit(t *testing.T) {
 		`{"msg":"launch","launch":"l_1","argv":["/usr/bin/claude"],"profile":"claude","pid":1}`,
 		`{"msg":"launch","launch":"l_2","argv":["/usr/bin/codex"],"profile":"mine","pid":2}`,
 		`{"msg":"no_grant","launch":"l_1","pid":5,"path":"/usr/bin/gh","reason":"timeout"}`,
-		`{"msg":"access","launch":"l_1","pid":5,"key":"GH_TOKEN","verdict":"withheld"}`,
-		`{"msg":"access","launch":"l_2","pid":5,"key":"GH_TOKEN","verdict":"withheld"}`, // same pid, other launch: not gh
+		`{"msg":"access","launch":"l_1","pid":5,"key":"GH_TOKEN","verdict":"dropped"}`,
+		`{"msg":"access","launch":"l_2","pid":5,"key":"GH_TOKEN","verdict":"withheld"}`, // same pid, other launch: not gh; "withheld" is the old word for dropped
 		`{"msg":"access","launch":"l_1","pid":6,"key":"LANGUAGE","verdict":"would-drop"}`,
 		`{"msg":"access","launch":"l_1","pid":6,"key":"HOME","verdict":"given"}`,
 		`{"msg":"access","launch":"l_1","pid":6,"key":"NONE","verdict":"unset"}`,
@@ -88,7 +88,7 @@ func FuzzReadAudit(f *testing.F) {
 		log := string(raw) + "\n" +
 			line(map[string]any{"msg": "launch", "launch": "l", "argv": []string{argv0}, "profile": profile}) +
 			line(map[string]any{"msg": "no_grant", "launch": "l", "pid": 9, "path": path}) +
-			line(map[string]any{"msg": "access", "launch": "l", "pid": 9, "key": key, "verdict": "withheld"}) +
+			line(map[string]any{"msg": "access", "launch": "l", "pid": 9, "key": key, "verdict": "dropped"}) +
 			line(map[string]any{"msg": "decision", "launch": "l", "key": key, "kept": false})
 		s, err := readAudit(strings.NewReader(log))
 		if err != nil {

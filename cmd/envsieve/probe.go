@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/internal/pattern"
+	"github.com/envsieve/envsieve/internal/shimwire"
 	"github.com/envsieve/envsieve/secret"
-	"github.com/envsieve/envsieve/shim"
 )
 
 // The probe of `envsieve verify` runs inside the tree as the agent's
@@ -172,7 +172,7 @@ func (p *probe) environments() {
 // a rule's program (see renamed). Whatever comes back, on the socket or
 // from the program, is searched for canaries.
 func (p *probe) shimSocket() {
-	sock := os.Getenv(shim.EnvSock)
+	sock := os.Getenv(shimwire.EnvSock)
 	if sock == "" {
 		return
 	}
@@ -201,7 +201,7 @@ func socketAnswer(sock string, packet []byte) []byte {
 	c.CloseWrite() // the launcher reads the end, answers if it will, and closes
 	c.SetReadDeadline(time.Now().Add(time.Second))
 	var out []byte
-	buf := make([]byte, shim.MaxMsg)
+	buf := make([]byte, shimwire.MaxMsg)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {

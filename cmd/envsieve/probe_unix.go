@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // startThrough asks the launcher, as envsieve-start does, to start path
@@ -37,7 +37,7 @@ func startThrough(sock, path string, argv []string) []byte {
 		body = append(append(body, f...), 0)
 	}
 	defer w.Close()
-	head := []byte{shim.Version, 'S'}
+	head := []byte{shimwire.Version, 'S'}
 	head = append(head, strconv.Itoa(os.Getpid())+"\x00"+strconv.Itoa(len(body))+"\x00"...)
 	_, _, err = c.WriteMsgUnix(head, syscall.UnixRights(int(dir.Fd())), nil)
 	dir.Close()
@@ -45,8 +45,8 @@ func startThrough(sock, path string, argv []string) []byte {
 		return nil
 	}
 	for len(body) > 0 {
-		n := min(len(body), shim.MaxMsg-2)
-		if _, err := c.Write(append([]byte{shim.Version, 'C'}, body[:n]...)); err != nil {
+		n := min(len(body), shimwire.MaxMsg-2)
+		if _, err := c.Write(append([]byte{shimwire.Version, 'C'}, body[:n]...)); err != nil {
 			return nil
 		}
 		body = body[n:]
@@ -59,7 +59,7 @@ func startThrough(sock, path string, argv []string) []byte {
 	deadline := time.Now().Add(10 * time.Second)
 	c.SetReadDeadline(deadline)
 	var out []byte
-	buf := make([]byte, shim.MaxMsg)
+	buf := make([]byte, shimwire.MaxMsg)
 	for {
 		n, err := c.Read(buf)
 		if err != nil || n == 0 {
@@ -67,8 +67,8 @@ func startThrough(sock, path string, argv []string) []byte {
 		}
 		out = append(out, buf[:n]...)
 		// "Granted": the program's output goes to the pipe, as 1 and 2.
-		if string(buf[:n]) == string(shim.Granted()) {
-			files := []byte{shim.Version, 'F', '1', '2', 0}
+		if string(buf[:n]) == string(shimwire.Granted()) {
+			files := []byte{shimwire.Version, 'F', '1', '2', 0}
 			if _, _, err := c.WriteMsgUnix(files, syscall.UnixRights(int(w.Fd()), int(w.Fd())), nil); err != nil {
 				break
 			}

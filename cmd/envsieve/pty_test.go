@@ -58,7 +58,7 @@ func TestPTY(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	tty.Close()
 	got := string(<-out)
-	for _, want := range []string{"child has a terminal", "got:hello token:[HIDDEN:"} {
+	for _, want := range []string{"child has a terminal", "got:hello token:[MASKED:"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("terminal output lacks %q:\n%q", want, strings.ReplaceAll(got, token, "<token>"))
 		}

@@ -32,7 +32,7 @@
 // The detectors are heuristics. They are tuned to miss few real credentials
 // while leaving ordinary values alone (paths, PATH-like lists, locales,
 // UUIDs, git hashes, URLs without a password), and both kinds of error remain
-// possible. A credential that a detector misses is still withheld unless an
+// possible. A credential that a detector misses is still dropped unless an
 // allow entry admits it, and no credential the detectors do recognise passes
 // through a wildcard. Callers must not print a value that a detector
 // flagged; a [Kind] and the variable's name are safe to print.

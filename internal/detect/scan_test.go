@@ -168,7 +168,7 @@ func ordinaryTexts() []struct{ name, text string } {
 		{"urls", "https://github.com/envsieve/envsieve/pull/123#issuecomment-1876543210\nhttps://registry.npmjs.org/@types%2fnode/-/node-20.11.5.tgz\ngit@github.com:envsieve/envsieve.git\nhttps://proxy.golang.org/golang.org/x/sys/@v/v0.49.0.zip\n"},
 		{"url with user", "https://alice@github.com/envsieve/envsieve.git"},
 		{"url empty password", "http://alice:@proxy.corp:3128"},
-		{"url placeholder passwords", "postgres://app:${DB_PASSWORD}@db:5432/app\nGet \"http://user:***@example.com\"\nredis://:[HIDDEN:0a1b2c3d]@cache:6379\nmysql://root:<password>@localhost/db\n"},
+		{"url placeholder passwords", "postgres://app:${DB_PASSWORD}@db:5432/app\nGet \"http://user:***@example.com\"\nredis://:[MASKED:0a1b2c3d]@cache:6379\nredis://:[HIDDEN:0a1b2c3d]@cache:6379\nmysql://root:<password>@localhost/db\n"},
 		{"public keys by name", `PublicKey: "04` + hex(128) + `", peer_public_key = "` + hex(64) + `"`},
 		{"ssh public key", "ssh-ed25519 " + f.sshKey("ssh-ed25519", 32) + " alice@laptop"},
 		{"known hosts", "github.com ecdsa-sha2-nistp256 " + f.sshKey("ecdsa-sha2-nistp256", 65)},

@@ -342,7 +342,7 @@ func parseURL(s string, i int) (u urlParts, next int) {
 
 // placeholder reports whether a URL's password stands for one rather than
 // being one: masked (***), a variable (${DB_PASSWORD}, $PASS), a template
-// ({{ .Password }}, <password>), or already redacted ([HIDDEN:...]).
+// ({{ .Password }}, <password>), or already masked ([MASKED:...], or [HIDDEN:...] as envsieve wrote it before).
 func placeholder(pw string) bool {
 	if pw == "" {
 		return false

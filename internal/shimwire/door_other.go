@@ -1,6 +1,6 @@
 //go:build !linux && !windows
 
-package shim
+package shimwire
 
 // DoorName is the door's name in the socket's directory (Linux only).
 const DoorName = "d"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package shim
+package shimwire
 
 import (
 	"errors"
@@ -18,10 +18,11 @@ import (
 
 // Limits of one server.
 const (
-	maxConns  = 512                   // connections served at once; more are closed
-	maxStarts = 64                    // start requests served at once; more are declined
-	drain     = 50 * time.Millisecond // how long Close waits for what is queued
-	startRead = 2 * time.Second       // for a start request's body to arrive
+	maxSocketPath = 107                   // sun_path's 108 bytes, less the terminating NUL (shim.MaxSocketPath)
+	maxConns      = 512                   // connections served at once; more are closed
+	maxStarts     = 64                    // start requests served at once; more are declined
+	drain         = 50 * time.Millisecond // how long Close waits for what is queued
+	startRead     = 2 * time.Second       // for a start request's body to arrive
 )
 
 // Server is the launcher's end of the shim's socket: a SOCK_SEQPACKET unix
@@ -78,7 +79,7 @@ func Listen(dir string, h Handler) (*Server, error) {
 	// The socket's path must fit a sockaddr_un: a directory too deep for
 	// it (a long TMPDIR or XDG_RUNTIME_DIR) gives way to /tmp, where the
 	// socket is as private, in a 0700 directory of its own.
-	if len(dir)+len("/envsieve-shim-4294967295/s") > MaxSocketPath {
+	if len(dir)+len("/envsieve-shim-4294967295/s") > maxSocketPath {
 		dir = "/tmp"
 	}
 	priv, err := os.MkdirTemp(dir, "envsieve-shim-")

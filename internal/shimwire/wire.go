@@ -1,4 +1,4 @@
-package shim
+package shimwire
 
 import (
 	"bytes"
@@ -6,6 +6,23 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+)
+
+// Variables the launcher sets in the child for the shim: the other half
+// of the protocol, read by shim/libenvsieve when it loads.
+const (
+	EnvPreload = "LD_PRELOAD"
+	EnvSock    = "ENVSIEVE_SHIM_SOCK"    // the launcher's socket
+	EnvHide    = "ENVSIEVE_SHIM_HIDE"    // keys to hide, comma-separated
+	EnvExec    = "ENVSIEVE_SHIM_EXEC"    // "1": exec-time grants are on
+	EnvStart   = "ENVSIEVE_SHIM_START"   // envsieve-start, which asks the launcher to start a program
+	EnvGranted = "ENVSIEVE_SHIM_GRANTED" // keys granted to this program
+	EnvRules   = "ENVSIEVE_SHIM_RULES"   // the rules' command globs, one per line
+	EnvDeny    = "ENVSIEVE_SHIM_DENY"    // the rules' deny globs, one per line
+	EnvDrop    = "ENVSIEVE_SHIM_DROP"    // the deny-only rules, applied in place: "command\tdeny\tdeny" per line
+	// EnvInterp, in a granted #!/usr/bin/env script's environment, names
+	// the one exec env may pass the granted keys on to: "NAME:REALPATH".
+	EnvInterp = "ENVSIEVE_SHIM_INTERP"
 )
 
 // The wire format, version 3 (docs/shim.md). Every message is one

@@ -1,6 +1,6 @@
 //go:build !linux && !windows
 
-package shim
+package shimwire
 
 import (
 	"errors"

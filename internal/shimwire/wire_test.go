@@ -1,21 +1,18 @@
-package shim_test
+package shimwire_test
 
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 func msg(typ byte, fields ...string) []byte {
-	b := []byte{shim.Version, typ}
+	b := []byte{shimwire.Version, typ}
 	for _, f := range fields {
 		b = append(append(b, f...), 0)
 	}
@@ -28,15 +25,15 @@ func TestParse(t *testing.T) {
 		in   []byte
 		want any // nil: an error
 	}{
-		{"getenv", msg('A', "12", "g", "HOME"), &shim.Access{PID: 12, Op: 'g', Name: "HOME"}},
-		{"clearenv", msg('A', "12", "C", ""), &shim.Access{PID: 12, Op: 'C'}},
-		{"start", msg('S', "7", "40"), &shim.StartHead{PID: 7, Len: 40}},
-		{"files", msg('F', "012"), &shim.Files{Stdio: "012"}},
-		{"files 1 2", msg('F', "12"), &shim.Files{Stdio: "12"}},
-		{"files none", msg('F', ""), &shim.Files{}},
-		{"kill", msg('K', "15"), &shim.Kill{Signal: 15}},
-		{"notice", msg('N', "7", "/bin/x", "timeout"), &shim.Notice{PID: 7, Path: "/bin/x", Reason: "timeout"}},
-		{"short", []byte{shim.Version, 'A'}, nil},
+		{"getenv", msg('A', "12", "g", "HOME"), &shimwire.Access{PID: 12, Op: 'g', Name: "HOME"}},
+		{"clearenv", msg('A', "12", "C", ""), &shimwire.Access{PID: 12, Op: 'C'}},
+		{"start", msg('S', "7", "40"), &shimwire.StartHead{PID: 7, Len: 40}},
+		{"files", msg('F', "012"), &shimwire.Files{Stdio: "012"}},
+		{"files 1 2", msg('F', "12"), &shimwire.Files{Stdio: "12"}},
+		{"files none", msg('F', ""), &shimwire.Files{}},
+		{"kill", msg('K', "15"), &shimwire.Kill{Signal: 15}},
+		{"notice", msg('N', "7", "/bin/x", "timeout"), &shimwire.Notice{PID: 7, Path: "/bin/x", Reason: "timeout"}},
+		{"short", []byte{shimwire.Version, 'A'}, nil},
 		{"version 2", append([]byte{2}, msg('A', "1", "g", "X")[1:]...), nil},
 		{"version 2 start, stdio with the request", append([]byte{2}, msg('S', "7", "012", "40")[1:]...), nil},
 		{"version 1", append([]byte{1}, msg('A', "1", "g", "X")[1:]...), nil},
@@ -44,7 +41,7 @@ func TestParse(t *testing.T) {
 		{"exec of version 1", msg('X', "7", "/usr/bin/gh", "gh"), nil},
 		{"start with stdio (version 2's)", msg('S', "7", "012", "4"), nil},
 		{"start empty", msg('S', "7", "0"), nil},
-		{"start too large", msg('S', "7", strconv.Itoa(shim.MaxStart+1)), nil},
+		{"start too large", msg('S', "7", strconv.Itoa(shimwire.MaxStart+1)), nil},
 		{"start short", msg('S', "7"), nil},
 		{"start length text", msg('S', "7", "x"), nil},
 		{"files out of order", msg('F', "210"), nil},
@@ -67,11 +64,11 @@ func TestParse(t *testing.T) {
 		{"notice without reason", msg('N', "1", "/bin/x", ""), nil},
 		{"unknown type", msg('Z', "1", "x"), nil},
 		{"reply from a peer", msg('R', "1", "+A=B"), nil},
-		{"too large", msg('N', "1", "/x", strings.Repeat("a", shim.MaxMsg)), nil},
+		{"too large", msg('N', "1", "/x", strings.Repeat("a", shimwire.MaxMsg)), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := shim.Parse(tt.in)
+			got, err := shimwire.Parse(tt.in)
 			checkParsed(t, got, err, tt.want, tt.want == nil)
 		})
 	}
@@ -82,7 +79,7 @@ func TestParse(t *testing.T) {
 func checkParsed(t *testing.T, got any, err error, want any, fails bool) {
 	t.Helper()
 	if fails {
-		if err == nil || !errors.Is(err, shim.ErrMessage) {
+		if err == nil || !errors.Is(err, shimwire.ErrMessage) {
 			t.Fatalf("got %+v, %v; want an ErrMessage", got, err)
 		}
 		return
@@ -106,14 +103,14 @@ func TestParseStart(t *testing.T) {
 	tests := []struct {
 		name string
 		in   []byte
-		want *shim.Start // nil: an error
+		want *shimwire.Start // nil: an error
 	}{
 		{"argv and env", body("/usr/bin/gh", "2", "gh", "pr", "HOME=/h", "A=b=c"),
-			&shim.Start{Path: "/usr/bin/gh", Argv: []string{"gh", "pr"}, Env: []string{"HOME=/h", "A=b=c"}}},
-		{"no env", body("gh", "1", "gh"), &shim.Start{Path: "gh", Argv: []string{"gh"}, Env: []string{}}},
-		{"empty arg", body("/x", "2", "x", ""), &shim.Start{Path: "/x", Argv: []string{"x", ""}, Env: []string{}}},
+			&shimwire.Start{Path: "/usr/bin/gh", Argv: []string{"gh", "pr"}, Env: []string{"HOME=/h", "A=b=c"}}},
+		{"no env", body("gh", "1", "gh"), &shimwire.Start{Path: "gh", Argv: []string{"gh"}, Env: []string{}}},
+		{"empty arg", body("/x", "2", "x", ""), &shimwire.Start{Path: "/x", Argv: []string{"x", ""}, Env: []string{}}},
 		{"odd names pass to the engine", body("/x", "1", "x", "BASH_FUNC_f%%=() { :; }"),
-			&shim.Start{Path: "/x", Argv: []string{"x"}, Env: []string{"BASH_FUNC_f%%=() { :; }"}}},
+			&shimwire.Start{Path: "/x", Argv: []string{"x"}, Env: []string{"BASH_FUNC_f%%=() { :; }"}}},
 		{"empty", nil, nil},
 		{"unterminated", []byte("/x\x001\x00x"), nil},
 		{"no path", body("", "1", "x"), nil},
@@ -122,11 +119,11 @@ func TestParseStart(t *testing.T) {
 		{"argc text", body("/x", "one", "x"), nil},
 		{"env without a name", body("/x", "1", "x", "=v"), nil},
 		{"env without =", body("/x", "1", "x", "NOEQ"), nil},
-		{"too large", append(body("/x", "1", "x"), make([]byte, shim.MaxStart)...), nil},
+		{"too large", append(body("/x", "1", "x"), make([]byte, shimwire.MaxStart)...), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := shim.ParseStart(tt.in)
+			got, err := shimwire.ParseStart(tt.in)
 			checkParsed(t, got, err, tt.want, tt.want == nil)
 		})
 	}
@@ -140,20 +137,20 @@ func TestAnswers(t *testing.T) {
 		got  []byte
 		want []byte
 	}{
-		{shim.Granted(), msg('G', "")},
-		{shim.Begun(true), msg('B', "g")},
-		{shim.Begun(false), msg('B', "o")},
-		{shim.Declined("no rule"), msg('D', "no rule")},
-		{shim.Declined("a\x00b"), msg('D', "a b")},
-		{shim.Ended(3, 0), msg('E', "x3")},
-		{shim.Ended(256+4, 0), msg('E', "x4")},
-		{shim.Ended(0, 15), msg('E', "s15")},
+		{shimwire.Granted(), msg('G', "")},
+		{shimwire.Begun(true), msg('B', "g")},
+		{shimwire.Begun(false), msg('B', "o")},
+		{shimwire.Declined("no rule"), msg('D', "no rule")},
+		{shimwire.Declined("a\x00b"), msg('D', "a b")},
+		{shimwire.Ended(3, 0), msg('E', "x3")},
+		{shimwire.Ended(256+4, 0), msg('E', "x4")},
+		{shimwire.Ended(0, 15), msg('E', "s15")},
 	} {
 		if !bytes.Equal(tt.got, tt.want) {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	if n := len(shim.Declined(strings.Repeat("r", 1000))); n > 300 {
+	if n := len(shimwire.Declined(strings.Repeat("r", 1000))); n > 300 {
 		t.Errorf("a declined answer of %d bytes", n)
 	}
 }
@@ -169,23 +166,23 @@ func FuzzParse(f *testing.F) {
 	f.Add(msg('N', "7", "/bin/x", "timeout"))
 	f.Add([]byte{1, 'X', 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := shim.Parse(b)
+		m, err := shimwire.Parse(b)
 		if err != nil {
 			return
 		}
 		var re []byte
 		switch m := m.(type) {
-		case *shim.Access:
-			if m.PID < 0 || (m.Op != shim.OpClearenv && m.Name == "") {
+		case *shimwire.Access:
+			if m.PID < 0 || (m.Op != shimwire.OpClearenv && m.Name == "") {
 				t.Fatalf("accepted %+v", m)
 			}
 			re = msg('A', itoa(m.PID), string(m.Op), m.Name)
-		case *shim.StartHead:
-			if m.Len < 1 || m.Len > shim.MaxStart {
+		case *shimwire.StartHead:
+			if m.Len < 1 || m.Len > shimwire.MaxStart {
 				t.Fatalf("accepted %+v", m)
 			}
 			re = msg('S', itoa(m.PID), itoa(m.Len))
-		case *shim.Files:
+		case *shimwire.Files:
 			if len(m.Stdio) > 3 || strings.Trim(m.Stdio, "012") != "" {
 				t.Fatalf("accepted %+v", m)
 			}
@@ -193,12 +190,12 @@ func FuzzParse(f *testing.F) {
 			if !bytes.Equal(re, b) {
 				t.Fatalf("files re-encode as %q, not %q", re, b)
 			}
-		case *shim.Kill:
+		case *shimwire.Kill:
 			if m.Signal < 1 || m.Signal > 64 {
 				t.Fatalf("accepted %+v", m)
 			}
 			re = msg('K', itoa(m.Signal))
-		case *shim.Notice:
+		case *shimwire.Notice:
 			if m.Reason == "" {
 				t.Fatalf("accepted %+v", m)
 			}
@@ -221,7 +218,7 @@ func FuzzParseStart(f *testing.F) {
 	f.Add([]byte("gh\x001\x00gh\x00"))
 	f.Add([]byte("\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		st, err := shim.ParseStart(b)
+		st, err := shimwire.ParseStart(b)
 		if err != nil {
 			return
 		}
@@ -246,54 +243,3 @@ func FuzzParseStart(f *testing.F) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-func TestStatic(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "script")
-	os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755)
-	for _, tc := range []struct {
-		path string
-		want bool
-	}{
-		{"/bin/sh", false},
-		{script, false},
-		{shimtest.Program(t, "static", "int main(void) { return 0; }\n", "-static"), true},
-		{shimtest.Program(t, "dynamic", "int main(void) { return 0; }\n"), false},
-	} {
-		got, err := shim.Static(tc.path)
-		if err != nil {
-			t.Fatalf("Static(%s): %v", tc.path, err)
-		}
-		if got != tc.want {
-			t.Errorf("Static(%s) = %v, want %v", tc.path, got, tc.want)
-		}
-	}
-	if _, err := shim.Static(filepath.Join(dir, "missing")); err == nil {
-		t.Error("a missing file is not an error")
-	}
-}
-
-func TestLocate(t *testing.T) {
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "bin", "envsieve")
-	lib := filepath.Join(dir, "lib", "envsieve", shim.LibName)
-	os.MkdirAll(filepath.Dir(exe), 0o755)
-	os.MkdirAll(filepath.Dir(lib), 0o755)
-	if _, err := shim.Locate("", exe); !errors.Is(err, shim.ErrNotFound) {
-		t.Fatalf("nothing installed: %v", err)
-	}
-	os.WriteFile(lib, nil, 0o644)
-	if got, err := shim.Locate("", exe); err != nil || got != lib {
-		t.Errorf("../lib/envsieve: %q, %v", got, err)
-	}
-	next := filepath.Join(dir, "bin", shim.LibName)
-	os.WriteFile(next, nil, 0o644)
-	if got, err := shim.Locate("", exe); err != nil || got != next {
-		t.Errorf("next to the binary: %q, %v", got, err)
-	}
-	if _, err := shim.Locate(filepath.Join(dir, "nope.so"), exe); !errors.Is(err, shim.ErrNotFound) {
-		t.Errorf("a missing override falls back: %v", err)
-	}
-	if got := shim.Preload("/l.so", []string{"LD_PRELOAD=/other.so"}); got != "/l.so:/other.so" {
-		t.Errorf("Preload = %q", got)
-	}
-}

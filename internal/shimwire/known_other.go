@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package shim
+package shimwire
 
 // openKnown is Linux-only: elsewhere every process reports what it reads.
 func (s *Server) openKnown() {}
