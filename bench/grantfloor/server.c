@@ -8,7 +8,7 @@
  *
  * (SIGTERM: it prints how many programs it started, and exits)
  *
- * listens on SOCKET (SOCK_SEQPACKET, as shim/server.go does), accepts the
+ * listens on SOCKET (SOCK_SEQPACKET, as internal/shimwire/server.go does), accepts the
  * real shim's start request (wire version 2: 'S' head with SCM_RIGHTS for
  * stdio and the working directory, then 'C' body packets: path, argc,
  * argv..., env...), starts path with argv and the fixed environment given

@@ -296,7 +296,7 @@ static void release(int slot, uint64_t key) {
  * of the reports the launcher has had from any process of the tree. It is
  * mapped read-only at the first report; a report it holds is not sent, so
  * a process that reads only names the launch knows never connects. The
- * launcher alone writes it (shim/known.go); without it, every report is
+ * launcher alone writes it (internal/shimwire/known.go); without it, every report is
  * sent. */
 #define KNOWN_SLOTS 8192
 static _Atomic uintptr_t g_known; /* 0 not looked for, 1 none, else the mapping */
