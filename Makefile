@@ -113,7 +113,7 @@ QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLog
 	TestHalfOpenFlood TestHalfOpenClosed TestCompressedEchoCurl TestBaseURL TestGitCloneThroughBroker \
 	TestClientsThroughProxy TestHiddenCarry TestStartInPlace TestRuntimes TestServerStartBodyTimeout \
 	TestDaemonHidesAsRunDoes TestDaemonExecControls TestDaemonLoad TestSSHPrivateKeys \
-	TestScanLinearTime TestAgainstReference
+	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed
 empty :=
 space := $(empty) $(empty)
 QUICK_SKIP := ^($(subst $(space),|,$(strip $(QUICK_SLOW))))$$
