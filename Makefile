@@ -99,10 +99,26 @@ agents: deps
 	fi
 
 # The inner loop: every test without the race detector, the long ones cut
-# short. It installs nothing: a test that needs a missing program fails
-# and names `make deps` or `make agents`.
+# short, less the end-to-end tests that each take a second or more
+# (QUICK_SKIP: real agents, git, npm, aws and ssh clients, the 15 s stops,
+# the seal matrices, the floods); `make test` runs them all. It installs
+# nothing: a test that needs a missing program fails and names `make deps`
+# or `make agents`.
+QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLoginFileClients \
+	TestNestedLoginFiles TestAWSEnv TestAWSRuleGrant TestAWSLoginFile TestAWSCLI TestAgentSandboxGrant \
+	TestAgentsBrokered TestGoInstallHint TestMakeInstall TestCodexOAuthRefresh TestClaudeOAuthRefresh \
+	TestStoppedLauncher TestStoppedLauncherBegun TestStartHeld TestGrantChannel TestSSHAgentFiltered \
+	TestRealClients TestRedactLatency TestDaemonGrant TestKilledLauncher TestLeavesNothing \
+	TestEnvShebangGrant TestRuleBoundary TestUnseen TestNpmGrant TestNpmThroughBroker TestNpmPing \
+	TestHalfOpenFlood TestHalfOpenClosed TestCompressedEchoCurl TestBaseURL TestGitCloneThroughBroker \
+	TestClientsThroughProxy TestHiddenCarry TestStartInPlace TestRuntimes TestServerStartBodyTimeout \
+	TestDaemonHidesAsRunDoes TestDaemonExecControls TestDaemonLoad TestSSHPrivateKeys \
+	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed
+empty :=
+space := $(empty) $(empty)
+QUICK_SKIP := ^($(subst $(space),|,$(strip $(QUICK_SLOW))))$$
 quick:
-	$(GO) test -short ./...
+	$(GO) test -short -skip '$(QUICK_SKIP)' ./...
 
 # The portable core builds and vets for macOS (both arches), linux/arm64 and
 # Windows;

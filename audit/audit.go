@@ -95,13 +95,13 @@ func (g *guard) Write(p []byte) (int, error) {
 		}
 		g.err = fmt.Errorf("audit log %s: write: %w", g.path, err)
 	}
-	warn, onFail, ferr := g.warn, g.onFail, g.err
+	warn, onFail, ferr, stderr := g.warn, g.onFail, g.err, g.stderr
 	g.mu.Unlock()
 	if first && warn {
-		fmt.Fprintf(g.stderr, "envsieve: %v: the launch goes on (audit: {on_error: warn}); the events lost are counted in the exit event\n", ferr)
+		fmt.Fprintf(stderr, warnFormat, ferr)
 	}
 	if first && !warn && onFail == nil {
-		fmt.Fprintf(g.stderr, "envsieve: %v\n", ferr)
+		fmt.Fprintf(stderr, "envsieve: %v\n", ferr)
 	}
 	if first && !warn && onFail != nil {
 		// Not from here: the caller holds the handler's lock, and onFail
@@ -110,6 +110,10 @@ func (g *guard) Write(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// warnFormat is the warning a failed write gives under `audit: {on_error:
+// warn}`, said once.
+const warnFormat = "envsieve: %v: the launch goes on (audit: {on_error: warn}); the events lost are counted in the exit event\n"
 
 // Open opens the audit log at path for appending: "-" means stderr; a
 // leading "~/" is the user's home. The file is created 0600 in a 0700
@@ -176,6 +180,22 @@ func (a *Log) WarnOnError() {
 	a.w.mu.Lock()
 	a.w.warn = true
 	a.w.mu.Unlock()
+}
+
+// WarnTo is [Log.WarnOnError] with the warning said on w (which must be
+// safe to call from any goroutine) instead of stderr: a daemon's command
+// tells its own client. A write that failed before is said on w at once.
+func (a *Log) WarnTo(w io.Writer) {
+	if a == nil {
+		return
+	}
+	a.w.mu.Lock()
+	a.w.warn, a.w.stderr = true, w
+	err := a.w.err
+	a.w.mu.Unlock()
+	if err != nil {
+		fmt.Fprintf(w, warnFormat, err)
+	}
 }
 
 // Err returns the first write that failed, naming the file; nil when none

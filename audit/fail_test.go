@@ -150,3 +150,37 @@ func (a *Log) guardTorn() {
 	a.w.torn = true
 	a.w.mu.Unlock()
 }
+
+// TestWarnTo: WarnTo says the failure once, on the writer it is given
+// (a daemon command's client), not on the log's stderr: at the first
+// failed write, or at once for one that failed before it was given.
+func TestWarnTo(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before bool // a write failed before WarnTo
+	}{
+		{"fails after", false},
+		{"failed before", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr, client bytes.Buffer
+			a := newLog(&fullAfter{n: 1}, nil, "/x/audit.jsonl", &stderr, "0123456789ab")
+			a.WarnOnError()
+			a.Exec("/bin/a")
+			if tc.before {
+				a.Exec("/bin/b")
+			}
+			stderr.Reset()
+			a.WarnTo(&client)
+			for i := 0; i < 3; i++ {
+				a.Exec("/bin/c")
+			}
+			if n := strings.Count(client.String(), "\n"); n != 1 || !strings.Contains(client.String(), "/x/audit.jsonl") || !strings.Contains(client.String(), "on_error: warn") {
+				t.Errorf("client told %q, want one line naming the file", client.String())
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("the log's stderr got %q after WarnTo", stderr.String())
+			}
+		})
+	}
+}

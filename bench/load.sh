@@ -14,8 +14,9 @@
 #              51 granted execs, and /dev/full (TestAuditFailsClosed)
 #   daemon disk  the same under a daemon session's command
 #              (TestDaemonAuditFailsClosed)
-#   SIGSTOP    the launcher stopped for 15 s during out=$(gh) execs
-#              (TestStoppedLauncher)
+#   SIGSTOP    the launcher stopped for 15 s during out=$(gh) execs, and while a granted
+#              program runs
+#              (TestStoppedLauncher, TestStoppedLauncherBegun)
 #   SIGKILL    the launcher killed; what is left (TestKilledLauncher)
 #   lifetime   a setsid double-forked watcher, by each mechanism
 #              (TestNothingOutlivesTheLaunch)
@@ -30,7 +31,7 @@ rows=(
   "half-open|./broker/|^TestHalfOpenFlood$"
   "full disk|./cmd/envsieve/|^TestAuditFailsClosed$"
   "daemon disk|./cmd/envsieve/|^TestDaemonAuditFailsClosed$"
-  "SIGSTOP 15 s|./cmd/envsieve/|^TestStoppedLauncher$"
+  "SIGSTOP 15 s|./cmd/envsieve/|^TestStoppedLauncher(Begun)?$"
   "SIGKILL|./cmd/envsieve/|^TestKilledLauncher$"
   "lifetime|./cmd/envsieve/|^TestNothingOutlivesTheLaunch$"
 )

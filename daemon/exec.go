@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -196,6 +197,14 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 		return nil, err
 	}
 	closers = append(closers, outN.Close, errN.Close)
+	// Under `audit: {on_error: warn}` the client is told on its stderr
+	// when a write first fails, while the command runs, as `envsieve run`
+	// tells its user; the stderr pump shares the writer's lock.
+	cerr := &clientStderr{w: stderr}
+	stderr = cerr
+	if pol.AuditWarn {
+		alog.WarnTo(cerr)
+	}
 	if sealNotice != "" {
 		// The client is told, as `envsieve run` tells its user.
 		fmt.Fprintf(stderr, "envsieve: warning: %s\n", sealNotice)
@@ -285,9 +294,9 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	for _, pm := range pumps {
 		pm.finish(exited, waitDelay)
 	}
-	if err := alog.Err(); err != nil && pol.AuditWarn {
-		fmt.Fprintf(stderr, "envsieve: %v: the command went on (audit: {on_error: warn}); %d events lost\n", err, alog.Lost())
-	}
+	// The client's stream ends here: a warning past this point is said in
+	// the daemon's log only, and the count is in the exit event.
+	cerr.end()
 	for _, closeFn := range closers {
 		_ = closeFn()
 	}
@@ -579,6 +588,30 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// clientStderr is the command's stderr stream to its client, shared by
+// the stderr pump and the audit log's warning; after end, writes go
+// nowhere.
+type clientStderr struct {
+	mu    sync.Mutex
+	w     io.Writer
+	ended bool
+}
+
+func (c *clientStderr) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return len(p), nil
+	}
+	return c.w.Write(p)
+}
+
+func (c *clientStderr) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
 }
 
 // auditFailed ends a command whose audit log failed (audit: {on_error:

@@ -25,12 +25,46 @@ type granted struct {
 	// p.
 	pidfd  *os.File
 	joined bool
-	once   sync.Once
-	code   int
-	sig    int
+	// visible is the program's pid when its caller shares the launcher's
+	// pid namespace (unsealed, or sealed by Landlock), else 0: under the
+	// namespace seal the tree cannot see it.
+	visible int
+	once    sync.Once
+	code    int
+	sig     int
 }
 
 func (g *granted) Joined() bool { return g.joined }
+
+// CallerPID is the program's pid as its caller's pid namespace numbers
+// it, 0 when the caller cannot see it: the shim's server sends it with
+// "begun", so that the caller sees the program end without the launcher.
+func (g *granted) CallerPID() int { return g.visible }
+
+// ownPidNS is the inode of the launcher's pid namespace; 0 when unknown.
+var ownPidNS = sync.OnceValue(func() uint64 { return pidNS("self") })
+
+// pidNS returns the inode of the pid namespace of the process proc names
+// under /proc; 0 when unknown.
+func pidNS(proc string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+proc+"/ns/pid", &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// visiblePID returns pid when the caller (peer, as the launcher numbers
+// it) is in the launcher's pid namespace, else 0.
+func visiblePID(peer, pid int) int {
+	if peer <= 0 {
+		return 0
+	}
+	if own := ownPidNS(); own == 0 || pidNS(strconv.Itoa(peer)) != own {
+		return 0
+	}
+	return pid
+}
 
 func (g *granted) Signal(sig syscall.Signal) { g.p.Signal(sig) }
 
@@ -157,7 +191,10 @@ func startGranted(path string, argv, env []string, r *shimwire.StartRequest, pro
 	if pgid > 0 {
 		attr.Sys.Pgid = pgid
 		if p, err := os.StartProcess(path, argv, attr); err == nil {
-			return newGranted(p, pidfd, true), nil
+			closeStdio(r)
+			g := newGranted(p, pidfd, true)
+			g.visible = visiblePID(r.Peer, p.Pid)
+			return g, nil
 		} else if !errors.Is(err, syscall.EPERM) {
 			return nil, err
 		}
@@ -168,7 +205,22 @@ func startGranted(path string, argv, env []string, r *shimwire.StartRequest, pro
 	if err != nil {
 		return nil, err
 	}
-	return newGranted(p, pidfd, false), nil
+	closeStdio(r)
+	g := newGranted(p, pidfd, false)
+	g.visible = visiblePID(r.Peer, p.Pid)
+	return g, nil
+}
+
+// closeStdio closes the launcher's copies of the caller's descriptors 0-2
+// as soon as the program has them: a launcher stopped from here on holds
+// none of the caller's output open (the server closes them again, which
+// does nothing).
+func closeStdio(r *shim.StartRequest) {
+	for _, f := range r.Stdio {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // newGranted wraps a program just started; pidfd is its pidfd (the

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,4 +150,67 @@ func TestDaemonAuditFailsClosed(t *testing.T) {
 			t.Errorf("exit %d, finished %v; want 0, finished, and the file named once:\n%s", code, exists("finished"), out)
 		}
 	})
+	// Told while the command runs, as `envsieve run` tells its user, not
+	// only at its end: once the disk is full and grant events are lost (40
+	// of them: the log's last page may hold a few more lines),
+	// the command waits (up to 15 s) for the test to see the warning on
+	// the client's stderr, and the exit event, written once there is room
+	// again, counts the events lost.
+	t.Run("during the command, on_error: warn, told at once", func(t *testing.T) {
+		reset()
+		told := filepath.Join(work, "told")
+		os.Remove(told)
+		script := start + `dd if=/dev/zero of="` + fill + `" bs=4k 2>/dev/null; i=0; while [ $i -lt 40 ]; do gh >/dev/null; i=$((i+1)); done; i=0; ` +
+			`while [ ! -e "` + told + `" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; ` +
+			`rm -f "` + fill + `"; [ -e "` + told + `" ] && echo "while running: told" || echo "while running: not told"`
+		c := exec.Command(exe, "client", "run", "--socket", socks[true], "-c", script)
+		c.Env = append(append([]string{}, env...), "GITHUB_TOKEN="+token)
+		c.Dir = work
+		c.SysProcAttr = asUnprivileged()
+		out := &watchBuffer{want: logs[true], seen: func() { os.WriteFile(told, nil, 0o666) }}
+		c.Stdout, c.Stderr = out, out
+		if err := c.Run(); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		text := strings.ReplaceAll(out.String(), token, "<token>")
+		if !strings.Contains(text, "while running: told") || strings.Count(text, logs[true]) != 1 {
+			t.Errorf("want the client told once on its stderr while the command runs:\n%s", text)
+		}
+		b, err := os.ReadFile(logs[true])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		last := lines[len(lines)-1]
+		if !strings.Contains(last, `"msg":"exit"`) || !strings.Contains(last, `"audit_lost":`) {
+			t.Errorf("want the exit event with the count of events lost, got %q", last)
+		}
+	})
+}
+
+// watchBuffer collects a command's output and calls seen once, when want
+// first appears in it.
+type watchBuffer struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	seen func()
+	done bool
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.want) {
+		w.done = true
+		w.seen()
+	}
+	return len(p), nil
+}
+
+func (w *watchBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }

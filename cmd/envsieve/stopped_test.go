@@ -145,3 +145,100 @@ func TestStoppedLauncher(t *testing.T) {
 		t.Errorf("gh ran %d times for %d execs: a request its caller gave up on was started\n%s", n, execs, text)
 	}
 }
+
+// TestStoppedLauncherBegun stops the launcher (SIGSTOP) for 15 s while a
+// granted program it started (gh, which runs for a second) runs, as an
+// unprivileged user: the program ends on its own, and its caller, which
+// sees it end (the program shares the caller's pid namespace: an unsealed
+// launch), waits at most the documented bound more for the launcher's
+// word on how it ended, then fails closed (125), with the program's
+// output, not until the launcher runs again. Once it does, the grants
+// are back.
+func TestStoppedLauncherBegun(t *testing.T) {
+	exe, home := unprivilegedCopy(t, "envsieve")
+	dir := filepath.Dir(exe)
+	work := filepath.Join(home, "work")
+	if err := os.Mkdir(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(work, 0o777)
+	started := filepath.Join(work, "gh.started")
+	sys := sysDir(t, dir, map[string]string{"gh": "#!/bin/sh\n[ -e " + started + " ] || { touch " + started + "; sleep 1; }\necho \"gh: ${#GITHUB_TOKEN}\"\n"})
+	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\n"+
+		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n")
+	token := "tok-for-gh-only-" + strings.Repeat("d4", 6)
+	script := `i=0; while [ $i -lt 3 ]; do s=$(date +%s%N); out=$(gh); rc=$?; e=$(date +%s%N); ` +
+		`echo "exec $(( (e-s)/1000000 )) $rc $out"; i=$((i+1)); done`
+	cmd := exec.Command(exe, "run", "--policy", pol, "--", "/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "GITHUB_TOKEN=" + token,
+		"ENVSIEVE_SHIM=" + shimtest.Lib(t)}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if i == 3000 {
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("gh did not start\n%s", buf.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	launcher := cmd.Process.Pid
+	if err := syscall.Kill(launcher, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(15 * time.Second)
+	syscall.Kill(launcher, syscall.SIGCONT)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the launch did not end\n%s", buf.String())
+	}
+	text := strings.ReplaceAll(buf.String(), token, "<token>")
+	granted := "gh: " + strconv.Itoa(len(token))
+	var execs int
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "exec" {
+			continue
+		}
+		execs++
+		ms, err := strconv.Atoi(f[1])
+		if err != nil {
+			t.Fatalf("%q", line)
+		}
+		took := time.Duration(ms) * time.Millisecond
+		rc, rest := f[2], strings.Join(f[3:], " ")
+		if execs == 1 {
+			// gh ran its second, with its grant, and ended while the
+			// launcher was stopped: the caller waited the bound for the
+			// launcher's word, then failed closed.
+			if took > time.Second+answerBound+1500*time.Millisecond {
+				t.Errorf("the exec whose program ended under a stopped launcher took %v, want at most 1 s + the bound (%v): %q", took, answerBound, line)
+			}
+			if rc != "125" || rest != granted {
+				t.Errorf("that exec: exit %s, %q; want 125 (fail closed) and the program's output %q", rc, rest, granted)
+			}
+			continue
+		}
+		if rc != "0" || rest != granted {
+			t.Errorf("an exec after the launcher ran again: exit %s, %q; want 0 and %q\n%s", rc, rest, granted, text)
+		}
+	}
+	if execs != 3 {
+		t.Errorf("%d execs, want 3\n%s", execs, text)
+	}
+	if !strings.Contains(text, "did not say how") {
+		t.Errorf("the caller did not say why it failed:\n%s", text)
+	}
+}

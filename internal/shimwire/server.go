@@ -315,7 +315,14 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 		}
 		return
 	}
-	if _, err := c.Write(Begun(p.Joined())); err != nil {
+	// The program's pid, where its caller can see it, lets the caller see
+	// it end without the launcher (a launcher stopped then holds the
+	// caller at most the bound).
+	pid := 0
+	if v, ok := p.(interface{ CallerPID() int }); ok {
+		pid = v.CallerPID()
+	}
+	if _, err := c.Write(begunAt(p.Joined(), pid)); err != nil {
 		p.Kill()
 	}
 	c.SetWriteDeadline(time.Time{})

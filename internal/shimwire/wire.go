@@ -42,7 +42,8 @@ const (
 // and from the launcher, on a start request's connection only:
 //
 //	'G' granted   (empty)              the program will start: send descriptors 0-2 ('F')
-//	'B' begun     "g" or "o"           started, in the caller's process group or its own
+//	'B' begun     "g" or "o", [pid]    started, in the caller's process group or its own;
+//	                                   pid as the caller's pid namespace numbers it, when it can see it
 //	'D' declined  reason               not started: the caller runs the program itself
 //	'E' ended     "x<code>" "s<sig>"   the program's exit
 //
@@ -243,11 +244,21 @@ func Granted() []byte { return []byte{Version, 'G', 0} }
 
 // Begun is the launcher's answer to a start request it started: joined
 // says whether the program is in the caller's process group.
-func Begun(joined bool) []byte {
+func Begun(joined bool) []byte { return begunAt(joined, 0) }
+
+// begunAt is [Begun] with the program's pid as the caller's pid namespace
+// numbers it, a second field, when pid > 0 (the caller can see it): the
+// caller then sees the program end without the launcher, and waits for
+// the launcher's 'E' only the bound longer (docs/shim.md).
+func begunAt(joined bool, pid int) []byte {
+	b := []byte{Version, 'B', 'o', 0}
 	if joined {
-		return []byte{Version, 'B', 'g', 0}
+		b[2] = 'g'
 	}
-	return []byte{Version, 'B', 'o', 0}
+	if pid > 0 {
+		b = append(strconv.AppendInt(b, int64(pid), 10), 0)
+	}
+	return b
 }
 
 // Declined is the launcher's answer to a start request it did not start;

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 
 static int st_conn = -1;  /* the start request's own connection */
 static int st_joined;     /* the program is in this process's group */
+static long st_prog;      /* the program's pid, from "begun", when this process can see it; else 0 */
 
 /* st_send sends one packet, retrying an interrupted call. */
 static int st_send(int fd, const char *buf, size_t n, int flags) {
@@ -253,8 +255,23 @@ static int st_decide(char *buf, size_t cap) {
 		}
 		if (buf[1] == 'D')
 			return ST_DECLINED;
-		if (buf[1] == 'B' && sent)
+		if (buf[1] == 'B' && sent) {
+			/* "g" or "o", then the program's pid where this process
+			 * can see it (st_wait) */
+			st_prog = 0;
+			const char *p = buf + 2;
+			while (*p)
+				p++;
+			if (p + 1 < buf + n) {
+				long v = 0;
+				int digits = 0;
+				for (p++; *p >= '0' && *p <= '9' && digits < 10; p++, digits++)
+					v = v * 10 + (*p - '0');
+				if (digits > 0 && *p == 0)
+					st_prog = v;
+			}
 			return ST_BEGUN;
+		}
 		return ST_BAD;
 	}
 }
@@ -303,18 +320,52 @@ static void st_say(const char *path, const char *msg) {
 	(void)!write(2, buf, at);
 }
 
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
 /* st_wait waits, after "begun", for the program's exit and exits as it
- * did. */
+ * did. Where this process can see the program (st_prog, a pidfd), it sees
+ * the program end without the launcher, and waits for the launcher's word
+ * on how it ended (E) at most ANSWER_TIMEOUT_MS more: a launcher stopped
+ * then holds it no longer than that, and it fails closed (125). */
 __attribute__((noreturn)) static void st_wait(const char *path) {
 	char buf[512];
+	int pfd = st_prog > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)st_prog, 0) : -1;
+	long ended = -1; /* when the program was seen to end */
 	for (;;) {
-		ssize_t n = st_answer(buf, sizeof buf - 1, -1);
-		if (n >= 4 && buf[0] == WIRE_VERSION && buf[1] == 'E' && buf[n - 1] == 0)
-			st_finish(buf + 2);
-		if (n <= 0) {
+		int timeout = -1;
+		if (ended >= 0) {
+			long left = ended + ANSWER_TIMEOUT_MS - st_now_ms();
+			if (left <= 0) {
+				st_say(path, "the program ended, and the launcher did not say how in time (is it stopped?)");
+				_exit(125);
+			}
+			timeout = (int)left;
+		}
+		struct pollfd p[2] = {{.fd = st_conn, .events = POLLIN}, {.fd = pfd, .events = POLLIN}};
+		int r = poll(p, pfd >= 0 && ended < 0 ? 2 : 1, timeout);
+		if (r < 0 && errno != EINTR) {
 			st_say(path, "the launcher went away");
 			_exit(125);
 		}
+		if (r <= 0)
+			continue;
+		if (p[0].revents) {
+			ssize_t n = recv(st_conn, buf, sizeof buf - 1, MSG_TRUNC | MSG_DONTWAIT);
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			if (n > (ssize_t)(sizeof buf - 1))
+				n = -1; /* cut short: not an answer */
+			if (n >= 4 && buf[0] == WIRE_VERSION && buf[1] == 'E' && buf[n - 1] == 0)
+				st_finish(buf + 2);
+			if (n <= 0) {
+				st_say(path, "the launcher went away");
+				_exit(125);
+			}
+		}
+		if (pfd >= 0 && ended < 0 && p[1].revents)
+			ended = st_now_ms();
 	}
 }
 
