@@ -215,7 +215,7 @@ func startGranted(path string, argv, env []string, r *shimwire.StartRequest, pro
 // as soon as the program has them: a launcher stopped from here on holds
 // none of the caller's output open (the server closes them again, which
 // does nothing).
-func closeStdio(r *shim.StartRequest) {
+func closeStdio(r *shimwire.StartRequest) {
 	for _, f := range r.Stdio {
 		if f != nil {
 			f.Close()

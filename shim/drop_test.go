@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/shim"
+	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
 // TestDropListTooLong: the deny-only rules the shim applies in place
@@ -44,8 +44,8 @@ func TestDropListTooLong(t *testing.T) {
 			if tc.launcher {
 				sock = listen(t, rec).Path
 			}
-			env := append(baseEnv(lib), shim.EnvSock+"="+sock, shim.EnvExec+"=1", shim.EnvStart+"="+startPath(lib),
-				shim.EnvRules+"=", shim.EnvDrop+"="+tc.drop, shim.EnvDeny+"=OLD\nFILLER_KEY", "OLD=denied-by-a-rule")
+			env := append(baseEnv(lib), shimwire.EnvSock+"="+sock, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib),
+				shimwire.EnvRules+"=", shimwire.EnvDrop+"="+tc.drop, shimwire.EnvDeny+"=OLD\nFILLER_KEY", "OLD=denied-by-a-rule")
 			got := run(t, env, nil, prog) + "\n"
 			rec.mu.Lock()
 			asks := len(rec.starts)
