@@ -121,7 +121,7 @@ done
 echo
 echo "## Starts in the tree: µs per start, median of $rounds rounds of $starts"
 echo "# claude: base-URL mode, no CA variable; proxy mode: claude + GITHUB_TOKEN brokered"
-echo "# (the proxy and CA variables set: NODE_EXTRA_CA_CERTS the launch CA alone, the rest the bundle)"
+echo "# (the proxy and CA variables set; node gets the launch CA through --use-openssl-ca, SSL_CERT_FILE and SSL_CERT_DIR)"
 declare -A st=()
 svariants=(bare claude "proxy mode")
 run[proxy mode]="$es run ${pol[*]} --profile claude-proxy --"

@@ -69,25 +69,26 @@ https.get({host: '127.0.0.1', port: process.argv[2], path: '/', servername: 'loc
 // pythonThrough reaches https://HOST:PORT/x (argv[1]) with urllib, which
 // honours the proxy variables and trusts OpenSSL's default paths
 // (SSL_CERT_FILE, SSL_CERT_DIR), then https://localhost:PORT/ (argv[2]),
-// which NO_PROXY sends direct.
+// and each further port's, which NO_PROXY sends direct.
 const pythonThrough = `
 import os, sys, urllib.request
 r = urllib.request.Request("https://" + sys.argv[1] + "/x", headers={"Authorization": "Bearer " + os.environ["CA_TEST_TOKEN"]})
 print("python status", urllib.request.urlopen(r, timeout=10).status)
-print("python direct", urllib.request.urlopen("https://localhost:" + sys.argv[2] + "/", timeout=10).read().decode())
+for port in sys.argv[2:]:
+    print("python direct", urllib.request.urlopen("https://localhost:" + port + "/", timeout=10).read().decode())
 `
 
 // userCAHost starts a TLS server for localhost and 127.0.0.1 whose leaf a
-// CA of the user's own signs (a company CA), and returns that CA's PEM
-// and the server's port.
-func userCAHost(t *testing.T) (caPEM []byte, port string) {
+// CA of the user's own signs (a company CA), answering body, and returns
+// that CA's PEM and the server's port.
+func userCAHost(t *testing.T, body string) (caPEM []byte, port string) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "user's company CA"},
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "user's CA " + body},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
@@ -107,7 +108,7 @@ func userCAHost(t *testing.T) (caPEM []byte, port string) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("company-ok"))
+		w.Write([]byte(body))
 	}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
 	srv.StartTLS()
@@ -181,9 +182,9 @@ echo "no_proxy ${NO_PROXY-}"
 		{name: "a binding with hosts and no base URL",
 			policy: "version: 1\nallow: [CA_TEST_TOKEN]\nbroker:\n  upstream_ca: [STANDIN_CA]\n" +
 				"secrets:\n  CA_TEST_TOKEN:\n    broker: {hosts: [\"" + host + "\"]}\n",
-			env: []string{"CA_TEST_TOKEN=" + realToken, "NODE_EXTRA_CA_CERTS=USER_CA", "NO_PROXY=localhost"},
-			script: report + `node "$HOME/through-proxy.js" ` + host + `; node "$HOME/direct.js" USER_PORT
-python3 "$HOME/through.py" ` + host + ` USER_PORT`,
+			env: []string{"CA_TEST_TOKEN=" + realToken, "NODE_EXTRA_CA_CERTS=USER_CA", "SSL_CERT_DIR=USER_DIR", "NO_PROXY=localhost"},
+			script: report + `node "$HOME/through-proxy.js" ` + host + `; node "$HOME/direct.js" USER_PORT; node "$HOME/direct.js" DIR_PORT
+python3 "$HOME/through.py" ` + host + ` USER_PORT DIR_PORT`,
 			proxy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,9 +192,29 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT`,
 			writeOwned(t, filepath.Join(home, "through-proxy.js"), nodeThroughProxy)
 			writeOwned(t, filepath.Join(home, "direct.js"), nodeDirect)
 			writeOwned(t, filepath.Join(home, "through.py"), pythonThrough)
-			userCA, userPort := userCAHost(t)
+			userCA, userPort := userCAHost(t, "company-ok")
 			writeOwned(t, filepath.Join(home, "user-ca.pem"), string(userCA))
-			script := strings.ReplaceAll(tc.script, "USER_PORT", userPort)
+			// A CA found only in a hashed directory the user's SSL_CERT_DIR
+			// names: OpenSSL's lazy lookup, as the system's roots are found.
+			dirCA, dirPort := userCAHost(t, "dir-ok")
+			// (Outside HOME, which the seal masks.)
+			userDir, err := os.MkdirTemp("", "envsieve-certs-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(userDir) })
+			writeOwned(t, filepath.Join(home, "dir-ca.pem"), string(dirCA))
+			hash, err := exec.Command("openssl", "x509", "-hash", "-noout", "-in", filepath.Join(home, "dir-ca.pem")).Output()
+			if err != nil {
+				t.Fatalf("openssl x509 -hash: %v", err)
+			}
+			if err := os.Chmod(userDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(userDir, strings.TrimSpace(string(hash))+".0"), dirCA, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			script := strings.NewReplacer("USER_PORT", userPort, "DIR_PORT", dirPort).Replace(tc.script)
 			args := []string{"run", "--profile", "claude"}
 			if tc.policy != "" {
 				ca := filepath.Join(home, "standin-ca.pem")
@@ -205,7 +226,7 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT`,
 			cmd := exec.Command(exe, append(args, "--", "/bin/sh", "-c", script)...)
 			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home}
 			for _, kv := range tc.env {
-				cmd.Env = append(cmd.Env, strings.ReplaceAll(kv, "USER_CA", filepath.Join(home, "user-ca.pem")))
+				cmd.Env = append(cmd.Env, strings.NewReplacer("USER_CA", filepath.Join(home, "user-ca.pem"), "USER_DIR", userDir).Replace(kv))
 			}
 			cmd.Dir = home
 			cmd.SysProcAttr = asUnprivileged()
@@ -250,7 +271,7 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT`,
 			// /etc/ssl/certs, here), SSL_CERT_FILE is the small file too.
 			hashed := set["SSL_CERT_DIR"] != ""
 			if hashed {
-				if set["NODE_OPTIONS"] != "--use-openssl-ca" || !strings.HasSuffix(set["SSL_CERT_DIR"], "/certs") {
+				if set["NODE_OPTIONS"] != "--use-openssl-ca" || !strings.HasPrefix(set["SSL_CERT_DIR"], userDir+":/") {
 					t.Errorf("node's trust without a start cost: NODE_OPTIONS %q, SSL_CERT_DIR %q", set["NODE_OPTIONS"], set["SSL_CERT_DIR"])
 				}
 			} else if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
@@ -268,7 +289,8 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT`,
 					t.Errorf("%s replaces its client's store and should hold the system roots and the launch CA; it holds %s", k, n)
 				}
 			}
-			for _, want := range []string{"node status 200 standin-ok", "node direct 200 company-ok", "python status 200", "python direct company-ok"} {
+			for _, want := range []string{"node status 200 standin-ok", "node direct 200 company-ok", "node direct 200 dir-ok",
+				"python status 200", "python direct company-ok", "python direct dir-ok"} {
 				if !strings.Contains(shown, want+"\n") {
 					t.Errorf("%q missing: a client did not trust the broker's leaf for the bound host, or the user's CA for another:\n%s", want, shown)
 				}
