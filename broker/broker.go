@@ -191,8 +191,8 @@ type Broker struct {
 	// file: with one, node is given the launch CA without a start cost
 	// (ChildEnv, nodeTrust).
 	certDir string
-	addr   string
-	up     *http.Transport
+	addr    string
+	up      *http.Transport
 	// smu guards secrets (their real values too), scrub, scrubPairs and
 	// fakes, which a token refresh (addGenerations) and a reload
 	// (current) change; readers take a snapshot (table).
