@@ -3,6 +3,7 @@ package broker
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
 
@@ -90,4 +91,18 @@ func TestNodeTrust(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzHashedName: hashedName accepts exactly c_rehash's certificate
+// names.
+func FuzzHashedName(f *testing.F) {
+	for _, s := range []string{"002c0b4f.0", "9d04f354.12", "ca.crt", "002c0b4f.r0", ""} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(`^[0-9a-f]{8}\.[0-9]+$`)
+	f.Fuzz(func(t *testing.T, name string) {
+		if got, want := hashedName(name), re.MatchString(name); got != want {
+			t.Fatalf("hashedName(%q) = %v, want %v", name, got, want)
+		}
+	})
 }
