@@ -18,7 +18,9 @@
 # proxy mode (GITHUB_TOKEN: the CA variables set), and the resident
 # launcher's and the broker's memory (VmHWM, VmRSS) during a session.
 #   bash bench/session.sh            # ROUNDS=3 LIGHT=10 (60 calls) HEAVY=1 (6 calls) STARTS=10
-#   BEFORE=/path/to/bin bash bench/session.sh   # adds "claude, before": envsieve from another build
+#   BEFORE=/path/to/bin bash bench/session.sh   # adds "claude, before" (and "proxy, before" to the
+#                                               # starts): envsieve from another build
+#   MIXES= bash bench/session.sh    # the starts and the memory only (MIXES="light heavy" by default)
 # Takes about two minutes on an idle 2-core machine. The whole run holds the
 # machine's bench lock.
 set -euo pipefail
@@ -93,7 +95,7 @@ median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "# $(go version | cut -d' ' -f3), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); node $(node --version), $(python3 --version)"
 echo "# as uid 65534; $rounds rounds, interleaved; the time of the tool calls (wall clock, and the CPU"
 echo "# time of the processes they started), the session's start not included"
-for mix in light heavy; do
+for mix in ${MIXES-light heavy}; do
   n=$light
   [ $mix = heavy ] && n=$heavy
   declare -A wall=() cpu=()
@@ -119,13 +121,16 @@ for mix in light heavy; do
 done
 
 echo
-echo "## Starts in the tree: µs per start, median of $rounds rounds of $starts"
+echo "## Starts in the tree: µs of CPU per start (the started processes' user + system), median of $rounds rounds of $starts"
 echo "# claude: base-URL mode, no CA variable; proxy mode: claude + GITHUB_TOKEN brokered"
-echo "# (the proxy and CA variables set: NODE_EXTRA_CA_CERTS the launch CA alone, the rest the bundle)"
+echo "# (the proxy and CA variables set; node gets the launch CA through --use-openssl-ca, SSL_CERT_FILE and SSL_CERT_DIR)"
 declare -A st=()
 svariants=(bare claude "proxy mode")
 run[proxy mode]="$es run ${pol[*]} --profile claude-proxy --"
-[ -n "${BEFORE:-}" ] && svariants+=("claude, before")
+if [ -n "${BEFORE:-}" ]; then
+  run[proxy, before]="$BEFORE/envsieve run ${pol[*]} --profile claude-proxy --"
+  svariants+=("claude, before" "proxy, before")
+fi
 for r in $(seq "$rounds"); do
   for i in "${!svariants[@]}"; do
     v=${svariants[$(((i + r) % ${#svariants[@]}))]}
@@ -133,7 +138,9 @@ for r in $(seq "$rounds"); do
     while IFS=$'\t' read -r name us; do st[$v|$name]+="$us "; done < <(as_user ${run[$v]} bash "$tmp/mix.sh" "$tmp" starts "$starts" 2>>"$tmp/stderr")
   done
 done
-printf '%-26s %9s %9s %7s %11s %7s %9s %7s\n' program bare claude ratio "proxy mode" ratio before ratio
+printf '%-26s %9s %9s %7s %11s %7s' program bare claude ratio "proxy mode" ratio
+[ -n "${BEFORE:-}" ] && printf ' %9s %7s %13s %7s' "claude, before" ratio "proxy, before" ratio
+echo
 for name in "node -e 0" "python3 -c pass" "python3 ssl context" "python3 urllib" "python3 requests (pip's)" "curl --version" "git --version"; do
   b=$(echo "${st[bare|$name]}" | tr ' ' '\n' | grep . | median)
   c=$(echo "${st[claude|$name]}" | tr ' ' '\n' | grep . | median)
@@ -141,7 +148,8 @@ for name in "node -e 0" "python3 -c pass" "python3 ssl context" "python3 urllib"
   printf '%-26s %9s %9s %6.2fx %11s %6.2fx' "$name" "$b" "$c" "$(echo "$c / $b" | bc -l)" "$p" "$(echo "$p / $b" | bc -l)"
   if [ -n "${BEFORE:-}" ]; then
     o=$(echo "${st[claude, before|$name]}" | tr ' ' '\n' | grep . | median)
-    printf ' %9s %6.2fx' "$o" "$(echo "$o / $b" | bc -l)"
+    q=$(echo "${st[proxy, before|$name]}" | tr ' ' '\n' | grep . | median)
+    printf ' %14s %6.2fx %13s %6.2fx' "$o" "$(echo "$o / $b" | bc -l)" "$q" "$(echo "$q / $b" | bc -l)"
   fi
   echo
 done

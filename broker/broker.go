@@ -186,8 +186,13 @@ type Broker struct {
 	// caOnly is the launch CA's certificate alone, for the variables
 	// that add to a client's store.
 	caOnly string
-	addr   string
-	up     *http.Transport
+	// certDir is the system's hashed directory of roots (OpenSSL's
+	// c_rehash layout), "" when there is none or SystemRoots names a
+	// file: with one, node is given the launch CA without a start cost
+	// (ChildEnv, nodeTrust).
+	certDir string
+	addr    string
+	up      *http.Transport
 	// smu guards secrets (their real values too), scrub, scrubPairs and
 	// fakes, which a token refresh (addGenerations) and a reload
 	// (current) change; readers take a snapshot (table).
@@ -279,6 +284,9 @@ func Start(cfg Config) (*Broker, error) {
 	if b.bundle, b.caOnly, err = b.writeTrust(); err != nil {
 		return nil, err
 	}
+	if cfg.SystemRoots == "" {
+		b.certDir = hashedCertDir(systemCertDirs)
+	}
 	roots := cfg.UpstreamRoots
 	b.up = &http.Transport{
 		Proxy:               http.ProxyURL(cfg.UpstreamProxy),
@@ -346,6 +354,48 @@ var systemBundles = []string{
 	"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
 	"/etc/ssl/ca-bundle.pem", "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
 	"/etc/ssl/cert.pem", "/usr/local/etc/openssl/cert.pem",
+}
+
+// systemCertDirs are where distributions keep the roots one file each,
+// named by subject hash, for OpenSSL's lazy lookup.
+var systemCertDirs = []string{"/etc/ssl/certs", "/etc/pki/tls/certs", "/usr/local/etc/openssl/certs"}
+
+// hashedCertDir returns the first of dirs that holds a root under
+// OpenSSL's hashed name (8 hex digits, a dot, a digit: "002c0b4f.0"),
+// or "". OpenSSL reads such a directory only for the issuer it looks
+// for, on a TLS connection, never at a client's start.
+func hashedCertDir(dirs []string) string {
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if hashedName(e.Name()) {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// hashedName reports whether name is a c_rehash name of a certificate.
+func hashedName(name string) bool {
+	h, n, ok := strings.Cut(name, ".")
+	if !ok || len(h) != 8 || n == "" {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // writeTrust writes what the child's TLS clients trust in proxy mode to
@@ -516,7 +566,40 @@ func (b *Broker) ChildEnv() map[string]string {
 	for _, k := range caAddVars {
 		env[k] = b.caOnly
 	}
+	b.nodeTrust(env)
 	return env
+}
+
+// NodeOpenSSLCA is the node option the broker's proxy mode asks for
+// (NODE_OPTIONS) where the system keeps a hashed directory of roots.
+const NodeOpenSSLCA = "--use-openssl-ca"
+
+// nodeTrust gives node the launch CA without a cost at every start,
+// where the system keeps a hashed directory of roots (certDir). node 20
+// to 24 read any NODE_EXTRA_CA_CERTS at start and then build their whole
+// root store first (+30-40 ms of CPU a start on the development VM,
+// docs/benchmarks.md). With --use-openssl-ca node's store is OpenSSL's:
+// SSL_CERT_FILE, read whole, and SSL_CERT_DIR, read one issuer at a time
+// on a TLS connection. So SSL_CERT_FILE names the launch CA (and the
+// user's CAs) alone, SSL_CERT_DIR the system's directory (after the
+// user's own), and node's start costs what it does bare. Every OpenSSL
+// client (Python's ssl, Ruby, curl without CURL_CA_BUNDLE), Go and
+// rustls-native-certs read both variables, so they trust what they did;
+// the variables that name one file (CURL_CA_BUNDLE, REQUESTS_CA_BUNDLE,
+// GIT_SSL_CAINFO, ...) keep the bundle. NODE_EXTRA_CA_CERTS stays for
+// Bun, which reads it; the launcher adds the option to a NODE_OPTIONS
+// the policy passes (launch: nodeOptions).
+func (b *Broker) nodeTrust(env map[string]string) {
+	if b.certDir == "" {
+		return
+	}
+	env["SSL_CERT_FILE"] = b.caOnly
+	dir := b.certDir
+	if u := b.cfg.Env["SSL_CERT_DIR"]; u != "" {
+		dir = u + ":" + dir
+	}
+	env["SSL_CERT_DIR"] = dir
+	env["NODE_OPTIONS"] = NodeOpenSSLCA
 }
 
 // Close stops the broker and removes its CA files.

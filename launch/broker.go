@@ -63,8 +63,9 @@ type BrokerRun interface {
 // run: the launch fails closed, and nothing starts. Use errors.Is.
 var ErrNoBroker = errors.New("no credential broker")
 
-// brokerVars are the user's variables a broker reads.
-var brokerVars = append([]string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"}, userCAVars...)
+// brokerVars are the user's variables a broker reads (SSL_CERT_DIR: the
+// user's directories stay before the system's, broker.nodeTrust).
+var brokerVars = append([]string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "SSL_CERT_DIR"}, userCAVars...)
 
 // userCAVars name the CA files of the user's own environment: the
 // broker trusts them upstream, and puts them in the bundle the tree's
@@ -237,6 +238,7 @@ func (l *Plan) StartBroker() error {
 	}
 	l.broker = run
 	l.brokerEnv = run.ChildEnv()
+	nodeOptions(l.Env, l.brokerEnv)
 	if logins != nil {
 		// A login's fake is in its file, not a variable of the child's.
 		for n := range logins.names {
@@ -369,6 +371,30 @@ func loopbackNoProxy(env []string) map[string]string {
 	}
 	v := strings.Join(keep, ",")
 	return map[string]string{"NO_PROXY": v, "no_proxy": v}
+}
+
+// nodeOptions keeps a NODE_OPTIONS the policy passes (env, the child's)
+// when the broker sets its own (set, broker.nodeTrust): the user's
+// options come first and the broker's follows, unless they name it
+// already or --use-bundled-ca, which node refuses beside it (node then
+// takes the launch CA from NODE_EXTRA_CA_CERTS, at a start's cost).
+func nodeOptions(env []string, set map[string]string) {
+	add, ok := set["NODE_OPTIONS"]
+	if !ok {
+		return
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "NODE_OPTIONS="); ok {
+			switch {
+			case strings.TrimSpace(v) == "":
+			case strings.Contains(v, "--use-bundled-ca") || strings.Contains(v, add):
+				set["NODE_OPTIONS"] = v
+			default:
+				set["NODE_OPTIONS"] = v + " " + add
+			}
+			return
+		}
+	}
 }
 
 // BrokeredNames returns, sorted, the names whose real value the broker

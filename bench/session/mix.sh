@@ -4,7 +4,7 @@
 # session's start not included).
 #   bash mix.sh DIR light ROUNDS  # ROUNDS x 6 calls: git status/log, grep -rn, ls, python3 -c, node -e, find | wc
 #   bash mix.sh DIR heavy ROUNDS  # ROUNDS x 6 calls: npm test, pip --version, pip list, go build, git commit, node -e
-#   bash mix.sh DIR starts N      # N starts each of node, python3 (ssl, urllib), curl, git: one line each
+#   bash mix.sh DIR starts N      # N starts each of node, python3 (ssl, urllib), curl, git: CPU µs per start, one line each
 set -eu
 dir=$1 mix=$2 n=$3
 cd "$dir/repo"
@@ -12,6 +12,20 @@ us() { local s=${EPOCHREALTIME/./} e; "$@"; e=${EPOCHREALTIME/./}; echo $((e - s
 # cpu prints the CPU time (user + system) of this shell's waited-for
 # children so far, in microseconds (clock ticks of /proc/PID/stat).
 cpu() { local f; read -ra f < /proc/$$/stat; echo $(((f[15] + f[16]) * 1000000 / $(getconf CLK_TCK))); }
+# kids sets KIDS to the user + system time of this shell's waited-for
+# children so far, in microseconds, from bash's `times` (to the
+# millisecond), run in this shell (a subshell has no children of its own).
+kids() {
+  local f=$dir/times.$$ u s
+  times > "$f"
+  read -r u s < <(sed -n 2p "$f")
+  rm -f "$f"
+  KIDS=0
+  for t in "$u" "$s"; do
+    [[ $t =~ ^([0-9]+)m([0-9]+)\.([0-9]{3})s$ ]] || { echo "kids: $t" >&2; exit 1; }
+    KIDS=$((KIDS + (10#${BASH_REMATCH[1]} * 60 + 10#${BASH_REMATCH[2]}) * 1000000 + 10#${BASH_REMATCH[3]} * 1000))
+  done
+}
 # both prints the wall and the CPU time of a command, in microseconds.
 both() { local c0 w; c0=$(cpu); w=$(us "$@"); echo "$w $(($(cpu) - c0))"; }
 light() {
@@ -36,7 +50,10 @@ heavy() {
 }
 starts() {
   loop() { for i in $(seq "$n"); do "$@"; done >/dev/null 2>&1; }
-  t() { local name=$1; shift; printf '%s\t%s\n' "$name" "$(($(us loop "$@") / n))"; }
+  # t prints the CPU time per start of the processes a loop started
+  # (bash's `times`, to the millisecond over the whole loop): steadier
+  # than the wall clock on a loaded machine.
+  t() { local name=$1 c0; shift; kids; c0=$KIDS; loop "$@"; kids; printf '%s\t%s\n' "$name" "$(((KIDS - c0) / n))"; }
   t "node -e 0" node -e 0
   t "python3 -c pass" python3 -c pass
   t "python3 ssl context" python3 -c 'import ssl; ssl.create_default_context()'

@@ -256,20 +256,23 @@ static int send_msg(int fd, const char *buf, size_t n) {
 	return ok ? 0 : -1;
 }
 
-/* claim marks (op, name) as reported in the seen table and returns its
- * slot; -1 when it was reported already; SEEN_SLOTS when its neighbourhood
+/* report_key is the key of (op, name) in the seen table and the
+ * launcher's table of known reports; h is the name's hash_fast. */
+/* claim marks a key (report_key) as reported in the seen table and
+ * returns its slot; -1 when it was reported already; SEEN_SLOTS when its neighbourhood
  * is full (it is reported again). A report that cannot be sent is
  * released, so that a later access tries again. */
-static int claim(char op, uint64_t h, uint64_t *key) {
+static uint64_t report_key(char op, uint64_t h) {
 	h ^= (uint64_t)(unsigned char)op * 0x9E3779B97F4A7C15ULL;
 	h ^= h >> 33; /* murmur3's finaliser: every input bit reaches the index */
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 33;
-	if (h == 0)
-		h = 1;
-	*key = h;
+	return h == 0 ? 1 : h;
+}
+
+static int claim(uint64_t h) {
 	size_t i = (size_t)h & (SEEN_SLOTS - 1);
 	for (int probe = 0; probe < 8; probe++, i = (i + 1) & (SEEN_SLOTS - 1)) {
 		uint64_t cur = atomic_load_explicit(&g_seen[i], memory_order_relaxed);
@@ -323,7 +326,9 @@ static const _Atomic uint64_t *known_table(void) {
 		if (fd >= 0) {
 			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == me &&
 			    st.st_size == (off_t)(KNOWN_SLOTS * sizeof(uint64_t))) {
-				void *p = mmap(NULL, KNOWN_SLOTS * sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+				/* MAP_POPULATE: one call maps every page, where each
+				 * lookup would otherwise fault one in (16 pages). */
+				void *p = mmap(NULL, KNOWN_SLOTS * sizeof(uint64_t), PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
 				if (p != MAP_FAILED)
 					m = (uintptr_t)p;
 			}
@@ -360,9 +365,14 @@ static int known(uint64_t key) {
 static void report(char op, const char *name, size_t len, uint64_t h) {
 	if (atomic_load_explicit(&g_state, memory_order_acquire) != 2 || g_addrlen == 0)
 		return;
-	uint64_t key;
-	int slot = claim(op, h, &key);
-	if (slot < 0 || known(key))
+	/* The known table first: a report the launcher has is never sent,
+	 * so it needs no slot in the seen table either (whose pages a
+	 * process then never touches). */
+	uint64_t key = report_key(op, h);
+	if (known(key))
+		return;
+	int slot = claim(key);
+	if (slot < 0)
 		return;
 	int saved = errno; /* a failed connect must not show through getenv */
 	int fd = report_fd();
