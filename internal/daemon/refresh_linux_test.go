@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/login"
 	"github.com/envsieve/envsieve/policy"
 )
 

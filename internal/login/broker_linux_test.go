@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/envsieve/envsieve/broker"
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 )
 
 // TestNpmThroughBroker: the whole path of a credential file. The real
