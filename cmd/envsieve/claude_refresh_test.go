@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/launch"

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 	"github.com/envsieve/envsieve/internal/sigv4"
 	"github.com/envsieve/envsieve/launch"
 )

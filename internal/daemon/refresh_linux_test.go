@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 	"github.com/envsieve/envsieve/internal/login"
 )
 
