@@ -8,4 +8,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-2000}
-go test -run '^$' -bench '^BenchmarkDaemon' -benchtime "${N}x" -count "${COUNT:-3}" ./daemon/
+go test -run '^$' -bench '^BenchmarkDaemon' -benchtime "${N}x" -count "${COUNT:-3}" ./internal/daemon/

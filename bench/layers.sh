@@ -18,7 +18,9 @@ for side in before after; do
   dir=.
   [ "$side" = before ] && dir="$work/before"
   (cd "$dir" && go test -run '^$' -bench '^BenchmarkBuild$' -benchmem -count "$count" ./sieve/) > "$work/sieve-$side.txt"
-  (cd "$dir" && go test -run '^$' -bench '^BenchmarkDaemonExecTrue$' -benchtime 2000x -count "$count" ./daemon/) > "$work/daemon-$side.txt"
+  daemonpkg=./internal/daemon/ # ./daemon/ before it moved under internal/
+  [ -d "$dir/internal/daemon" ] || daemonpkg=./daemon/
+  (cd "$dir" && go test -run '^$' -bench '^BenchmarkDaemonExecTrue$' -benchtime 2000x -count "$count" "$daemonpkg") > "$work/daemon-$side.txt"
   (cd "$dir" && CGO_ENABLED=0 go build -o "$work/envsieve-$side" ./cmd/envsieve)
 done
 benchstat "$work/sieve-before.txt" "$work/sieve-after.txt"

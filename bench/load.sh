@@ -26,9 +26,9 @@ cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 rows=(
-  "churn|./broker/|^TestOwnUserChurnServed$"
-  "other uid|./broker/|^TestAnotherUserChurnRefused$"
-  "half-open|./broker/|^TestHalfOpenFlood$"
+  "churn|./internal/broker/|^TestOwnUserChurnServed$"
+  "other uid|./internal/broker/|^TestAnotherUserChurnRefused$"
+  "half-open|./internal/broker/|^TestHalfOpenFlood$"
   "full disk|./cmd/envsieve/|^TestAuditFailsClosed$"
   "daemon disk|./cmd/envsieve/|^TestDaemonAuditFailsClosed$"
   "SIGSTOP 15 s|./cmd/envsieve/|^TestStoppedLauncher(Begun)?$"
@@ -51,5 +51,5 @@ for row in "${rows[@]}"; do
 done
 echo
 echo "## a new connection's round trip (ms), direct and through the broker"
-go test -count=1 -run '^$' -bench '^BenchmarkNewConn$' -benchtime 400x ./broker/ | grep -E 'Benchmark|ms'
+go test -count=1 -run '^$' -bench '^BenchmarkNewConn$' -benchtime 400x ./internal/broker/ | grep -E 'Benchmark|ms'
 exit $status

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/policy"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/sieve"
 )

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/envsieve/envsieve/broker/fake"
+	"github.com/envsieve/envsieve/internal/fake"
 	"github.com/envsieve/envsieve/policy"
 )
 

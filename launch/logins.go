@@ -13,8 +13,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/envsieve/envsieve/broker/fake"
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/fake"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 )

@@ -15,14 +15,14 @@ import (
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/nest"
+	"github.com/envsieve/envsieve/internal/pin"
+	"github.com/envsieve/envsieve/internal/sshfilter"
 	"github.com/envsieve/envsieve/internal/trust"
-	"github.com/envsieve/envsieve/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
-	"github.com/envsieve/envsieve/sshfilter"
 )
 
 // Reporter receives what a launch has to say besides its errors: debug

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/envsieve/envsieve/internal/sshfilter"
 	"github.com/envsieve/envsieve/shim"
-	"github.com/envsieve/envsieve/sshfilter"
 )
 
 // knownHostsFiles are the known_hosts files the ssh agent filter reads,

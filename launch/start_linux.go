@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/envsieve/envsieve/internal/pin"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/pin"
 )
 
 // granted is a program the launcher started for a start request.

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"os"
 
+	"github.com/envsieve/envsieve/internal/pin"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/pin"
 )
 
 var errCallerGone = errors.New("the caller gave up waiting before the start")

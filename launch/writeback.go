@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 )
 
 // WriteBack writes a refresh's new real tokens (by the token response's

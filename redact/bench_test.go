@@ -172,7 +172,7 @@ func BenchmarkIOCopy(b *testing.B) {
 	}
 }
 
-// BenchmarkWriter: io.Copy of the same data into a Writer, for sets of 1, 100 and 1000
+// BenchmarkWriter: io.Copy of the same data into a writer, for sets of 1, 100 and 1000
 // secrets that do not occur in it.
 func BenchmarkWriter(b *testing.B) {
 	for _, n := range []int{0, 1, 100, 1000} {
@@ -182,7 +182,7 @@ func BenchmarkWriter(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("secrets=%d/patterns=%d", n, s.Len()), func(b *testing.B) {
 			buf := make([]byte, benchChunk)
-			w := NewWriter(plainDiscard{}, s)
+			w := newWriter(plainDiscard{}, s)
 			data := benchData()
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
@@ -198,7 +198,7 @@ func BenchmarkWriterOneWrite(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		s := mustCompile(b, benchSecrets(n), Options{})
 		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
-			w := NewWriter(plainDiscard{}, s)
+			w := newWriter(plainDiscard{}, s)
 			data := benchData()
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
@@ -216,7 +216,7 @@ func BenchmarkWriterSmallWrites(b *testing.B) {
 	data := benchData()[:256<<10]
 	for _, size := range []int{1, 16, 256} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			w := NewWriter(plainDiscard{}, s)
+			w := newWriter(plainDiscard{}, s)
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -243,7 +243,7 @@ func BenchmarkWriterWithSecrets(b *testing.B) {
 		data = append(data, s.pats[rng.IntN(len(s.pats))]...)
 	}
 	buf := make([]byte, benchChunk)
-	w := NewWriter(plainDiscard{}, s)
+	w := newWriter(plainDiscard{}, s)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -268,7 +268,7 @@ func BenchmarkWriterHostile(b *testing.B) {
 	}{{"prefixes", prefixes}, {"secrets", whole}} {
 		b.Run(tc.name, func(b *testing.B) {
 			buf := make([]byte, benchChunk)
-			w := NewWriter(plainDiscard{}, s)
+			w := newWriter(plainDiscard{}, s)
 			b.SetBytes(int64(len(tc.data)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -294,7 +294,7 @@ func BenchmarkCompile(b *testing.B) {
 }
 
 // BenchmarkPipe measures the launcher's real path: a child's output arrives through an
-// OS pipe and is copied to the destination, plainly or through a Writer (100 secrets).
+// OS pipe and is copied to the destination, plainly or through a writer (100 secrets).
 func BenchmarkPipe(b *testing.B) {
 	data := benchData()
 	s := mustCompile(b, benchSecrets(100), Options{})
@@ -302,7 +302,7 @@ func BenchmarkPipe(b *testing.B) {
 		b.Run(fmt.Sprintf("redact=%v", redacted), func(b *testing.B) {
 			var dst io.Writer = plainDiscard{}
 			if redacted {
-				dst = NewWriter(plainDiscard{}, s)
+				dst = newWriter(plainDiscard{}, s)
 			}
 			buf := make([]byte, 64<<10)
 			b.SetBytes(int64(len(data)))

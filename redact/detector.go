@@ -15,7 +15,7 @@ const maxHeld = 64 << 10
 // Detector masks secrets no one named: strings that look like credentials
 // (known token formats, JWTs, private keys, URLs with a password, and
 // high-entropy tokens, as internal/detect judges them) in a stream. It is the
-// second stage behind a [Writer], which masks the known values.
+// second stage behind a writer, which masks the known values.
 //
 // A credential lies within one whitespace-delimited word (a URL, a
 // KEY=value, a quoted token), and detect judges it with the context of that
@@ -25,7 +25,7 @@ const maxHeld = 64 << 10
 // Close, or after the idle time passes with no write (judged then as it is).
 // A PEM block spans lines: each of its base64 lines is judged on its own.
 //
-// Unlike a Writer, a Detector is safe for one writer goroutine plus its own
+// Unlike a writer, a Detector is safe for one writer goroutine plus its own
 // idle timer; callers still write from one goroutine at a time.
 type Detector struct {
 	mu    sync.Mutex

@@ -171,7 +171,7 @@ func BenchmarkWriterAndDetector(b *testing.B) {
 		b.Fatal(err)
 	}
 	d := NewDetector(plainDiscard{}, key, detect.ScanOptions{}, 0)
-	w := NewWriter(d, set)
+	w := newWriter(d, set)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,19 +2,22 @@
 // of a process started for an AI coding agent, before the agent reads them.
 //
 // [Compile] turns a list of secrets and the per-install HMAC key into an immutable
-// [Set]; [NewWriter] wraps a destination [io.Writer] so that every occurrence of a
-// secret, raw or encoded, is replaced by a token that names the secret without
-// revealing it:
+// [Set]; [NewStreams] wraps a child's stdout and stderr destinations so that every
+// occurrence of a secret, raw or encoded, is replaced by a token that names the
+// secret without revealing it:
 //
 //	set, err := redact.Compile(key, []redact.Secret{{Name: "GITHUB_TOKEN", Value: tok}}, redact.Options{})
 //	if err != nil { ... }
 //	for _, name := range set.Skipped() {
 //		fmt.Fprintf(os.Stderr, "envsieve: %s is too short to be masked\n", name)
 //	}
-//	w := redact.NewWriter(os.Stdout, set)
-//	cmd.Stdout = w // one Writer per stream
+//	m := redact.NewStreams(os.Stdout, os.Stderr, set, 50*time.Millisecond)
+//	cmd.Stdout, cmd.Stderr = m.Stdout(), m.Stderr()
 //	...
-//	err = w.Close() // writes what was held back; does not close os.Stdout
+//	err = m.Close() // writes what was held back; does not close os.Stdout
+//
+// Underneath, one writer (unexported) masks the patterns of one stream; what follows
+// says what it guarantees, and [Streams] keeps every guarantee.
 //
 // # What is masked
 //
@@ -62,14 +65,14 @@
 //
 // # Streaming
 //
-// A [Writer] holds an Aho-Corasick automaton state, so a pattern split across any
+// A writer holds an Aho-Corasick automaton state, so a pattern split across any
 // number of writes is found. Write forwards at once every byte that cannot be part of a
 // match; it holds back only the bytes of a live partial match, at most the longest
 // suffix of the input that is a proper prefix of a pattern (less where those bytes are
-// already known to be masked). [Writer.Flush] and [Writer.Close] declare the end of the
+// already known to be masked). writer.Flush and writer.Close declare the end of the
 // stream and write what was held, unchanged: it can no longer become a secret.
 //
-// That makes a plain Writer a prefix oracle to a writer that watches the output: the
+// That makes a plain writer a prefix oracle to a writer that watches the output: the
 // bytes held are exactly those that start a secret. For a child's output use
 // [Streams]: stdout and stderr matched as one stream, and a hold that does not depend
 // on the bytes (the longest pattern's length, released after an idle time).
@@ -79,7 +82,7 @@
 // nothing is ever split or joined on lines. Write returns len(p) (bytes consumed, not
 // bytes written), or the destination's error, which then sticks.
 //
-// The Set is immutable and shared; each Writer owns its state and buffers, is used by
+// The Set is immutable and shared; each writer owns its state and buffers, is used by
 // one goroutine at a time, and allocates nothing per Write once its buffers have grown.
 // A Set with no pattern makes its Writers plain pass-throughs.
 //
@@ -122,7 +125,7 @@
 //     With the key, a low-entropy value can be guessed offline: keep the key (a
 //     per-install 32-byte random value) away from the child and the agent.
 //   - The Set holds the patterns in memory for its lifetime; Go cannot promise to
-//     erase them. [Secret], [Set] and [Writer] print no pattern or held byte with fmt
-//     or log/slog, but the Writer's destination receives everything that is not a
+//     erase them. [Secret], [Set] and writer print no pattern or held byte with fmt
+//     or log/slog, but the writer's destination receives everything that is not a
 //     match, by design.
 package redact

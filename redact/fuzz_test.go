@@ -131,7 +131,7 @@ func FuzzPassThrough(f *testing.F) {
 			return // the data holds a pattern: not a pass-through case
 		}
 		var out bytes.Buffer
-		w := NewWriter(&out, s)
+		w := newWriter(&out, s)
 		prev := 0
 		for _, c := range append(randomCuts(rng, len(data)), len(data)) {
 			if n, err := w.Write(data[prev:c]); n != c-prev || err != nil {

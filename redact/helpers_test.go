@@ -70,7 +70,7 @@ func findPattern(s *Set, b []byte) int {
 }
 
 // livePartial returns the length of the longest suffix of b that is a proper prefix of
-// a pattern of s: the bytes a Writer may hold back.
+// a pattern of s: the bytes a writer may hold back.
 func livePartial(s *Set, b []byte) int {
 	best := 0
 	for _, p := range s.pats {
@@ -107,12 +107,12 @@ func diffAt(a, b []byte) int {
 	return -1
 }
 
-// writeChunks writes in through a new Writer over s in pieces cut at cuts (sorted
+// writeChunks writes in through a new writer over s in pieces cut at cuts (sorted
 // positions), closes it and returns the output.
 func writeChunks(t testing.TB, s *Set, in []byte, cuts []int) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	w := NewWriter(&out, s)
+	w := newWriter(&out, s)
 	prev := 0
 	for _, c := range append(cuts, len(in)) {
 		n, err := w.Write(in[prev:c])

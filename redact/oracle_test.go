@@ -16,9 +16,9 @@ func (s *syncBuffer) Len() int {
 
 // recoverByOracle plays a child that wants a masked value it does not hold.
 // Given its first characters (as many as the scan's window, which a plain
-// Writer may hold whatever they are), for each next one it prints a guess of the
+// writer may hold whatever they are), for each next one it prints a guess of the
 // prefix so far and looks, at once, at whether the guess came out: a
-// Writer holds back exactly the bytes that could still start the value, so
+// writer holds back exactly the bytes that could still start the value, so
 // the guess that stays held is the right one. It returns what it recovered.
 func recoverByOracle(t *testing.T, write func([]byte), out interface{ String() string }, first, alphabet string, n int) string {
 	t.Helper()
@@ -59,12 +59,12 @@ func TestNoPrefixOracle(t *testing.T) {
 	if n := commonPrefix(got, secret); n > 4 {
 		t.Fatalf("the held bytes told %d characters of the value", n)
 	}
-	// The control: a plain Writer holds back exactly a live partial match,
+	// The control: a plain writer holds back exactly a live partial match,
 	// and the same child recovers the whole value.
 	var plain syncBuffer
-	w := NewWriter(&plain, s)
+	w := newWriter(&plain, s)
 	if got := recoverByOracle(t, func(p []byte) { w.Write(p) }, &plain, secret[:4], alphabet, len(secret)); got != secret {
-		t.Fatalf("control: the oracle should recover the value through a plain Writer, got %d characters", commonPrefix(got, secret))
+		t.Fatalf("control: the oracle should recover the value through a plain writer, got %d characters", commonPrefix(got, secret))
 	}
 	// Held bytes go out after the idle time, whatever they are.
 	m.Stdout().Write([]byte("\nprompt> "))
@@ -120,7 +120,7 @@ func TestStreamsSplitValue(t *testing.T) {
 	}
 	// The control: two plain Writers, one per stream, let both halves out.
 	var out, errOut bytes.Buffer
-	wo, we := NewWriter(&out, s), NewWriter(&errOut, s)
+	wo, we := newWriter(&out, s), newWriter(&errOut, s)
 	wo.Write([]byte("out: " + secret[:10]))
 	we.Write([]byte(secret[10:] + " :err\n"))
 	wo.Close()
@@ -131,7 +131,7 @@ func TestStreamsSplitValue(t *testing.T) {
 }
 
 // FuzzStreams: written in any chunks to either stream, the output in
-// arrival order is exactly what one Writer makes of the interleaved input
+// arrival order is exactly what one writer makes of the interleaved input
 // (every value masked however it is split between the streams), and each
 // stream's bytes, tokens aside, come from its own input in order.
 func FuzzStreams(f *testing.F) {

@@ -8,26 +8,25 @@ import (
 	"slices"
 )
 
-// DefaultMinLen is the shortest secret value and the shortest encoded form that are
+// defaultMinLen is the shortest secret value and the shortest encoded form that are
 // masked when [Options.MinLen] is zero.
-const DefaultMinLen = 8
+const defaultMinLen = 8
 
-// MinMinLen is the smallest [Options.MinLen] that [Compile] accepts: masking shorter
+// minMinLen is the smallest [Options.MinLen] that [Compile] accepts: masking shorter
 // strings would destroy ordinary output and buys no secrecy.
-const MinMinLen = 4
+const minMinLen = 4
 
-// MinKeyLen is the shortest HMAC key that [Compile] accepts. Use 32 random bytes.
-const MinKeyLen = 16
+// minKeyLen is the shortest HMAC key that [Compile] accepts. Use 32 random bytes.
+const minKeyLen = 16
 
-// ErrKey is returned (wrapped; use errors.Is) by [Compile] for a key shorter than
-// [MinKeyLen].
-var ErrKey = errors.New("redact: HMAC key too short")
+// errKey is returned (wrapped) by [Compile] for a key shorter than minKeyLen.
+var errKey = errors.New("redact: HMAC key too short")
 
 // Options tunes [Compile]. The zero value is the default.
 type Options struct {
 	// MinLen is the length in bytes below which a secret value is not masked at all
 	// (it is reported by [Set.Skipped]) and below which an encoded form is not
-	// searched for. Zero means [DefaultMinLen]; a value below [MinMinLen] is an error.
+	// searched for. Zero means defaultMinLen; a value below minMinLen is an error.
 	MinLen int
 }
 
@@ -52,7 +51,7 @@ func (s Secret) LogValue() slog.Value {
 }
 
 // Set is a compiled, immutable set of secrets and their encoded forms. It is safe for
-// concurrent use by any number of [Writer]s. Its fmt output never shows a pattern.
+// concurrent use by any number of writers. Its fmt output never shows a pattern.
 type Set struct {
 	mt      *matcher // nil when there are no patterns
 	tokens  [][]byte // token index -> "[MASKED:xxxxxxxx]"
@@ -66,20 +65,20 @@ type Set struct {
 // Compile builds the [Set] for secrets under the HMAC key (the per-install key; see
 // [Token]). A secret whose value is shorter than the minimum length is skipped and
 // reported by [Set.Skipped]; it is not an error. Zero secrets, or zero long enough,
-// give a Set whose [Writer]s copy their input unchanged.
+// give a Set whose writers copy their input unchanged.
 //
 // When two secrets share a pattern (the same value under two names, or a lossy
 // encoding that coincides), the pattern gets the token of the first one in secrets.
 func Compile(key []byte, secrets []Secret, opt Options) (*Set, error) {
-	if len(key) < MinKeyLen {
-		return nil, fmt.Errorf("%w: %d bytes, need at least %d", ErrKey, len(key), MinKeyLen)
+	if len(key) < minKeyLen {
+		return nil, fmt.Errorf("%w: %d bytes, need at least %d", errKey, len(key), minKeyLen)
 	}
 	minLen := opt.MinLen
 	if minLen == 0 {
-		minLen = DefaultMinLen
+		minLen = defaultMinLen
 	}
-	if minLen < MinMinLen {
-		return nil, fmt.Errorf("redact: MinLen %d is below the minimum %d", opt.MinLen, MinMinLen)
+	if minLen < minMinLen {
+		return nil, fmt.Errorf("redact: MinLen %d is below the minimum %d", opt.MinLen, minMinLen)
 	}
 	s := &Set{}
 	seen := make(map[string]bool)

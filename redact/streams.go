@@ -12,24 +12,24 @@ import (
 // reader (a terminal, the daemon's client) this is the only way to catch
 // such a split.
 //
-// It also closes the prefix oracle a plain [Writer] opens to a child that
-// watches its own output: a Writer holds back exactly the bytes that could
+// It also closes the prefix oracle a plain writer opens to a child that
+// watches its own output: a writer holds back exactly the bytes that could
 // still start a masked value, so a child printing guesses sees at once which
 // guess is held. Streams always holds back the last L bytes of the input, L
 // the longest pattern's length less one, whatever they are, and releases
 // them when the child has written nothing for the idle time. What is held,
 // and for how long, depends on the timing of the child's writes and never
 // on what the bytes start. A value split across such a pause is not masked
-// (as across a [Writer.Flush]).
+// (as across a writer.Flush).
 //
 // A token for a value split between the streams goes to the stream of the
 // value's first byte; the value's bytes on the other stream are dropped.
 type Streams struct {
 	mu    sync.Mutex
-	w     *Writer
+	w     *writer
 	dst   [2]io.Writer
 	segs  []segment     // which stream each run of the input came from
-	reps  []replacement // tokens the Writer reported and has not output yet
+	reps  []replacement // tokens the writer reported and has not output yet
 	ip    int64         // input position of the next output byte
 	tok   int           // bytes of the current token still to route
 	tokTo int           // its stream
@@ -56,7 +56,7 @@ func NewStreams(stdout, stderr io.Writer, s *Set, idle time.Duration) *Streams {
 		panic("redact: NewStreams with a nil destination or Set")
 	}
 	m := &Streams{dst: [2]io.Writer{stdout, stderr}, idle: idle}
-	m.w = NewWriter(router{m}, s)
+	m.w = newWriter(router{m}, s)
 	m.w.fixedHold = true
 	m.w.onToken = func(start, end int64, n int) { m.reps = append(m.reps, replacement{start, end, n}) }
 	return m
@@ -104,7 +104,7 @@ func (m *Streams) idleFlush() {
 	}
 }
 
-// Close writes what is held and makes later writes fail with [ErrClosed].
+// Close writes what is held and makes later writes fail with errClosed.
 // It does not close the destinations.
 func (m *Streams) Close() error {
 	m.mu.Lock()
@@ -115,7 +115,7 @@ func (m *Streams) Close() error {
 	return m.w.Close()
 }
 
-// router is the Writer's destination: it sends each output byte to the
+// router is the writer's destination: it sends each output byte to the
 // stream its input came from. The caller holds m.mu.
 type router struct{ m *Streams }
 

@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 )
 
-// FingerprintLen is the length of a [Fingerprint]: 8 lower-case hex digits (32 bits).
-const FingerprintLen = 8
+// fingerprintLen is the length of a [Fingerprint]: 8 lower-case hex digits (32 bits).
+const fingerprintLen = 8
 
 // Fingerprint returns the first 8 lower-case hex digits of HMAC-SHA256(key, value).
 //
@@ -20,12 +20,12 @@ func Fingerprint(key, value []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write(value)
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(mac.Sum(sum[:0])[:FingerprintLen/2])
+	return hex.EncodeToString(mac.Sum(sum[:0])[:fingerprintLen/2])
 }
 
-// AuditFingerprintLen is the length of an [AuditFingerprint]: 16 lower-case
+// auditFingerprintLen is the length of an [AuditFingerprint]: 16 lower-case
 // hex digits (64 bits).
-const AuditFingerprintLen = 16
+const auditFingerprintLen = 16
 
 // AuditFingerprint returns the first 16 lower-case hex digits of
 // HMAC-SHA256(key, value): the audit log's fingerprint, long enough that two
@@ -37,7 +37,7 @@ func AuditFingerprint(key, value []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write(value)
 	var sum [sha256.Size]byte
-	return hex.EncodeToString(mac.Sum(sum[:0])[:AuditFingerprintLen/2])
+	return hex.EncodeToString(mac.Sum(sum[:0])[:auditFingerprintLen/2])
 }
 
 // Token returns the replacement text for value: "[MASKED:" + [Fingerprint](key, value) + "]".

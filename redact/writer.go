@@ -6,16 +6,16 @@ import (
 	"io"
 )
 
-// ErrClosed is returned by [Writer.Write] and [Writer.Flush] after [Writer.Close].
-var ErrClosed = errors.New("redact: write to closed writer")
+// errClosed is returned by writer.Write and writer.Flush after writer.Close.
+var errClosed = errors.New("redact: write to closed writer")
 
-// Writer masks the patterns of a [Set] in the bytes written to it and writes the result
+// writer masks the patterns of a [Set] in the bytes written to it and writes the result
 // to its destination. See the package documentation for what it guarantees.
 //
-// A Writer is for one goroutine at a time (give each of stdout and stderr its own).
-// Call [Writer.Close] (or [Writer.Flush]) when the stream ends: until then the bytes
+// A writer is for one goroutine at a time (give each of stdout and stderr its own).
+// Call writer.Close (or writer.Flush) when the stream ends: until then the bytes
 // of a live partial match are held back.
-type Writer struct {
+type writer struct {
 	dst io.Writer
 	set *Set
 	mt  *matcher
@@ -61,15 +61,15 @@ const (
 	outMax    = 32 << 10 // out is written when it grows past this
 )
 
-// NewWriter returns a Writer that writes to dst the bytes written to it with every
+// newWriter returns a writer that writes to dst the bytes written to it with every
 // occurrence of a pattern of s replaced by its token. A Set without patterns makes
-// it a plain pass-through. It panics if dst or s is nil: a Writer that silently
+// it a plain pass-through. It panics if dst or s is nil: a writer that silently
 // masked nothing would be worse than a crash.
-func NewWriter(dst io.Writer, s *Set) *Writer {
+func newWriter(dst io.Writer, s *Set) *writer {
 	if dst == nil || s == nil {
-		panic("redact: NewWriter with a nil destination or Set")
+		panic("redact: newWriter with a nil destination or Set")
 	}
-	w := &Writer{dst: dst, set: s, mt: s.mt}
+	w := &writer{dst: dst, set: s, mt: s.mt}
 	if s.mt != nil {
 		w.hold = make([]byte, 0, s.mt.maxLen) // the most it can hold
 	}
@@ -77,7 +77,7 @@ func NewWriter(dst io.Writer, s *Set) *Writer {
 }
 
 // Format prints nothing of the held bytes, which may be part of a secret.
-func (w *Writer) Format(f fmt.State, verb rune) {
+func (w *writer) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, "redact.Writer{written: %d, held: %d}", w.pos, len(w.hold))
 }
 
@@ -86,12 +86,12 @@ func (w *Writer) Format(f fmt.State, verb rune) {
 // returns len(p) and a nil error on success. An error from the destination is
 // returned, with the count of bytes of p whose output it accepted, and is returned
 // again by every later call: the stream is broken.
-func (w *Writer) Write(p []byte) (int, error) {
+func (w *writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
 	if w.closed {
-		return 0, ErrClosed
+		return 0, errClosed
 	}
 	if w.mt == nil {
 		n, err := w.dst.Write(p)
@@ -149,7 +149,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 // run feeds p[i:] to the automaton. It returns early, with the position from which
 // the prefilter may take over and true, when nothing is waiting and the live partial
 // match is short, started after the anchor and lies in p.
-func (w *Writer) run(i int) (int, bool) {
+func (w *writer) run(i int) (int, bool) {
 	mt := w.mt
 	p := w.p
 	nodes, dense, ebyte, enext := mt.nodes, mt.dense, mt.ebyte, mt.enext
@@ -192,7 +192,7 @@ func (w *Writer) run(i int) (int, bool) {
 }
 
 // addMatch records the match [s, e), the longest one ending at e.
-func (w *Writer) addMatch(s, e int64, tok int32) {
+func (w *writer) addMatch(s, e int64, tok int32) {
 	if w.open && s < w.openEnd {
 		// It overlaps the region whose token is out: mask the rest of it too, and every
 		// waiting region, which all lie between the two.
@@ -217,7 +217,7 @@ func (w *Writer) addMatch(s, e int64, tok int32) {
 
 // settle writes the tokens of the regions that can no longer change: no future match
 // starts before live.
-func (w *Writer) settle(live int64) {
+func (w *writer) settle(live int64) {
 	if w.open && w.openEnd <= live {
 		w.open = false
 	}
@@ -231,7 +231,7 @@ func (w *Writer) settle(live int64) {
 	}
 }
 
-func (w *Writer) emitRegion(r region) {
+func (w *writer) emitRegion(r region) {
 	w.emitPlain(r.start)
 	if w.onToken != nil {
 		w.onToken(r.start, r.end, len(w.set.tokens[r.tok]))
@@ -244,7 +244,7 @@ func (w *Writer) emitRegion(r region) {
 }
 
 // emitPlain outputs the input [emitted, x) unchanged.
-func (w *Writer) emitPlain(x int64) {
+func (w *writer) emitPlain(x int64) {
 	if x <= w.emitted {
 		return
 	}
@@ -273,7 +273,7 @@ func (w *Writer) emitPlain(x int64) {
 	}
 }
 
-func (w *Writer) flushOut() {
+func (w *writer) flushOut() {
 	if len(w.out) == 0 || w.err != nil {
 		return
 	}
@@ -284,7 +284,7 @@ func (w *Writer) flushOut() {
 	w.out = w.out[:0]
 }
 
-func (w *Writer) setErr(n, want int, err error) bool {
+func (w *writer) setErr(n, want int, err error) bool {
 	if err == nil && n < want {
 		err = io.ErrShortWrite
 	}
@@ -295,14 +295,14 @@ func (w *Writer) setErr(n, want int, err error) bool {
 }
 
 // fail ends a Write whose destination failed.
-func (w *Writer) fail() (int, error) {
+func (w *writer) fail() (int, error) {
 	n := min(max(w.delivered-w.base, 0), int64(len(w.p)))
 	w.p = nil
 	return int(n), w.err
 }
 
 // saveHold keeps the input [emitted, pos) for the next call.
-func (w *Writer) saveHold() {
+func (w *writer) saveHold() {
 	if w.emitted < w.base {
 		n := copy(w.hold, w.hold[w.emitted-w.holdAt:])
 		w.hold = append(w.hold[:n], w.p...)
@@ -316,12 +316,12 @@ func (w *Writer) saveHold() {
 // become a secret, and the tokens still waiting. A secret written partly before and
 // partly after a Flush is not recognised, and its first part is written in clear; call
 // Flush only where the stream really pauses (the child exited, or went quiet).
-func (w *Writer) Flush() error {
+func (w *writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
 	if w.closed {
-		return ErrClosed
+		return errClosed
 	}
 	if w.mt == nil {
 		return nil
@@ -340,9 +340,9 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
-// Close flushes (see [Writer.Flush]) and makes later writes fail with [ErrClosed]. It
+// Close flushes (see writer.Flush) and makes later writes fail with errClosed. It
 // does not close the destination. Closing twice is not an error.
-func (w *Writer) Close() error {
+func (w *writer) Close() error {
 	if w.closed {
 		return w.err
 	}

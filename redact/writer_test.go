@@ -88,7 +88,7 @@ func TestHoldBack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			w := NewWriter(&out, s)
+			w := newWriter(&out, s)
 			var all []byte
 			for i, in := range tc.writes {
 				if n, err := w.Write([]byte(in)); n != len(in) || err != nil {
@@ -210,7 +210,7 @@ func TestCompile(t *testing.T) {
 			}
 			minLen := tc.opt.MinLen
 			if minLen == 0 {
-				minLen = DefaultMinLen
+				minLen = defaultMinLen
 			}
 			for i, p := range s.pats {
 				if len(p) < minLen {
@@ -219,8 +219,8 @@ func TestCompile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Compile(nil, nil, Options{}); !errors.Is(err, ErrKey) {
-		t.Fatalf("Compile(nil key) = %v, want ErrKey", err)
+	if _, err := Compile(nil, nil, Options{}); !errors.Is(err, errKey) {
+		t.Fatalf("Compile(nil key) = %v, want errKey", err)
 	}
 }
 
@@ -278,7 +278,7 @@ func TestWriterContract(t *testing.T) {
 	empty := mustCompile(t, nil, Options{})
 
 	t.Run("returns-len", func(t *testing.T) {
-		w := NewWriter(io.Discard, s)
+		w := newWriter(io.Discard, s)
 		for _, in := range []string{"", "a", "sk-con", "tract-secret-0001 and text", strings.Repeat("x", 100000)} {
 			if n, err := w.Write([]byte(in)); n != len(in) || err != nil {
 				t.Fatalf("Write(%d bytes) = %d, %v", len(in), n, err)
@@ -302,7 +302,7 @@ func TestWriterContract(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := &failWriter{limit: tc.limit, short: tc.short}
-			w := NewWriter(dst, tc.set)
+			w := newWriter(dst, tc.set)
 			n, err := w.Write([]byte(tc.in))
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Write error = %v, want %v", err, tc.want)
@@ -327,20 +327,20 @@ func TestWriterContract(t *testing.T) {
 		})
 	}
 	t.Run("closed", func(t *testing.T) {
-		w := NewWriter(io.Discard, s)
+		w := newWriter(io.Discard, s)
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Close(); err != nil {
 			t.Fatalf("second Close = %v", err)
 		}
-		if _, err := w.Write([]byte("x")); !errors.Is(err, ErrClosed) {
-			t.Fatalf("Write after Close = %v, want ErrClosed", err)
+		if _, err := w.Write([]byte("x")); !errors.Is(err, errClosed) {
+			t.Fatalf("Write after Close = %v, want errClosed", err)
 		}
 	})
 	t.Run("flush-mid-stream", func(t *testing.T) {
 		var out bytes.Buffer
-		w := NewWriter(&out, s)
+		w := newWriter(&out, s)
 		w.Write([]byte("go sk-contract"))
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
@@ -355,11 +355,11 @@ func TestWriterContract(t *testing.T) {
 		}
 	})
 	t.Run("nil", func(t *testing.T) {
-		for _, f := range []func(){func() { NewWriter(nil, s) }, func() { NewWriter(io.Discard, nil) }} {
+		for _, f := range []func(){func() { newWriter(nil, s) }, func() { newWriter(io.Discard, nil) }} {
 			func() {
 				defer func() {
 					if recover() == nil {
-						t.Fatal("NewWriter with nil did not panic")
+						t.Fatal("newWriter with nil did not panic")
 					}
 				}()
 				f()
@@ -373,7 +373,7 @@ func TestNoAllocs(t *testing.T) {
 	s := mustCompile(t, benchSecrets(100), Options{})
 	data := genLog(1<<16, 1)
 	data = append(data, benchSecrets(1)[0].Value...)
-	w := NewWriter(io.Discard, s)
+	w := newWriter(io.Discard, s)
 	for _, size := range []int{1, 16, 4096} {
 		w.Write(data) // grow
 		allocs := testing.AllocsPerRun(5, func() {
@@ -403,7 +403,7 @@ func TestConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var out bytes.Buffer
-			w := NewWriter(&out, s)
+			w := newWriter(&out, s)
 			for i := 0; i < len(in); i += g*37 + 1 {
 				w.Write(in[i:min(i+g*37+1, len(in))])
 			}
@@ -420,7 +420,7 @@ func TestConcurrent(t *testing.T) {
 func TestNoLeakInFormatting(t *testing.T) {
 	sec := Secret{Name: "K", Value: []byte("sk-format-secret-42")}
 	s := mustCompile(t, []Secret{sec}, Options{})
-	w := NewWriter(io.Discard, s)
+	w := newWriter(io.Discard, s)
 	w.Write([]byte("x sk-format-sec"))
 	var logged bytes.Buffer
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("m", "secret", sec)

@@ -31,9 +31,9 @@ var privateKeyArmours = []string{
 	"PuTTY-User-Key-File-",
 }
 
-// IsPrivateKey reports whether head, the start of a file, is a private
+// isPrivateKey reports whether head, the start of a file, is a private
 // key's armour.
-func IsPrivateKey(head []byte) bool {
+func isPrivateKey(head []byte) bool {
 	head = bytes.TrimLeft(head, " \t\r\n\ufeff") // white space, a byte order mark
 	for _, a := range privateKeyArmours {
 		if bytes.HasPrefix(head, []byte(a)) {
@@ -82,7 +82,7 @@ func SSHPrivateKeys(home string) []string {
 					walk(path, depth+1)
 				}
 			case fi.Mode().IsRegular() || fi.Mode()&os.ModeSymlink != 0:
-				if head, ok := readHead(path, sshHeadBytes); ok && IsPrivateKey(head) {
+				if head, ok := readHead(path, sshHeadBytes); ok && isPrivateKey(head) {
 					keys = append(keys, path)
 				}
 			}

@@ -158,8 +158,8 @@ func TestIsPrivateKey(t *testing.T) {
 		"PuTTY-User-Key-File-2: ssh-rsa\n":        true,
 		"":                                        false,
 	} {
-		if got := IsPrivateKey([]byte(head)); got != want {
-			t.Errorf("IsPrivateKey(%q) = %v, want %v", head, got, want)
+		if got := isPrivateKey([]byte(head)); got != want {
+			t.Errorf("isPrivateKey(%q) = %v, want %v", head, got, want)
 		}
 	}
 }

@@ -193,9 +193,9 @@ func appendNew(list []string, paths ...string) []string {
 	return list
 }
 
-// Overlaps reports whether path is one of s's paths, lies beneath one, or
+// overlaps reports whether path is one of s's paths, lies beneath one, or
 // lies above one.
-func (s Spec) Overlaps(path string) bool {
+func (s Spec) overlaps(path string) bool {
 	path = filepath.Clean(path)
 	within := func(p, dir string) bool {
 		return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")

@@ -58,8 +58,8 @@ func TestOverlaps(t *testing.T) {
 		"/home/u/.aws": true, "/home/u/.aws/config": false, "/home/u/.aws/cli": true, "/home/u/.gnupg/sub": true, "/home/u": true,
 		"/home/u/.config/envsieve2": false, "/home/u/.ssh/config.d": false, "/home/u/./.aws/": true,
 	} {
-		if got := s.Overlaps(path); got != want {
-			t.Errorf("Overlaps(%s) = %v, want %v", path, got, want)
+		if got := s.overlaps(path); got != want {
+			t.Errorf("overlaps(%s) = %v, want %v", path, got, want)
 		}
 	}
 }

@@ -14,15 +14,15 @@ type DotenvEntry struct {
 	Line, Col int
 }
 
-// DotenvError is a line of a dotenv file that does not parse: it names the
+// dotenvError is a line of a dotenv file that does not parse: it names the
 // file, line and column (1-based, in bytes), never a value.
-type DotenvError struct {
+type dotenvError struct {
 	File      string
 	Line, Col int
 	Msg       string
 }
 
-func (e *DotenvError) Error() string {
+func (e *dotenvError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
@@ -64,7 +64,7 @@ func ParseDotenv(file string, data []byte) ([]DotenvEntry, error) {
 			continue
 		}
 		if first, ok := seen[e.Key]; ok {
-			return nil, &DotenvError{File: file, Line: e.Line, Col: e.Col, Msg: fmt.Sprintf("%s is given twice (first on line %d)", e.Key, first)}
+			return nil, &dotenvError{File: file, Line: e.Line, Col: e.Col, Msg: fmt.Sprintf("%s is given twice (first on line %d)", e.Key, first)}
 		}
 		seen[e.Key] = e.Line
 		out = append(out, *e)
@@ -90,7 +90,7 @@ func (p *dotenvParser) fixLine() {
 }
 
 func (p *dotenvParser) errorf(format string, args ...any) error {
-	return &DotenvError{File: p.file, Line: p.line, Col: p.pos - p.lineStart + 1, Msg: fmt.Sprintf(format, args...)}
+	return &dotenvError{File: p.file, Line: p.line, Col: p.pos - p.lineStart + 1, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (p *dotenvParser) peek() (byte, bool) {

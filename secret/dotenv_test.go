@@ -65,9 +65,9 @@ func TestParseDotenvErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseDotenv("f.env", []byte(tt.in))
-			var de *DotenvError
+			var de *dotenvError
 			if !errors.As(err, &de) {
-				t.Fatalf("got %v, want a DotenvError", err)
+				t.Fatalf("got %v, want a dotenvError", err)
 			}
 			if !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("got %q, want it to start with %q", err, tt.want)
@@ -85,7 +85,7 @@ func FuzzParseDotenv(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := ParseDotenv("f", data)
 		if err != nil {
-			var de *DotenvError
+			var de *dotenvError
 			if !errors.As(err, &de) || de.Line < 1 || de.Col < 1 {
 				t.Fatalf("bad error %v", err)
 			}

@@ -57,7 +57,7 @@ func keychainField(what, s string) error {
 
 // OnePasswordArgv returns the helper that reads a 1Password secret
 // reference: `op read REF`. The reference is parsed strictly first; one
-// that does not parse is [ErrBadRef].
+// that does not parse is errBadRef.
 func OnePasswordArgv(ref string) ([]string, error) {
 	if _, err := parseOnePasswordRef(ref); err != nil {
 		return nil, err
@@ -72,9 +72,9 @@ type onePasswordRef struct {
 	Query                       string // after '?', without it; "" for none
 }
 
-// ErrBadRef is returned (wrapped) for a string that is not a 1Password
+// errBadRef is returned (wrapped) for a string that is not a 1Password
 // secret reference. Use errors.Is.
-var ErrBadRef = errors.New("not a 1Password secret reference (op://VAULT/ITEM/[SECTION/]FIELD)")
+var errBadRef = errors.New("not a 1Password secret reference (op://VAULT/ITEM/[SECTION/]FIELD)")
 
 // parseOnePasswordRef parses ref strictly: the op:// scheme, three or four
 // non-empty segments (no "." or ".." among them), an optional query of
@@ -87,32 +87,32 @@ func parseOnePasswordRef(ref string) (onePasswordRef, error) {
 	case !ok:
 		// Not quoted: a value pasted where its reference belongs
 		// would be.
-		return r, fmt.Errorf("does not start with op://: %w", ErrBadRef)
+		return r, fmt.Errorf("does not start with op://: %w", errBadRef)
 	case !utf8.ValidString(ref):
-		return r, fmt.Errorf("reference is not UTF-8: %w", ErrBadRef)
+		return r, fmt.Errorf("reference is not UTF-8: %w", errBadRef)
 	case strings.IndexFunc(ref, unicode.IsControl) >= 0:
-		return r, fmt.Errorf("reference holds a control character: %w", ErrBadRef)
+		return r, fmt.Errorf("reference holds a control character: %w", errBadRef)
 	}
 	path, query, hasQuery := strings.Cut(rest, "?")
 	if hasQuery {
 		if query == "" {
-			return r, fmt.Errorf("%q: empty query: %w", truncate(ref), ErrBadRef)
+			return r, fmt.Errorf("%q: empty query: %w", truncate(ref), errBadRef)
 		}
 		for _, kv := range strings.Split(query, "&") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" || v == "" || strings.ContainsAny(kv, " ?") {
-				return r, fmt.Errorf("%q: query %q: want NAME=VALUE: %w", truncate(ref), truncate(kv), ErrBadRef)
+				return r, fmt.Errorf("%q: query %q: want NAME=VALUE: %w", truncate(ref), truncate(kv), errBadRef)
 			}
 		}
 		r.Query = query
 	}
 	segs := strings.Split(path, "/")
 	if len(segs) != 3 && len(segs) != 4 {
-		return r, fmt.Errorf("%q: %d segments: %w", truncate(ref), len(segs), ErrBadRef)
+		return r, fmt.Errorf("%q: %d segments: %w", truncate(ref), len(segs), errBadRef)
 	}
 	for _, s := range segs {
 		if s == "" || s == "." || s == ".." || strings.TrimSpace(s) != s {
-			return r, fmt.Errorf("%q: segment %q: %w", truncate(ref), truncate(s), ErrBadRef)
+			return r, fmt.Errorf("%q: segment %q: %w", truncate(ref), truncate(s), errBadRef)
 		}
 	}
 	r.Vault, r.Item, r.Field = segs[0], segs[1], segs[len(segs)-1]

@@ -37,7 +37,7 @@ func TestParseOnePasswordRef(t *testing.T) {
 			t.Errorf("%q: %v", tc.ref, err)
 		case tc.bad == "" && got != tc.want:
 			t.Errorf("%q = %+v, want %+v", tc.ref, got, tc.want)
-		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad) || !errors.Is(err, ErrBadRef)):
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad) || !errors.Is(err, errBadRef)):
 			t.Errorf("%q: error %v, want one with %q", tc.ref, err, tc.bad)
 		case tc.bad != "" && strings.Contains(tc.ref, "pasted") && strings.Contains(err.Error(), "pasted"):
 			t.Errorf("%q: the error quotes what is not a reference: %v", tc.ref, err)
@@ -79,10 +79,10 @@ func FuzzParseOnePasswordRef(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ref string) {
 		r, err := parseOnePasswordRef(ref)
 		if err != nil {
-			if !errors.Is(err, ErrBadRef) {
-				t.Fatalf("error does not wrap ErrBadRef: %v", err)
+			if !errors.Is(err, errBadRef) {
+				t.Fatalf("error does not wrap errBadRef: %v", err)
 			}
-			if !strings.HasPrefix(ref, "op://") && err.Error() != "does not start with op://: "+ErrBadRef.Error() {
+			if !strings.HasPrefix(ref, "op://") && err.Error() != "does not start with op://: "+errBadRef.Error() {
 				t.Fatalf("error quotes a non-reference: %v", err)
 			}
 			return

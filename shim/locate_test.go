@@ -39,7 +39,7 @@ func TestStatic(t *testing.T) {
 func TestLocate(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "bin", "envsieve")
-	lib := filepath.Join(dir, "lib", "envsieve", shim.LibName)
+	lib := filepath.Join(dir, "lib", "envsieve", "libenvsieve.so")
 	os.MkdirAll(filepath.Dir(exe), 0o755)
 	os.MkdirAll(filepath.Dir(lib), 0o755)
 	if _, err := shim.Locate("", exe); !errors.Is(err, shim.ErrNotFound) {
@@ -49,7 +49,7 @@ func TestLocate(t *testing.T) {
 	if got, err := shim.Locate("", exe); err != nil || got != lib {
 		t.Errorf("../lib/envsieve: %q, %v", got, err)
 	}
-	next := filepath.Join(dir, "bin", shim.LibName)
+	next := filepath.Join(dir, "bin", "libenvsieve.so")
 	os.WriteFile(next, nil, 0o644)
 	if got, err := shim.Locate("", exe); err != nil || got != next {
 		t.Errorf("next to the binary: %q, %v", got, err)

@@ -13,7 +13,7 @@ import (
 // that is there, executable, is found.
 func TestLocateCompanions(t *testing.T) {
 	dir := t.TempDir()
-	lib := filepath.Join(dir, LibName)
+	lib := filepath.Join(dir, libName)
 	if err := os.WriteFile(lib, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestLocateCompanions(t *testing.T) {
 		if !errors.Is(err, ErrNotFound) || !errors.As(err, &me) || me.Name != tc.name {
 			t.Fatalf("%s missing: %v", tc.name, err)
 		}
-		if msg := err.Error(); !strings.HasPrefix(msg, tc.name+" is not installed") || strings.Contains(msg, LibName+" not found") {
+		if msg := err.Error(); !strings.HasPrefix(msg, tc.name+" is not installed") || strings.Contains(msg, libName+" not found") {
 			t.Errorf("%s missing: %q", tc.name, msg)
 		}
 		// Not executable is not installed either.

@@ -21,8 +21,8 @@ import (
 	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
-// LibName is the file name of the shim.
-const LibName = "libenvsieve.so"
+// libName is the file name of the shim.
+const libName = "libenvsieve.so"
 
 // StartName is the file name of envsieve-start, which the shim runs in
 // place of a program a rule may match; it lives next to the shim.
@@ -47,7 +47,7 @@ func GrantedVar(keys []string) (string, error) {
 }
 
 // ErrNotFound is returned by Locate when no copy of the library exists.
-var ErrNotFound = errors.New("shim " + LibName + " not found")
+var ErrNotFound = errors.New("shim " + libName + " not found")
 
 // Companions returns where an install puts the file name that goes with
 // envsieve's executable exe (libenvsieve.so, envsieve-daemon), in the order
@@ -65,7 +65,7 @@ func Locate(override, exe string) (string, error) {
 	if override != "" {
 		cands = []string{override}
 	} else if exe != "" {
-		cands = Companions(exe, LibName)
+		cands = Companions(exe, libName)
 	}
 	for _, c := range cands {
 		abs, err := filepath.Abs(c)

@@ -16,7 +16,7 @@ import (
 // come in as values.
 func TestEngineIsPure(t *testing.T) {
 	forbidden := []string{"os", "os/exec", "net", "syscall", "time", "io/ioutil",
-		"github.com/envsieve/envsieve/launch", "github.com/envsieve/envsieve/daemon"}
+		"github.com/envsieve/envsieve/launch", "github.com/envsieve/envsieve/internal/daemon"}
 	for _, dir := range []string{".", "../internal/detect", "../internal/pattern"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {

@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 )
 
 var token = "ghp" + "_" + strings.Repeat("B3nc", 9)

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // TestAWSEnv: a user whose shell holds AWS keys (AWS_ACCESS_KEY_ID,

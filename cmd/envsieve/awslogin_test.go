@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // TestAWSLoginFile: a user whose ~/.aws/credentials holds real keys, and

@@ -26,10 +26,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
-	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/broker"
+	"github.com/envsieve/envsieve/internal/daemon"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/login"
 	"github.com/envsieve/envsieve/policy"
 )
 

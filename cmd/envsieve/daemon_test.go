@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
 

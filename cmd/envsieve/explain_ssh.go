@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/envsieve/envsieve/internal/sshfilter"
 	"github.com/envsieve/envsieve/policy"
-	"github.com/envsieve/envsieve/sshfilter"
 )
 
 // sshJSON is what the tree's ssh agent allows when the child gets

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"

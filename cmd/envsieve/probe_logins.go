@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 )
 
 // chLogins is the channel of the credential files a sealed launch shows

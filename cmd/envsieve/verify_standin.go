@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/login"
 )
 
 // standInArg is envsieve-daemon's hidden verb for verify's stand-in of

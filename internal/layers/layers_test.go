@@ -95,18 +95,18 @@ var rules = []rule{
 	{
 		why:  "the engine and its detectors are pure: no processes, no network, no program-side package",
 		from: m("sieve", "internal/detect", "internal/pattern", "redact"),
-		to:   append([]string{"os/exec", "net", "net/http", "crypto/tls"}, m("launch", "daemon", "audit", "secret", "shim", "seal", "cmd/...")...),
+		to:   append([]string{"os/exec", "net", "net/http", "crypto/tls"}, m("launch", "internal/daemon", "audit", "secret", "shim", "seal", "cmd/...")...),
 	},
 	{
 		why:    "foundation packages import no other envsieve package outside the foundation",
 		from:   m("internal/detect", "internal/pattern", "internal/envknob", "internal/shellcmd", "internal/peercred", "internal/trust", "internal/compiled"),
-		to:     m("sieve", "policy", "launch", "daemon", "audit", "secret", "shim", "seal", "redact", "cmd/..."),
+		to:     m("sieve", "policy", "launch", "internal/daemon", "audit", "secret", "shim", "seal", "redact", "cmd/..."),
 		direct: true,
 	},
 	{
 		why:  "the launch is used by the daemon, never the other way",
 		from: m("launch", "policy", "sieve", "audit", "secret", "shim", "seal", "redact"),
-		to:   m("daemon", "cmd/..."),
+		to:   m("internal/daemon", "cmd/..."),
 	},
 	{
 		why:    "only the policy and the readers of tools' YAML files (login: gh's hosts.yml, yarn's .yarnrc.yml) parse YAML; the engine gets compiled values",
@@ -126,7 +126,7 @@ var rules = []rule{
 // the policy, the broker's catalog, the credential-file fakers (gh's and
 // yarn's files are YAML), and the benchmark that measures the cost of
 // linking it.
-var allowedYAML = m("policy", "broker", "login", "bench/floor/libs")
+var allowedYAML = m("policy", "internal/broker", "internal/login", "bench/floor/libs")
 
 func TestLayers(t *testing.T) {
 	pkgs := listPackages(t)

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
-	"github.com/envsieve/envsieve/daemon"
+	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/secret"

@@ -25,7 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // StandInArg is the hidden verb behind `envsieve verify`'s stand-in for

@@ -92,7 +92,7 @@ func FuzzSwap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, authPre, otherPre, query string, bound bool, method string) {
 		fake := Fake(testKey, "GITHUB_TOKEN", realToken)
 		s := &brokered{Binding: Binding{Name: "GITHUB_TOKEN", Hosts: []string{"api.github.com"}, Methods: []string{"GET", "POST"}},
-			real: realToken, fake: fake, in: DefaultIn}
+			real: realToken, fake: fake, in: defaultIn}
 		b := &Broker{secrets: []*brokered{s}}
 		target := "api.github.com:443"
 		if !bound {

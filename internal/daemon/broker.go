@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
+	"github.com/envsieve/envsieve/internal/sigv4"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/sigv4"
 )
 
 // StartBroker runs a credential broker for a launch's request in this

@@ -1,6 +1,6 @@
 package broker
 
-import "github.com/envsieve/envsieve/broker/fake"
+import "github.com/envsieve/envsieve/internal/fake"
 
 // Fake returns the stand-in for the real value of the secret name (see
 // fake.Of): the same known prefix, length and alphabet, derived from the

@@ -222,7 +222,7 @@ func hexByte(c byte) string {
 // TestRefreshTokenElsewhereRefused: the fake refresh token is swapped only
 // in its endpoint's field: in another path's body, another field, another
 // host's body, it is refused (403) and audited, and never reaches a host
-// as the real value; a token endpoint's body past MaxBody is refused.
+// as the real value; a token endpoint's body past maxBody is refused.
 func TestRefreshTokenElsewhereRefused(t *testing.T) {
 	// The other host is bound to the access token, so the broker
 	// intercepts it and sees its bodies.
@@ -260,9 +260,9 @@ func TestRefreshTokenElsewhereRefused(t *testing.T) {
 			}
 		})
 	}
-	big := `{"refresh_token":"` + fr + `","pad":"` + strings.Repeat("a", MaxBody) + `"}`
+	big := `{"refresh_token":"` + fr + `","pad":"` + strings.Repeat("a", maxBody) + `"}`
 	if code, _ := do(t, c, "POST", "https://"+host+"/v1/oauth/token", "application/json", big, ""); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a token request past MaxBody: %d, want 413", code)
+		t.Errorf("a token request past maxBody: %d, want 413", code)
 	}
 	if len(*hooks) != 0 {
 		t.Error("a refused request renewed tokens")

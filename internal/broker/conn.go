@@ -74,7 +74,7 @@ type peerListener struct {
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
-	max := int64(orDefault(l.b.cfg.MaxConns, DefaultMaxConns))
+	max := int64(orDefault(l.b.cfg.MaxConns, defaultMaxConns))
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {

@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
+	"github.com/envsieve/envsieve/internal/login"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/login"
 	"github.com/envsieve/envsieve/policy"
 )
 

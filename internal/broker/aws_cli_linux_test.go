@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envsieve/envsieve/login"
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/login"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // awsCLI is Debian's awscli (not a pyenv shim on PATH).

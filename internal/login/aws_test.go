@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envsieve/envsieve/broker"
+	"github.com/envsieve/envsieve/internal/broker"
 )
 
 // awsFaker is a launch's faker: broker.Fake under a test install key.

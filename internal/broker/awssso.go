@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // AWSSSO gives a profile's IAM Identity Center (SSO) role keys: the access

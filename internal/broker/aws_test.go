@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // The real AWS keys of these tests, assembled at run time; the fakes are

@@ -23,9 +23,9 @@ import (
 // gets it decoded, without Content-Encoding and Content-Length. An encoding
 // the broker cannot decode is refused, never passed on as it came.
 
-// DefaultMaxDecoded is the cap on the bytes one compressed response (each
+// defaultMaxDecoded is the cap on the bytes one compressed response (each
 // layer of a stacked encoding) may decode to when Config.MaxDecoded is 0.
-const DefaultMaxDecoded = 256 << 20
+const defaultMaxDecoded = 256 << 20
 
 // maxCodings is how many content codings one response may stack.
 const maxCodings = 4

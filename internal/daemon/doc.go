@@ -6,6 +6,9 @@
 // daemon's own environment and the client's snapshot, and never see another
 // session's.
 //
+// The package is internal: its users are envsieve's own programs
+// (cmd/internal/daemoncli) and tests; other languages speak the wire.
+//
 // docs/protocol.md is the wire reference, with examples; this comment is the
 // model behind it.
 //

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envsieve/envsieve/broker"
-	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/internal/broker"
+	"github.com/envsieve/envsieve/internal/login"
 )
 
 // TestNpmThroughBroker: the whole path of a credential file. The real

@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/envsieve/envsieve/sigv4"
+	"github.com/envsieve/envsieve/internal/sigv4"
 )
 
 // AWSCred is one set of AWS keys the tree holds fakes of (a profile of

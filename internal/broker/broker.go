@@ -40,7 +40,7 @@ type Binding struct {
 	// In are the places of a request where the fake is swapped: "header:NAME",
 	// "query:NAME", or a body field of a token endpoint, "form:NAME" or
 	// "json:NAME" (then Paths are required: refresh.go). Nil means the
-	// authorization headers (DefaultIn).
+	// authorization headers (defaultIn).
 	In []string
 	// Renews, on a binding with a body place, names the secrets its
 	// endpoint's JSON token response renews, by the response's field
@@ -59,10 +59,10 @@ type Binding struct {
 	Upstream string
 }
 
-// DefaultIn are the places a fake is swapped in when a binding names none:
+// defaultIn are the places a fake is swapped in when a binding names none:
 // the authorization headers of the common APIs (a Basic credential's user
 // or password included).
-var DefaultIn = []string{"header:Authorization", "header:X-Api-Key", "header:X-Goog-Api-Key", "header:Private-Token"}
+var defaultIn = []string{"header:Authorization", "header:X-Api-Key", "header:X-Goog-Api-Key", "header:Private-Token"}
 
 // Event is one thing the broker did or refused, for the audit log. It
 // names the secret, never a value.
@@ -130,18 +130,21 @@ type Config struct {
 	// MaxDecoded caps the bytes a compressed response (each layer of a
 	// stacked encoding) decodes to; past it the response is cut and a
 	// "denied" event with Place "decoded-size" is audited. 0 means
-	// DefaultMaxDecoded (256 MiB).
+	// defaultMaxDecoded (256 MiB).
 	MaxDecoded int64
 	// HandshakeTimeout bounds an intercepted CONNECT's TLS handshake with
 	// the child, from the broker's 200: a child that never starts TLS is
-	// dropped. 0 means DefaultHandshakeTimeout.
+	// dropped. 0 means 10 s
+	// (defaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// HeaderTimeout bounds the reading of a request's headers on a child's
 	// connection: from the connection's start for its first request, from
-	// the first byte for a later one. 0 means DefaultHeaderTimeout.
+	// the first byte for a later one. 0 means 10 s
+	// (defaultHeaderTimeout).
 	HeaderTimeout time.Duration
 	// IdleTimeout closes a child's kept-alive connection that has waited
-	// that long for its next request. 0 means DefaultIdleTimeout.
+	// that long for its next request. 0 means 120 s
+	// (defaultIdleTimeout).
 	IdleTimeout time.Duration
 	// OnRefresh is called with the new real tokens (by the response's
 	// field, expires_in included) when a token endpoint's response renewed
@@ -150,7 +153,8 @@ type Config struct {
 	OnRefresh func(secret string, tokens map[string]string)
 	// MaxConns caps the child connections open at once (a CONNECT's counts
 	// until it ends); one more is answered 503 and closed, with a "denied"
-	// event of Place "connection-limit". 0 means DefaultMaxConns.
+	// event of Place "connection-limit". 0 means 4096
+	// (defaultMaxConns).
 	MaxConns int
 	// AWS are the AWS keys the tree holds fakes of: requests signed with
 	// them are verified and re-signed (aws.go). None means no AWS endpoint
@@ -160,10 +164,10 @@ type Config struct {
 
 // The defaults of Config's bounds on the child's connections.
 const (
-	DefaultHandshakeTimeout = 10 * time.Second
-	DefaultHeaderTimeout    = 10 * time.Second
-	DefaultIdleTimeout      = 120 * time.Second
-	DefaultMaxConns         = 4096
+	defaultHandshakeTimeout = 10 * time.Second
+	defaultHeaderTimeout    = 10 * time.Second
+	defaultIdleTimeout      = 120 * time.Second
+	defaultMaxConns         = 4096
 )
 
 // orDefault returns d, or def when d is 0 or less.
@@ -246,7 +250,7 @@ func Start(cfg Config) (*Broker, error) {
 		}
 		s := &brokered{Binding: bd, real: real, fake: Fake(cfg.Key, bd.Name, real), in: bd.In}
 		if s.in == nil {
-			s.in = DefaultIn
+			s.in = defaultIn
 		}
 		if s.inBody() && len(bd.Paths) == 0 {
 			return nil, fmt.Errorf("broker: %s: a body place needs the binding's paths (its token endpoint)", bd.Name)
@@ -310,8 +314,8 @@ func Start(cfg Config) (*Broker, error) {
 	b.ln = &peerListener{Listener: ln, b: b}
 	b.addr = ln.Addr().String()
 	b.srv = &http.Server{Handler: b, ErrorLog: discardLog,
-		ReadHeaderTimeout: orDefault(cfg.HeaderTimeout, DefaultHeaderTimeout),
-		IdleTimeout:       orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		ReadHeaderTimeout: orDefault(cfg.HeaderTimeout, defaultHeaderTimeout),
+		IdleTimeout:       orDefault(cfg.IdleTimeout, defaultIdleTimeout),
 		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 	b.wg.Add(1)
 	go func() {
@@ -623,7 +627,7 @@ func (b *Broker) maxDecoded() int64 {
 	if b.cfg.MaxDecoded > 0 {
 		return b.cfg.MaxDecoded
 	}
-	return DefaultMaxDecoded
+	return defaultMaxDecoded
 }
 
 func (b *Broker) audit(e Event) {
@@ -819,7 +823,7 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 		},
 	})
 	// A child that never starts TLS (or stops halfway) is dropped.
-	conn.SetDeadline(time.Now().Add(orDefault(b.cfg.HandshakeTimeout, DefaultHandshakeTimeout)))
+	conn.SetDeadline(time.Now().Add(orDefault(b.cfg.HandshakeTimeout, defaultHandshakeTimeout)))
 	if err := tc.HandshakeContext(r.Context()); err != nil {
 		tc.Close()
 		return
@@ -835,8 +839,8 @@ func (b *Broker) connect(w http.ResponseWriter, r *http.Request) {
 			}
 			b.forward(w, r, "https", target, nil)
 		}),
-		ReadHeaderTimeout: orDefault(b.cfg.HeaderTimeout, DefaultHeaderTimeout),
-		IdleTimeout:       orDefault(b.cfg.IdleTimeout, DefaultIdleTimeout),
+		ReadHeaderTimeout: orDefault(b.cfg.HeaderTimeout, defaultHeaderTimeout),
+		IdleTimeout:       orDefault(b.cfg.IdleTimeout, defaultIdleTimeout),
 		ErrorLog:          discardLog,
 		ConnState: func(_ net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {

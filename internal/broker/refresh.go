@@ -20,13 +20,13 @@ import (
 // A token endpoint's body (docs/broker.md, "Token refresh"): a binding
 // whose In names a body field ("form:refresh_token", "json:refresh_token")
 // on its Paths has that field of a request's body swapped, the body read
-// whole (MaxBody at most), and the endpoint's JSON token response renews
+// whole (maxBody at most), and the endpoint's JSON token response renews
 // the tokens its Renews names: the broker keeps the new real values, the
 // tree gets new fakes in their place, and Config.OnRefresh is told.
 
-// MaxBody is the largest request body the broker reads to swap a body
+// maxBody is the largest request body the broker reads to swap a body
 // field; a larger one to a token endpoint is refused (413).
-const MaxBody = 64 << 10
+const maxBody = 64 << 10
 
 // maxTokenResponse caps a token endpoint's response the broker reads to
 // renew tokens; past it the response is refused (502).
@@ -80,14 +80,14 @@ func (b *Broker) swapBody(r *http.Request, secrets []*brokered, target string, b
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		return 0, "", nil // left to the body scrubber: a fake in it is refused
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body.Close()
 	if err != nil {
 		return http.StatusBadRequest, "reading the request body: " + err.Error(), nil
 	}
-	if len(body) > MaxBody {
+	if len(body) > maxBody {
 		b.audit(Event{Kind: "denied", Secret: cands[0].Name, Host: target, Place: "body-size"})
-		return http.StatusRequestEntityTooLarge, "a token endpoint's request body is larger than " + strconv.Itoa(MaxBody) + " bytes", nil
+		return http.StatusRequestEntityTooLarge, "a token endpoint's request body is larger than " + strconv.Itoa(maxBody) + " bytes", nil
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	kind := ""
