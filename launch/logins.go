@@ -92,15 +92,18 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 					}
 				}
 			}
+			_, agent := agentViews[f.Name]
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
 				st.Seen, st.Hosts = "passed", nil
-			case !slices.Contains(seal.CredentialFiles(), rel):
+			case !agent && !slices.Contains(seal.CredentialFiles(), rel):
 				st.Seen, st.Why, st.Hosts = "passed", "not on the seal's list", nil
 			case err != nil:
 				st.Why, st.Hosts = err.Error(), nil
 			case !broker:
 				st.Why, st.Hosts = "no broker can run", nil
+			case agent:
+				st.Seen, st.Why = "fake", agentWhy(f.Name)
 			case by == seal.Namespaces:
 				st.Seen = "fake"
 			case hasVar:
@@ -144,6 +147,9 @@ type loginFakes struct {
 	// env is what the tree keeps of the outer broker's (outerEnv), set
 	// by StartBroker when outer.
 	env map[string]string
+	// views are the per-launch views of the agents' state dirs
+	// (agentviews.go).
+	views []*loginView
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -179,6 +185,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	masked := seal.CredentialFiles()
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
+			if _, ok := agentViews[f.Name]; ok {
+				l.fakeAgentLogin(lf, f, rel, faker)
+				continue
+			}
 			if !slices.Contains(masked, rel) {
 				// Only a file the seal masks is shown as a fake: one in a
 				// directory the tree writes (an agent's state dir) needs
@@ -237,23 +247,8 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 					return nil, fmt.Errorf("login fakes: %w", err)
 				}
 			}
-			file := LoginFile{Path: p, Format: f.Name}
-			for _, c := range creds {
-				file.Names = append(file.Names, c.Name)
-				if len(c.Renews) > 0 {
-					if file.Renews == nil {
-						file.Renews = map[string]map[string]string{}
-					}
-					file.Renews[c.Name] = c.Renews
-				}
-				lf.names[c.Name] = true
-				st.Hosts = append(st.Hosts, c.Hosts...)
-			}
-			st.Seen = "fake"
 			lf.fake[p] = dst
-			lf.files = append(lf.files, file)
-			lf.creds = append(lf.creds, creds...)
-			lf.states = append(lf.states, st)
+			lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
 		}
 	}
 	if lf.dir != "" {
@@ -265,6 +260,25 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	}
 	l.logins = lf
 	return lf, nil
+}
+
+// add records the fake file of file's real one, holding creds, as st.
+func (lf *loginFakes) add(file LoginFile, creds []login.Cred, st LoginState) {
+	for _, c := range creds {
+		file.Names = append(file.Names, c.Name)
+		if len(c.Renews) > 0 {
+			if file.Renews == nil {
+				file.Renews = map[string]map[string]string{}
+			}
+			file.Renews[c.Name] = c.Renews
+		}
+		lf.names[c.Name] = true
+		st.Hosts = append(st.Hosts, c.Hosts...)
+	}
+	st.Seen = "fake"
+	lf.files = append(lf.files, file)
+	lf.creds = append(lf.creds, creds...)
+	lf.states = append(lf.states, st)
 }
 
 // pointVar sets the variable name to the fake dst of the real file p: dst
@@ -312,8 +326,17 @@ func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
 	return out
 }
 
-// removeLogins removes the fake files.
+// removeLogins removes the fake files, and the views of the agents' state
+// dirs once what the tree made there moved into them (syncBack).
 func (l *Plan) removeLogins() {
+	if l.logins != nil {
+		for _, v := range l.logins.views {
+			if left := v.syncBack(); len(left) > 0 {
+				l.host.debugf("login: %s: changed outside meanwhile, the tree's left out: %s", v.state, strings.Join(left, ", "))
+			}
+		}
+		l.logins.views = nil
+	}
 	if l.logins != nil && l.logins.dir != "" {
 		os.Chmod(l.logins.dir, 0o700)
 		os.RemoveAll(l.logins.dir)

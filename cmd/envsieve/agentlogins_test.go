@@ -1,0 +1,417 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
+)
+
+// agentLogin is one agent's own login file, as its CLI writes it: rel
+// under HOME, the JSON of a login holding the tokens reals, and the
+// shell word that names the file where the agent in the tree reads it
+// (its state dir's variable, else the default).
+type agentLogin struct {
+	profile, rel, agentPath string
+	file                    func(reals []string) string
+	// token returns the access token of the file's JSON.
+	token func(b []byte) string
+}
+
+func jwtOf(sig string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc([]byte(`{"email":"a@example.com"}`)) + "." + sig
+}
+
+var agentLogins = []agentLogin{
+	{
+		profile: "claude", rel: ".claude/.credentials.json",
+		agentPath: `"${CLAUDE_CONFIG_DIR:-$HOME/.claude}/.credentials.json"`,
+		file: func(r []string) string {
+			return `{"claudeAiOauth":{"accessToken":"` + r[0] + `","refreshToken":"` + r[1] +
+				`","expiresAt":1000,"scopes":["user:inference"],"subscriptionType":"max"}}`
+		},
+		token: func(b []byte) string {
+			var f struct {
+				O struct{ AccessToken string } `json:"claudeAiOauth"`
+			}
+			json.Unmarshal(b, &f)
+			return f.O.AccessToken
+		},
+	},
+	{
+		profile: "codex", rel: ".codex/auth.json",
+		agentPath: `"${CODEX_HOME:-$HOME/.codex}/auth.json"`,
+		file: func(r []string) string {
+			return `{"OPENAI_API_KEY":null,"tokens":{"id_token":"` + jwtOf(r[2]) + `","access_token":"` + r[0] +
+				`","refresh_token":"` + r[1] + `","account_id":"acct-1"},"last_refresh":"2026-01-01T00:00:00Z"}`
+		},
+		token: func(b []byte) string {
+			var f struct {
+				T struct {
+					AccessToken string `json:"access_token"`
+				} `json:"tokens"`
+			}
+			json.Unmarshal(b, &f)
+			return f.T.AccessToken
+		},
+	},
+	{
+		profile: "gemini", rel: ".gemini/oauth_creds.json",
+		agentPath: `"${GEMINI_CLI_HOME:-$HOME}/.gemini/oauth_creds.json"`,
+		file: func(r []string) string {
+			return `{"access_token":"` + r[0] + `","refresh_token":"` + r[1] + `","scope":"openid","token_type":"Bearer","id_token":"` +
+				jwtOf(r[2]) + `","expiry_date":1000}`
+		},
+		token: func(b []byte) string {
+			var f struct {
+				A string `json:"access_token"`
+			}
+			json.Unmarshal(b, &f)
+			return f.A
+		},
+	},
+}
+
+// TestAgentLoginFiles: the agents' own login files (Claude Code's
+// .credentials.json, Codex's auth.json, Gemini CLI's oauth_creds.json) lie
+// in state directories the tree writes. A hostile command of a sealed
+// `envsieve run --profile NAME`, run as an unprivileged user, reads the
+// file at its real path, where the agent reads it, and everything in the
+// state dir; it finds only fakes, by both seal mechanisms, also after the
+// user logs in again outside (a new real file renamed over the old one).
+// The agent's file is a fake it may rewrite (a refresh); a new top-level
+// entry the tree makes in the agent's state dir stays after the launch,
+// and the user's real file is untouched by the tree.
+func TestAgentLoginFiles(t *testing.T) {
+	for _, ag := range agentLogins {
+		for _, mech := range []string{"namespaces", "landlock"} {
+			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech == "landlock") })
+		}
+	}
+}
+
+func testAgentLoginFile(t *testing.T, ag agentLogin, landlock bool) {
+	exe, home := unprivilegedInstall(t)
+	tag := strings.ToUpper(ag.profile[:1]) + ag.profile[1:2]
+	reals := []string{"acc1" + strings.Repeat(tag+"a1", 20), "ref1" + strings.Repeat(tag+"r1", 20), "sig1" + strings.Repeat(tag+"s1", 20)}
+	news := []string{"acc2" + strings.Repeat(tag+"a2", 21), "ref2" + strings.Repeat(tag+"r2", 21), "sig2" + strings.Repeat(tag+"s2", 21)}
+	all := append(append([]string{}, reals...), news...)
+	masked := func(s string) string {
+		for i, r := range all {
+			s = strings.ReplaceAll(s, r, "<REAL"+string(rune('0'+i))+">")
+		}
+		return s
+	}
+	realFile := filepath.Join(home, ag.rel)
+	stateDir := filepath.Dir(realFile)
+	writeOwned(t, realFile, ag.file(reals))
+	writeOwned(t, filepath.Join(stateDir, "sub", "kept"), "state")
+	phases, err := os.MkdirTemp("", "envsieve-phases-") // the tree's temp dir: it writes there
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(phases) })
+	os.Chmod(phases, 0o777)
+	real := `"$HOME/` + ag.rel + `"`
+	script := `
+echo "real: $(cat ` + real + ` 2>&1)"
+echo "agent: $(cat ` + ag.agentPath + ` 2>&1)"
+echo "all: $(cat "$HOME/` + filepath.Dir(ag.rel) + `"/* "$HOME/` + filepath.Dir(ag.rel) + `"/*/* 2>&1)"
+d=$(dirname ` + ag.agentPath + `)
+echo new > "$d/made-in-tree" && echo made
+echo more >> "$d/sub/kept" && echo appended
+printf '%s' "$(cat ` + ag.agentPath + `)" > "$d/.tmp" && mv "$d/.tmp" ` + ag.agentPath + ` && echo rewritten
+touch ` + phases + `/one
+while [ ! -e ` + phases + `/two ]; do sleep 0.05; done
+echo "real after: $(cat ` + real + ` 2>&1)"
+echo "agent after: $(cat ` + ag.agentPath + ` 2>&1)"
+echo "all after: $(cat "$HOME/` + filepath.Dir(ag.rel) + `"/* 2>&1)"
+`
+	argv := []string{exe, "run", "--profile", ag.profile, "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_DEBUG=1"}
+	cmd.Dir = home
+	cmd.SysProcAttr = asUnprivileged()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the tree ended early: %v\n%s", err, masked(out.String()))
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("the tree did not reach its first phase\n%s", masked(out.String()))
+		case <-time.After(20 * time.Millisecond):
+			if _, err := os.Stat(filepath.Join(phases, "one")); err == nil {
+				break wait
+			}
+		}
+	}
+	// The user logs in again outside: the CLI writes a new file and
+	// renames it over the old one.
+	writeOwned(t, realFile+".new", ag.file(news))
+	if err := os.Rename(realFile+".new", realFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(phases, "two"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("envsieve run: %v\n%s", err, masked(out.String()))
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the tree did not end\n%s", masked(out.String()))
+	}
+	got := out.String()
+	for _, r := range all {
+		if strings.Contains(got, r) {
+			t.Errorf("a real token is in what the tree read:\n%s", masked(got))
+			break
+		}
+	}
+	if landlock && !strings.Contains(got, "seal: landlock;") {
+		t.Errorf("the tree was not sealed by Landlock:\n%s", masked(got))
+	}
+	// The agent reads a fake of the access token where it looks.
+	var agentLine string
+	for _, l := range strings.Split(got, "\n") {
+		if v, ok := strings.CutPrefix(l, "agent: "); ok {
+			agentLine = v
+		}
+	}
+	if tok := ag.token([]byte(agentLine)); len(tok) != len(reals[0]) || tok == reals[0] {
+		t.Errorf("the agent's file does not hold a fake access token:\n%s", masked(got))
+	}
+	for _, want := range []string{"made", "appended", "rewritten"} {
+		if !strings.Contains(got, "\n"+want+"\n") {
+			t.Errorf("the tree could not write its state dir (%s):\n%s", want, masked(got))
+		}
+	}
+	// The real file is the user's new login, untouched.
+	if b, _ := os.ReadFile(realFile); string(b) != ag.file(news) {
+		t.Errorf("the user's real file changed: %s", masked(string(b)))
+	}
+	if b, err := os.ReadFile(filepath.Join(stateDir, "made-in-tree")); err != nil || string(b) != "new\n" {
+		t.Errorf("a file the tree made in the agent's state dir did not stay: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(stateDir, "sub", "kept")); string(b) != "statemore\n" {
+		t.Errorf("a write to the state dir's subdirectory did not stay: %q", b)
+	}
+	ents, _ := os.ReadDir(stateDir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".envsieve") {
+			t.Errorf("the launch left %s in the state dir", e.Name())
+		}
+	}
+}
+
+// connectProxy starts an HTTP proxy that sends every CONNECT to srv: the
+// broker's upstream, so that srv plays every host it has a certificate
+// for.
+func connectProxy(t *testing.T, srv *httptest.Server) string {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		hj, _ := w.(http.Hijacker)
+		cc, rw, err := hj.Hijack()
+		if err != nil {
+			c.Close()
+			return
+		}
+		io.WriteString(cc, "HTTP/1.1 200 OK\r\n\r\n")
+		go func() { io.Copy(c, rw); c.Close() }()
+		io.Copy(cc, c)
+		cc.Close()
+	}))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// TestClaudeLoginSealed: the real Claude Code, logged in by the user's
+// OAuth credentials file, under `envsieve run --profile claude` with
+// nothing else configured, run as an unprivileged user by both seal
+// mechanisms, against a stand-in of api.anthropic.com and of the token
+// endpoint. A first request carries the real access token upstream; the
+// tree then finds its access token expired (the script ages its own copy),
+// Claude Code refreshes with the fake refresh token (the stand-in gets the
+// real one), and a second request carries the new real access token. The
+// tree reads only fakes throughout, the user's real file afterwards holds
+// the new real tokens, and the view is gone.
+func TestClaudeLoginSealed(t *testing.T) {
+	for _, mech := range []string{"namespaces", "landlock"} {
+		t.Run(mech, func(t *testing.T) { testClaudeLoginSealed(t, mech == "landlock") })
+	}
+}
+
+func testClaudeLoginSealed(t *testing.T, landlock bool) {
+	claude := agentCLI(t, "@anthropic-ai/claude-code/bin/claude.exe")
+	oldA, oldR := "sk-ant-oat01-"+strings.Repeat("Ol1x", 22)+"-AA", "sk-ant-ort01-"+strings.Repeat("Or2x", 22)+"-AA"
+	newA, newR := "sk-ant-oat01-"+strings.Repeat("Nw3x", 22)+"-AA", "sk-ant-ort01-"+strings.Repeat("Nr4x", 22)+"-AA"
+	reals := []string{oldA, oldR, newA, newR}
+	mask := func(s string) string {
+		for _, r := range reals {
+			s = strings.ReplaceAll(s, r, "<REAL>")
+		}
+		return s
+	}
+	m := &modelStandIn{canary: "echo hi"}
+	var mu sync.Mutex
+	var refreshes []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/oauth/token" {
+			var req map[string]any
+			json.NewDecoder(r.Body).Decode(&req)
+			rt, _ := req["refresh_token"].(string)
+			mu.Lock()
+			refreshes = append(refreshes, rt)
+			mu.Unlock()
+			if rt != oldR {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"token_type":"Bearer","access_token":"`+newA+`","refresh_token":"`+newR+`","expires_in":28800,"scope":"user:inference user:profile"}`)
+			return
+		}
+		if a := r.Header.Get("Authorization"); a != "" && a != "Bearer "+oldA && a != "Bearer "+newA {
+			http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid token"}}`, http.StatusUnauthorized)
+			return
+		}
+		m.anthropic(w, r)
+	}))
+	cert, caPEM := hostCert(t, "api.anthropic.com", "platform.claude.com", "console.anthropic.com")
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	upstream := connectProxy(t, srv)
+
+	exe, home := unprivilegedInstall(t)
+	if landlock {
+		// Landlock seals the directories above HOME's sealed files: the
+		// home is where a user's is, out of /tmp, which Claude Code writes.
+		home = unprivilegedHomeIn(t, "/var/tmp")
+	}
+	realFile := filepath.Join(home, ".claude", ".credentials.json")
+	writeOwned(t, realFile, `{"claudeAiOauth":{"accessToken":"`+oldA+`","refreshToken":"`+oldR+
+		`","expiresAt":4102444800000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`)
+	writeOwned(t, filepath.Join(home, "standin-ca.pem"), string(caPEM))
+	policy := filepath.Join(home, "policy.yaml")
+	writeOwned(t, policy, "version: 1\nbroker:\n  upstream_ca: ["+filepath.Join(home, "standin-ca.pem")+"]\n")
+	work := filepath.Join(home, "work")
+	writeOwned(t, filepath.Join(work, "README"), "work\n")
+	creds := `"$CLAUDE_CONFIG_DIR/.credentials.json"`
+	script := `set -e
+echo "real: $(cat "$HOME/.claude/.credentials.json" 2>&1 || true)"
+` + claude + ` -p "Say hi." </dev/null
+echo "first-done"
+sed 's/"expiresAt":[0-9]*/"expiresAt":1000/' ` + creds + ` > "$CLAUDE_CONFIG_DIR/aged" && mv "$CLAUDE_CONFIG_DIR/aged" ` + creds + `
+` + claude + ` -p "Say hi again." </dev/null
+echo "second-done"
+echo "tree file: $(cat ` + creds + `)"
+echo "real after: $(cat "$HOME/.claude/.credentials.json" 2>&1 || true)"
+`
+	argv := []string{exe, "run", "--profile", "claude", "--policy", policy, "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home, "HTTPS_PROXY=" + upstream,
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "ENVSIEVE_DEBUG=1"}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, mask(got))
+	}
+	for _, r := range reals {
+		if strings.Contains(got, r) {
+			t.Fatalf("the tree read a real token:\n%s", mask(got))
+		}
+	}
+	if landlock && !strings.Contains(got, "seal: landlock;") {
+		t.Errorf("the tree was not sealed by Landlock:\n%s", mask(got))
+	}
+	for _, want := range []string{"first-done", "second-done", "tree file: {"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q missing:\n%s", want, mask(got))
+		}
+	}
+	mu.Lock()
+	if len(refreshes) == 0 || refreshes[0] != oldR {
+		t.Errorf("the token endpoint did not get the real refresh token (%d refreshes)", len(refreshes))
+	}
+	mu.Unlock()
+	m.mu.Lock()
+	keys := slices.Clone(m.keys)
+	m.mu.Unlock()
+	sawOld, sawNew := false, false
+	for _, k := range keys {
+		switch k {
+		case "Bearer " + oldA:
+			sawOld = true
+		case "Bearer " + newA:
+			sawNew = sawOld
+		default:
+			t.Errorf("a model request reached the stand-in without a real token: %s", mask(k))
+		}
+	}
+	if !sawOld || !sawNew {
+		t.Errorf("want a request with the real access token, then one with the new one (%d requests):\n%s", len(keys), mask(got))
+	}
+	b, _ := os.ReadFile(realFile)
+	if !strings.Contains(string(b), newA) || !strings.Contains(string(b), newR) || !strings.Contains(string(b), `"subscriptionType":"max"`) {
+		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
+	}
+	ents, _ := os.ReadDir(filepath.Join(home, ".claude"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".envsieve") {
+			t.Errorf("the launch left %s in ~/.claude", e.Name())
+		}
+	}
+}

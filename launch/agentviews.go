@@ -1,0 +1,255 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/envsieve/envsieve/login"
+)
+
+// The agents' own logins (docs/design.md section 13, docs/agents.md
+// "Logins"): Claude Code's ~/.claude/.credentials.json, Codex's
+// ~/.codex/auth.json, Gemini CLI's ~/.gemini/oauth_creds.json lie in the
+// agent's state dir, which the tree writes, and which the agent outside
+// envsieve rewrites (by rename) at the same time. A mount over the file
+// alone is undone when the file is renamed over outside, and Landlock
+// cannot deny a file in a directory it grants; so the seal masks the
+// real file by holding the state dir's top level (seal.AgentLoginFiles:
+// a namespace seal's held copy, Landlock's grants entry by entry), and
+// the agent works in a per-launch view of its state dir instead, named
+// by its own variable: a directory inside the state dir holding the fake
+// login file (a regular file the agent may rewrite when it refreshes)
+// and a link to each other entry of the state dir (what the agent writes
+// beneath them stays where it is). At the end of the launch, what the
+// agent made or replaced at the view's top level is moved into the state
+// dir (never the login file: the broker writes the real one back), and
+// the view is removed.
+
+// agentView is how one agent's login file is shown: its state dir
+// (relative to HOME), the variable that moves the agent's state dir, and
+// whether the variable names a home the state dir's name lies in (Gemini
+// CLI's GEMINI_CLI_HOME) rather than the state dir itself.
+type agentView struct {
+	dir, env string
+	home     bool
+}
+
+// agentViews are the agents' login formats (package login) by name.
+var agentViews = map[string]agentView{
+	"claude-credentials": {dir: ".claude", env: "CLAUDE_CONFIG_DIR"},
+	"codex-auth":         {dir: ".codex", env: "CODEX_HOME"},
+	"gemini-oauth":       {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
+}
+
+// viewPrefix begins the name of a launch's view in an agent's state dir.
+const viewPrefix = ".envsieve-view-"
+
+// loginView is a launch's view of one agent's state dir.
+type loginView struct {
+	// state is the real state dir; root the view's directory in it
+	// (removed at the end); dir the agent's state dir in the view: root,
+	// or root/<state's name> for a home variable.
+	state, root, dir string
+	// cred is the login file's name.
+	cred string
+	// links are the links made in dir, by name, to their targets; seen
+	// the state dir's entries as they were when they were linked.
+	links map[string]string
+	seen  map[string]fs.FileInfo
+}
+
+// writesStateDir reports whether the sealed tree of this launch writes
+// the state dir dir (absolute): the profile's state_dirs or the policy's
+// seal.write name it or a directory above it.
+func (l *Plan) writesStateDir(dir string) bool {
+	var named []string
+	if l.opt.Policy != nil {
+		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+			for _, d := range plan.StateDirs {
+				named = append(named, filepath.Join(l.host.Home, strings.TrimPrefix(d, "~/")))
+			}
+		}
+	}
+	for _, w := range l.Result.SealWrite {
+		if p, err := l.host.expandHome(w); err == nil {
+			named = append(named, p)
+		}
+	}
+	return atOrIn(filepath.Clean(dir), named)
+}
+
+// setIn reports whether the environment env sets the variable name.
+func setIn(env []string, name string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+}
+
+// makeView makes the view of state for the agent av, holding fake (nil:
+// none, the agent has no login in the tree) under the name cred.
+func makeView(av agentView, state, cred string, fake []byte) (*loginView, error) {
+	root, err := os.MkdirTemp(state, viewPrefix)
+	if err != nil {
+		return nil, err
+	}
+	v := &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}}
+	if av.home {
+		v.dir = filepath.Join(root, filepath.Base(state))
+		if err := os.Mkdir(v.dir, 0o700); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	ents, err := os.ReadDir(state)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if name == cred || strings.HasPrefix(name, viewPrefix) {
+			continue // the login, and the views of launches (this one's too)
+		}
+		target := filepath.Join(state, name)
+		if fi, err := os.Lstat(target); err == nil {
+			v.seen[name] = fi
+		}
+		if err := os.Symlink(target, filepath.Join(v.dir, name)); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+		v.links[name] = target
+	}
+	if fake != nil {
+		if err := os.WriteFile(filepath.Join(v.dir, cred), fake, 0o600); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// envValue is the value of the agent's variable for the view.
+func (v *loginView) envValue() string { return v.root }
+
+// syncBack moves what the tree made or replaced at the view's top level
+// into the state dir, and removes the view. An entry is moved when the
+// state dir's entry of that name is as it was when the view was made (or
+// still absent): what the user's own agent wrote there meanwhile wins. The
+// login file never moves (the real one is the broker's to write back), a
+// link left as it was made is dropped, and nothing is followed: a link
+// the tree made moves as a link. It returns the names left behind.
+func (v *loginView) syncBack() []string {
+	var left []string
+	ents, _ := os.ReadDir(v.dir)
+	for _, e := range ents {
+		name := e.Name()
+		if name == v.cred {
+			continue
+		}
+		from := filepath.Join(v.dir, name)
+		if t, ok := v.links[name]; ok {
+			if got, err := os.Readlink(from); err == nil && got == t {
+				continue
+			}
+		}
+		to := filepath.Join(v.state, name)
+		now, err := os.Lstat(to)
+		was, existed := v.seen[name]
+		unchanged := errors.Is(err, fs.ErrNotExist) && !existed ||
+			err == nil && existed && os.SameFile(now, was) && now.ModTime().Equal(was.ModTime()) && now.Size() == was.Size()
+		if !unchanged {
+			left = append(left, name)
+			continue
+		}
+		if now != nil && now.IsDir() {
+			// A directory is replaced only by another rename of the tree's
+			// (the agent's own temp-and-rename of a file never is one).
+			if fi, err := os.Lstat(from); err != nil || !fi.IsDir() {
+				left = append(left, name)
+				continue
+			}
+			if err := os.RemoveAll(to); err != nil {
+				left = append(left, name)
+				continue
+			}
+		}
+		if err := os.Rename(from, to); err != nil {
+			left = append(left, name)
+		}
+	}
+	os.RemoveAll(v.root)
+	return left
+}
+
+// agentLogin shows the agent's login file p (of format name, real
+// contents faked as out, or an error) in a view (agentViews), and
+// returns the view, or why the file stays masked. The seal masks p
+// whatever this returns (seal.AgentLoginFiles).
+func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView, error) {
+	av := agentViews[name]
+	state := filepath.Join(l.host.Home, av.dir)
+	switch {
+	case filepath.Dir(p) != state:
+		return nil, fmt.Errorf("not in %s", av.dir)
+	case setIn(l.opt.Parent, av.env) || setIn(l.Env, av.env):
+		return nil, fmt.Errorf("%s is set: the agent does not read this file", av.env)
+	case !l.writesStateDir(state):
+		return nil, fmt.Errorf("~/%s is not a state dir of this launch", av.dir)
+	}
+	if fakeErr != nil {
+		out = nil
+	}
+	v, err := makeView(av, state, filepath.Base(p), out)
+	if err != nil {
+		return nil, fmt.Errorf("the view of ~/%s: %w", av.dir, err)
+	}
+	if fakeErr != nil {
+		return v, fakeErr
+	}
+	return v, nil
+}
+
+// agentWhy says, for explain, where the agent reads its login's fake.
+func agentWhy(name string) string {
+	av := agentViews[name]
+	return "the agent's own copy, in a per-launch view of ~/" + av.dir + " that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
+}
+
+// fakeAgentLogin fakes the agent's login file rel of format f, if it
+// exists, in a view of its state dir (agentLogin), and records it in lf:
+// a fake, or masked and why.
+func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker login.Faker) {
+	p := filepath.Join(l.host.Home, rel)
+	real, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return
+	}
+	st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+	var out []byte
+	var creds []login.Cred
+	if err == nil {
+		out, creds, err = f.Fake(real, faker)
+	}
+	if err == nil && len(creds) == 0 {
+		err = errors.New("no credential in it")
+	}
+	v, err := l.agentLogin(f.Name, p, err, out)
+	if v != nil {
+		lf.views = append(lf.views, v)
+		lf.vars[agentViews[f.Name].env] = v.envValue()
+	}
+	if err != nil {
+		st.Why = err.Error()
+		l.host.debugf("login: %s stays masked: %v", p, err)
+		lf.states = append(lf.states, st)
+		return
+	}
+	st.Why = "the agent's own copy, in " + agentViews[f.Name].env + "'s view"
+	lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
+	l.host.debugf("login: %s is a fake the agent may rewrite, in %s", p, v.dir)
+}
