@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,9 +25,9 @@ import (
 // a namespace seal's held copy, Landlock's grants entry by entry), and
 // the agent works in a per-launch view of its state dir instead, named
 // by its own variable: a directory inside the state dir holding the fake
-// login file (a regular file the agent may rewrite when it refreshes)
-// and a link to each other entry of the state dir (what the agent writes
-// beneath them stays where it is). At the end of the launch, what the
+// login file (a regular file the agent may rewrite when it refreshes),
+// a copy of each other small file of the state dir, and a link to each
+// other entry (what the agent writes beneath them stays where it is). At the end of the launch, what the
 // agent made or replaced at the view's top level is moved into the state
 // dir (never the login file: the broker writes the real one back), and
 // the view is removed.
@@ -38,11 +39,16 @@ import (
 type agentView struct {
 	dir, env string
 	home     bool
+	// homeFiles are files the agent keeps in HOME by default and in the
+	// directory its variable names once set (Claude Code's .claude.json):
+	// the view links each to its place in HOME, and what the tree makes
+	// of it moves there at the end.
+	homeFiles []string
 }
 
 // agentViews are the agents' login formats (package login) by name.
 var agentViews = map[string]agentView{
-	"claude-credentials": {dir: ".claude", env: "CLAUDE_CONFIG_DIR"},
+	"claude-credentials": {dir: ".claude", env: "CLAUDE_CONFIG_DIR", homeFiles: []string{".claude.json"}},
 	"codex-auth":         {dir: ".codex", env: "CODEX_HOME"},
 	"gemini-oauth":       {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
 }
@@ -58,10 +64,49 @@ type loginView struct {
 	state, root, dir string
 	// cred is the login file's name.
 	cred string
-	// links are the links made in dir, by name, to their targets; seen
-	// the state dir's entries as they were when they were linked.
+	// links are the links made in dir, by name, to their targets (an
+	// entry of state, or of HOME: agentView.homeFiles); seen the targets
+	// as they were when they were linked.
 	links map[string]string
 	seen  map[string]fs.FileInfo
+	// copies are the entries copied rather than linked, as written.
+	copies map[string]fs.FileInfo
+}
+
+// viewCopyMax is the largest file of a state dir that its view copies
+// rather than links (agents append to their larger ones, a history, in
+// place).
+const viewCopyMax = 1 << 20
+
+// copyRegular copies the regular file from (not followed) to the new file
+// to, and returns what it wrote.
+func copyRegular(from, to string, perm fs.FileMode) (fs.FileInfo, error) {
+	f, err := os.OpenFile(from, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, viewCopyMax+1))
+	if err != nil || len(b) > viewCopyMax {
+		return nil, errors.New("cannot be copied")
+	}
+	w, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Close()
+		os.Remove(to)
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(to)
+		return nil, err
+	}
+	return os.Lstat(to)
 }
 
 // writesStateDir reports whether the sealed tree of this launch writes
@@ -96,7 +141,7 @@ func makeView(av agentView, state, cred string, fake []byte) (*loginView, error)
 	if err != nil {
 		return nil, err
 	}
-	v := &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}}
+	v := &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}, copies: map[string]fs.FileInfo{}}
 	if av.home {
 		v.dir = filepath.Join(root, filepath.Base(state))
 		if err := os.Mkdir(v.dir, 0o700); err != nil {
@@ -109,20 +154,36 @@ func makeView(av agentView, state, cred string, fake []byte) (*loginView, error)
 		os.RemoveAll(root)
 		return nil, err
 	}
+	targets := map[string]string{}
 	for _, e := range ents {
-		name := e.Name()
-		if name == cred || strings.HasPrefix(name, viewPrefix) {
-			continue // the login, and the views of launches (this one's too)
+		if name := e.Name(); name != cred && !strings.HasPrefix(name, viewPrefix) {
+			targets[name] = filepath.Join(state, name) // not the login, nor the views of launches (this one's too)
 		}
-		target := filepath.Join(state, name)
-		if fi, err := os.Lstat(target); err == nil {
+	}
+	for _, name := range av.homeFiles {
+		if _, ok := targets[name]; !ok { // the state dir's own wins, as in the agent
+			targets[name] = filepath.Join(filepath.Dir(state), name)
+		}
+	}
+	for name, target := range targets {
+		fi, err := os.Lstat(target)
+		if err == nil {
 			v.seen[name] = fi
+		}
+		v.links[name] = target
+		if err == nil && fi.Mode().IsRegular() && fi.Size() <= viewCopyMax {
+			// A copy: the agents replace their small files by a temporary
+			// file beside the link's target, in the held state dir or the
+			// read-only HOME, where it cannot be made.
+			if c, err := copyRegular(target, filepath.Join(v.dir, name), fi.Mode().Perm()); err == nil {
+				v.copies[name] = c
+				continue
+			}
 		}
 		if err := os.Symlink(target, filepath.Join(v.dir, name)); err != nil {
 			os.RemoveAll(root)
 			return nil, err
 		}
-		v.links[name] = target
 	}
 	if fake != nil {
 		if err := os.WriteFile(filepath.Join(v.dir, cred), fake, 0o600); err != nil {
@@ -131,6 +192,11 @@ func makeView(av agentView, state, cred string, fake []byte) (*loginView, error)
 		}
 	}
 	return v, nil
+}
+
+// sameStamp reports whether a and b are the same file, not changed.
+func sameStamp(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() && a.Mode() == b.Mode()
 }
 
 // envValue is the value of the agent's variable for the view.
@@ -152,16 +218,22 @@ func (v *loginView) syncBack() []string {
 			continue
 		}
 		from := filepath.Join(v.dir, name)
-		if t, ok := v.links[name]; ok {
+		if c, ok := v.copies[name]; ok {
+			if now, err := os.Lstat(from); err == nil && sameStamp(now, c) {
+				continue // the copy, as it was made
+			}
+		} else if t, ok := v.links[name]; ok {
 			if got, err := os.Readlink(from); err == nil && got == t {
 				continue
 			}
 		}
 		to := filepath.Join(v.state, name)
+		if t, ok := v.links[name]; ok {
+			to = t // where the agent keeps it outside (agentView.homeFiles)
+		}
 		now, err := os.Lstat(to)
 		was, existed := v.seen[name]
-		unchanged := errors.Is(err, fs.ErrNotExist) && !existed ||
-			err == nil && existed && os.SameFile(now, was) && now.ModTime().Equal(was.ModTime()) && now.Size() == was.Size()
+		unchanged := errors.Is(err, fs.ErrNotExist) && !existed || err == nil && existed && sameStamp(now, was)
 		if !unchanged {
 			left = append(left, name)
 			continue

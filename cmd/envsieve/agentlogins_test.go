@@ -335,6 +335,10 @@ func testClaudeLoginSealed(t *testing.T, landlock bool) {
 	writeOwned(t, realFile, `{"claudeAiOauth":{"accessToken":"`+oldA+`","refreshToken":"`+oldR+
 		`","expiresAt":4102444800000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`)
 	writeOwned(t, filepath.Join(home, "standin-ca.pem"), string(caPEM))
+	// Claude Code's global config, in HOME (issue 25: the tree could not
+	// write it).
+	globalConfig := `{"numStartups":7,"hasCompletedOnboarding":true,"marker":"kept"}`
+	writeOwned(t, filepath.Join(home, ".claude.json"), globalConfig)
 	policy := filepath.Join(home, "policy.yaml")
 	writeOwned(t, policy, "version: 1\nbroker:\n  upstream_ca: ["+filepath.Join(home, "standin-ca.pem")+"]\n")
 	work := filepath.Join(home, "work")
@@ -413,5 +417,19 @@ echo "real after: $(cat "$HOME/.claude/.credentials.json" 2>&1 || true)"
 		if strings.HasPrefix(e.Name(), ".envsieve") {
 			t.Errorf("the launch left %s in ~/.claude", e.Name())
 		}
+	}
+	// Claude Code read its global config in the tree and wrote it back to
+	// HOME, where it keeps it outside envsieve.
+	var gc struct {
+		NumStartups    int    `json:"numStartups"`
+		Marker         string `json:"marker"`
+		FirstStartTime string `json:"firstStartTime"`
+	}
+	b, err = os.ReadFile(filepath.Join(home, ".claude.json"))
+	if json.Unmarshal(b, &gc); err != nil || gc.Marker != "kept" || gc.NumStartups != 7 || gc.FirstStartTime == "" {
+		t.Errorf("~/.claude.json was not read and written by the tree's Claude Code (%v): %s", err, mask(string(b)))
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".claude", ".claude.json")); err == nil {
+		t.Error("the tree's global config landed in ~/.claude")
 	}
 }
