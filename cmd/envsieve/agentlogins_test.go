@@ -433,3 +433,134 @@ echo "real after: $(cat "$HOME/.claude/.credentials.json" 2>&1 || true)"
 		t.Error("the tree's global config landed in ~/.claude")
 	}
 }
+
+// TestCodexLoginSealed: the real Codex, logged in with ChatGPT by the
+// user's ~/.codex/auth.json last refreshed long ago, under `envsieve run
+// --profile codex` by both seal mechanisms: it refreshes at
+// auth.openai.com with the fake refresh token (the stand-in gets the real
+// one) and calls the ChatGPT backend with the new fake access token (the
+// stand-in gets the new real one). The tree reads only fakes; the user's
+// real file afterwards holds the new real tokens.
+func TestCodexLoginSealed(t *testing.T) {
+	for _, mech := range []string{"namespaces", "landlock"} {
+		t.Run(mech, func(t *testing.T) { testCodexLoginSealed(t, mech == "landlock") })
+	}
+}
+
+func testCodexLoginSealed(t *testing.T, landlock bool) {
+	codex := agentCLI(t, ".bin/codex")
+	e := base64.RawURLEncoding.EncodeToString
+	jwt := func(claims, sig string) string {
+		return e([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + e([]byte(claims)) + "." + sig
+	}
+	claims := `{"email":"dev@example.com","exp":4102444800,"https://api.openai.com/auth":{"chatgpt_plan_type":"pro","chatgpt_account_id":"acct-1"}}`
+	oldID, newID := jwt(claims, strings.Repeat("Oi1x", 20)), jwt(claims, strings.Repeat("Ni2x", 20))
+	oldA, newA := jwt(`{"exp":4102444800}`, strings.Repeat("Oa3x", 20)), jwt(`{"exp":4102444800}`, strings.Repeat("Na4x", 20))
+	oldR, newR := "rt_"+strings.Repeat("Or5x", 12), "rt_"+strings.Repeat("Nr6x", 12)
+	reals := []string{oldID, newID, oldA, newA, oldR, newR}
+	mask := func(s string) string {
+		for _, r := range reals {
+			s = strings.ReplaceAll(s, r, "<REAL>")
+			if parts := strings.Split(r, "."); len(parts) == 3 {
+				s = strings.ReplaceAll(s, parts[2], "<REAL SIGNATURE>")
+			}
+		}
+		return s
+	}
+	m := &modelStandIn{canary: "echo hi"}
+	var mu sync.Mutex
+	var refreshes, auths []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/oauth/token" {
+			var req map[string]any
+			json.NewDecoder(r.Body).Decode(&req)
+			rt, _ := req["refresh_token"].(string)
+			mu.Lock()
+			refreshes = append(refreshes, rt)
+			mu.Unlock()
+			if rt != oldR {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id_token":"`+newID+`","access_token":"`+newA+`","refresh_token":"`+newR+`","expires_in":864000}`)
+			return
+		}
+		mu.Lock()
+		auths = append(auths, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		m.openai(w, r)
+	}))
+	cert, caPEM := hostCert(t, "auth.openai.com", "chatgpt.com", "api.openai.com")
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	upstream := connectProxy(t, srv)
+
+	exe, home := unprivilegedInstall(t)
+	if landlock {
+		home = unprivilegedHomeIn(t, "/var/tmp")
+	}
+	realFile := filepath.Join(home, ".codex", "auth.json")
+	writeOwned(t, realFile, "{\n  \"OPENAI_API_KEY\": null,\n  \"tokens\": {\n    \"id_token\": \""+oldID+"\",\n    \"access_token\": \""+oldA+
+		"\",\n    \"refresh_token\": \""+oldR+"\",\n    \"account_id\": \"acct-1\"\n  },\n  \"last_refresh\": \"2020-01-01T00:00:00Z\"\n}")
+	writeOwned(t, filepath.Join(home, ".codex", "config.toml"), "check_for_update_on_startup = false\n")
+	writeOwned(t, filepath.Join(home, "standin-ca.pem"), string(caPEM))
+	policy := filepath.Join(home, "policy.yaml")
+	writeOwned(t, policy, "version: 1\nbroker:\n  upstream_ca: ["+filepath.Join(home, "standin-ca.pem")+"]\n")
+	work := filepath.Join(home, "work")
+	writeOwned(t, filepath.Join(work, "README"), "work\n")
+	script := `echo "real: $(cat "$HOME/.codex/auth.json" 2>&1)"
+` + codex + ` exec --skip-git-repo-check -s danger-full-access --disable responses_websockets --disable responses_websockets_v2 "Say hi." </dev/null
+echo "codex-exit: $?"
+echo "tree file: $(cat "$CODEX_HOME/auth.json")"
+echo "real after: $(cat "$HOME/.codex/auth.json" 2>&1)"
+`
+	argv := []string{exe, "run", "--profile", "codex", "--policy", policy, "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home, "HTTPS_PROXY=" + upstream, "ENVSIEVE_DEBUG=1"}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, mask(got))
+	}
+	if mask(got) != got {
+		t.Fatalf("the tree read a real token:\n%s", mask(got))
+	}
+	if landlock && !strings.Contains(got, "seal: landlock;") {
+		t.Errorf("the tree was not sealed by Landlock:\n%s", mask(got))
+	}
+	if !strings.Contains(got, "tree file: {") {
+		t.Errorf("the tree's Codex has no login file:\n%s", mask(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refreshes) == 0 || refreshes[0] != oldR {
+		t.Errorf("the token endpoint did not get the real refresh token (%d refreshes):\n%s", len(refreshes), mask(got))
+	}
+	after := 0
+	for _, a := range auths {
+		if strings.HasSuffix(a, " Bearer "+newA) {
+			after++
+		} else if strings.Contains(a, "Bearer ") {
+			t.Errorf("a backend request without the new real access token: %s", mask(a))
+		}
+	}
+	if after == 0 {
+		t.Errorf("no backend request carried the new real access token:\n%s", mask(got))
+	}
+	b, _ := os.ReadFile(realFile)
+	if !strings.Contains(string(b), newA) || !strings.Contains(string(b), newR) || !strings.Contains(string(b), newID) {
+		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
+	}
+}
