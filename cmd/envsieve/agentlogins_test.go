@@ -564,3 +564,49 @@ echo "real after: $(cat "$HOME/.codex/auth.json" 2>&1)"
 		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
 	}
 }
+
+// TestExplainAgentLogins: explain lists the agents' own login files like
+// the other login files: a fake under the agent's profile, with the hosts
+// bound and the variable that names the agent's copy; passed unsealed.
+func TestExplainAgentLogins(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	reals := []string{"acc1" + strings.Repeat("Xa1", 10), "ref1" + strings.Repeat("Xr1", 10), "sig1" + strings.Repeat("Xs1", 10)}
+	for _, ag := range agentLogins {
+		writeOwned(t, filepath.Join(home, ag.rel), ag.file(reals))
+	}
+	explain := func(args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"explain"}, args...), "--", "true")...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		for _, r := range reals {
+			if strings.Contains(string(out), r) {
+				t.Fatalf("explain printed a real value")
+			}
+		}
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, c := range []struct{ profile, rel, host, env string }{
+		{"claude", ".claude/.credentials.json", "api.anthropic.com", "CLAUDE_CONFIG_DIR"},
+		{"codex", ".codex/auth.json", "auth.openai.com", "CODEX_HOME"},
+		{"gemini", ".gemini/oauth_creds.json", "oauth2.googleapis.com", "GEMINI_CLI_HOME"},
+	} {
+		got := explain("--profile", c.profile)
+		var line string
+		for _, l := range strings.Split(got, "\n") {
+			if strings.HasPrefix(l, "login:   "+filepath.Join(home, c.rel)+" ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, " fake") || !strings.Contains(line, c.host) || !strings.Contains(line, c.env) {
+			t.Errorf("explain --profile %s: the login line of %s: %q\n%s", c.profile, c.rel, line, got)
+		}
+	}
+	if open := explain(); !strings.Contains(open, "login:   "+filepath.Join(home, ".claude/.credentials.json")+" passed") {
+		t.Errorf("explain unsealed: the file is not passed:\n%s", open)
+	}
+}
