@@ -610,3 +610,107 @@ func TestExplainAgentLogins(t *testing.T) {
 		t.Errorf("explain unsealed: the file is not passed:\n%s", open)
 	}
 }
+
+// TestGeminiLoginSealed: the real Gemini CLI, logged in with Google by the
+// user's ~/.gemini/oauth_creds.json whose access token has expired, under
+// `envsieve run --profile gemini`: it refreshes at oauth2.googleapis.com
+// with the fake refresh token in a form body (the stand-in gets the real
+// one), checks the new token at the token info endpoint (the stand-in gets
+// the new real one), and the user's real file afterwards holds the new real
+// tokens. The stand-in does not play Code Assist, so the turn itself fails
+// after that; the tree reads only fakes throughout.
+func TestGeminiLoginSealed(t *testing.T) {
+	gemini := agentCLI(t, "@google/gemini-cli/bundle/gemini.js")
+	oldA, newA := "ya29.a0"+strings.Repeat("Ga1x", 30), "ya29.a0"+strings.Repeat("Gn2x", 30)
+	oldR, newR := "1//0g"+strings.Repeat("Gr3x", 20), "1//0g"+strings.Repeat("Gs4x", 20)
+	reals := []string{oldA, newA, oldR, newR}
+	mask := func(s string) string {
+		for _, r := range reals {
+			s = strings.ReplaceAll(s, r, "<REAL>")
+		}
+		return s
+	}
+	var mu sync.Mutex
+	var refreshes, auths []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host == "oauth2.googleapis.com" && r.URL.Path == "/token" {
+			r.ParseForm()
+			rt := r.PostForm.Get("refresh_token")
+			mu.Lock()
+			refreshes = append(refreshes, rt)
+			mu.Unlock()
+			if rt != oldR {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"access_token":"`+newA+`","refresh_token":"`+newR+`","expires_in":3599,"scope":"openid","token_type":"Bearer"}`)
+			return
+		}
+		mu.Lock()
+		auths = append(auths, r.Host+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path == "/tokeninfo" && r.Header.Get("Authorization") == "Bearer "+newA {
+			// google-auth-library checks the refreshed token here.
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"expires_in":3599,"scope":"openid https://www.googleapis.com/auth/cloud-platform"}`)
+			return
+		}
+		http.Error(w, `{"error":{"code":403,"message":"stand-in"}}`, http.StatusForbidden)
+	}))
+	cert, caPEM := hostCert(t, "oauth2.googleapis.com", "cloudcode-pa.googleapis.com", "www.googleapis.com")
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	upstream := connectProxy(t, srv)
+
+	exe, home := unprivilegedInstall(t)
+	realFile := filepath.Join(home, ".gemini", "oauth_creds.json")
+	writeOwned(t, realFile, `{"access_token":"`+oldA+`","refresh_token":"`+oldR+`","scope":"openid","token_type":"Bearer","expiry_date":1000}`)
+	writeOwned(t, filepath.Join(home, ".gemini", "settings.json"),
+		`{"security": {"auth": {"selectedType": "oauth-personal"}}, "general": {"disableAutoUpdate": true}, "telemetry": {"enabled": false}}`)
+	writeOwned(t, filepath.Join(home, "standin-ca.pem"), string(caPEM))
+	policy := filepath.Join(home, "policy.yaml")
+	writeOwned(t, policy, "version: 1\nbroker:\n  upstream_ca: ["+filepath.Join(home, "standin-ca.pem")+"]\n")
+	work := filepath.Join(home, "work")
+	writeOwned(t, filepath.Join(work, "README"), "work\n")
+	script := `echo "real: $(cat "$HOME/.gemini/oauth_creds.json" 2>&1)"
+timeout 60 node ` + gemini + ` -p "Say hi." --skip-trust </dev/null
+echo "gemini-exit: $?"
+echo "tree file: $(cat "$GEMINI_CLI_HOME/.gemini/oauth_creds.json")"
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "run", "--profile", "gemini", "--policy", policy, "--", "/bin/sh", "-c", script)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home, "HTTPS_PROXY=" + upstream, "ENVSIEVE_DEBUG=1"}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, mask(got))
+	}
+	if mask(got) != got {
+		t.Fatalf("the tree read a real token:\n%s", mask(got))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refreshes) == 0 || refreshes[0] != oldR {
+		t.Fatalf("the token endpoint did not get the real refresh token (%d refreshes):\n%s", len(refreshes), mask(got))
+	}
+	checked := false
+	for _, a := range auths {
+		if strings.Contains(a, "Bearer ") && !strings.HasSuffix(a, " Bearer "+newA) {
+			t.Errorf("a request without the new real access token: %s", mask(a))
+		}
+		checked = checked || a == "oauth2.googleapis.com/tokeninfo Bearer "+newA
+	}
+	if !checked {
+		t.Errorf("the token info endpoint did not get the new real access token (%d requests):\n%s", len(auths), mask(got))
+	}
+	b, _ := os.ReadFile(realFile)
+	if !strings.Contains(string(b), newA) || !strings.Contains(string(b), newR) {
+		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
+	}
+}
