@@ -101,13 +101,16 @@ var agentLogins = []agentLogin{
 // and the user's real file is untouched by the tree.
 func TestAgentLoginFiles(t *testing.T) {
 	for _, ag := range agentLogins {
-		for _, mech := range []string{"namespaces", "landlock"} {
-			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech == "landlock") })
+		// c-init: the namespaces made by envsieve-init (init.c), which
+		// holds the state dir as seal.Apply does.
+		for _, mech := range []string{"namespaces", "c-init", "landlock"} {
+			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech) })
 		}
 	}
 }
 
-func testAgentLoginFile(t *testing.T, ag agentLogin, landlock bool) {
+func testAgentLoginFile(t *testing.T, ag agentLogin, mech string) {
+	landlock := mech == "landlock"
 	exe, home := unprivilegedInstall(t)
 	tag := strings.ToUpper(ag.profile[:1]) + ag.profile[1:2]
 	reals := []string{"acc1" + strings.Repeat(tag+"a1", 20), "ref1" + strings.Repeat(tag+"r1", 20), "sig1" + strings.Repeat(tag+"s1", 20)}
@@ -152,6 +155,9 @@ echo "all after: $(cat "$HOME/` + filepath.Dir(ag.rel) + `"/* 2>&1)"
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_DEBUG=1"}
+	if mech == "c-init" {
+		cmd.Env = append(cmd.Env, "ENVSIEVE_SHIM="+shimtest.Lib(t))
+	}
 	cmd.Dir = home
 	cmd.SysProcAttr = asUnprivileged()
 	var out strings.Builder
