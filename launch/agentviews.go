@@ -71,6 +71,9 @@ type loginView struct {
 	seen  map[string]fs.FileInfo
 	// copies are the entries copied rather than linked, as written.
 	copies map[string]fs.FileInfo
+	// dirInfo is dir as it was made: the tree may replace a dir below
+	// root (a link to another directory, whose entries would then move).
+	dirInfo fs.FileInfo
 }
 
 // viewCopyMax is the largest file of a state dir that its view copies
@@ -191,6 +194,10 @@ func makeView(av agentView, state, cred string, fake []byte) (*loginView, error)
 			return nil, err
 		}
 	}
+	if v.dirInfo, err = os.Lstat(v.dir); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	return v, nil
 }
 
@@ -211,6 +218,10 @@ func (v *loginView) envValue() string { return v.root }
 // the tree made moves as a link. It returns the names left behind.
 func (v *loginView) syncBack() []string {
 	var left []string
+	defer os.RemoveAll(v.root) // not followed: a link in it is removed, not its target
+	if fi, err := os.Lstat(v.dir); err != nil || !fi.IsDir() || !os.SameFile(fi, v.dirInfo) {
+		return []string{filepath.Base(v.dir)} // replaced by the tree: nothing of it moves
+	}
 	ents, _ := os.ReadDir(v.dir)
 	for _, e := range ents {
 		name := e.Name()
@@ -254,7 +265,6 @@ func (v *loginView) syncBack() []string {
 			left = append(left, name)
 		}
 	}
-	os.RemoveAll(v.root)
 	return left
 }
 

@@ -138,6 +138,39 @@ func TestLoginViewSyncBack(t *testing.T) {
 	}
 }
 
+// TestLoginViewHomeReplaced: the tree replaces the state dir in Gemini
+// CLI's view (below the view's root, its own) by a link to another
+// directory: nothing of that directory moves into the state dir (where the
+// next session's tree could read it), and it is left as it was.
+func TestLoginViewHomeReplaced(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, ".gemini")
+	secret := filepath.Join(base, ".ssh")
+	os.MkdirAll(state, 0o700)
+	os.MkdirAll(secret, 0o700)
+	os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("KEY"), 0o600)
+	v, err := makeView(agentViews["gemini-oauth"], state, "oauth_creds.json", []byte("FAKE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(v.dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, v.dir); err != nil {
+		t.Fatal(err)
+	}
+	v.syncBack()
+	if _, err := os.Lstat(filepath.Join(state, "id_ed25519")); err == nil {
+		t.Fatal("a file of the link's target moved into the state dir")
+	}
+	if b, err := os.ReadFile(filepath.Join(secret, "id_ed25519")); err != nil || string(b) != "KEY" {
+		t.Fatalf("the link's target changed: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(v.root); err == nil {
+		t.Error("the view is left")
+	}
+}
+
 // TestLoginViewHome: Gemini CLI's variable names a home: the view holds
 // the state dir under its own name.
 func TestLoginViewHome(t *testing.T) {
