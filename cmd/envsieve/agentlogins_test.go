@@ -720,3 +720,38 @@ echo "tree file: $(cat "$GEMINI_CLI_HOME/.gemini/oauth_creds.json")"
 		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
 	}
 }
+
+// TestAgentLoginNoBroker: with no broker (--no-broker) there is no fake to
+// show: each agent's login file stays masked in the sealed tree, by both
+// mechanisms.
+func TestAgentLoginNoBroker(t *testing.T) {
+	for _, landlock := range []bool{false, true} {
+		exe, home := unprivilegedInstall(t)
+		reals := []string{"acc1" + strings.Repeat("Nb1", 10), "ref1" + strings.Repeat("Nb2", 10), "sig1" + strings.Repeat("Nb3", 10)}
+		script := ""
+		for _, ag := range agentLogins {
+			writeOwned(t, filepath.Join(home, ag.rel), ag.file(reals))
+			script += `cat "$HOME/` + ag.rel + `" ` + ag.agentPath + "; "
+		}
+		script += "echo ran"
+		argv := []string{exe, "run", "--profile", "claude", "--no-broker", "--", "/bin/sh", "-c", script}
+		if landlock {
+			noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+			copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+			argv = append([]string{noNS}, argv...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		for _, r := range reals {
+			if strings.Contains(string(out), r) {
+				t.Fatalf("landlock %v: the tree read a real token", landlock)
+			}
+		}
+		if err != nil || !strings.HasSuffix(string(out), "ran\n") {
+			t.Fatalf("landlock %v: the tree did not run: %v\n%s", landlock, err, out)
+		}
+	}
+}
