@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/envsieve/envsieve/login"
+	"github.com/envsieve/envsieve/seal"
 )
 
 // The agents' own logins (docs/design.md section 13, docs/agents.md
@@ -138,8 +139,10 @@ func setIn(env []string, name string) bool {
 }
 
 // makeView makes the view of state for the agent av, holding fake (nil:
-// none, the agent has no login in the tree) under the name cred.
-func makeView(av agentView, state, cred string, fake []byte) (*loginView, error) {
+// none, the agent has no login in the tree) under the name cred. A file
+// at or in one of masks (the seal's) is linked, never copied: the copy
+// would not be masked.
+func makeView(av agentView, state, cred string, fake []byte, masks []string) (*loginView, error) {
 	root, err := os.MkdirTemp(state, viewPrefix)
 	if err != nil {
 		return nil, err
@@ -174,7 +177,7 @@ func makeView(av agentView, state, cred string, fake []byte) (*loginView, error)
 			v.seen[name] = fi
 		}
 		v.links[name] = target
-		if err == nil && fi.Mode().IsRegular() && fi.Size() <= viewCopyMax {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() <= viewCopyMax && !atOrIn(target, masks) {
 			// A copy: the agents replace their small files by a temporary
 			// file beside the link's target, in the held state dir or the
 			// read-only HOME, where it cannot be made.
@@ -286,7 +289,14 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 	if fakeErr != nil {
 		out = nil
 	}
-	v, err := makeView(av, state, filepath.Base(p), out)
+	extra := make([]string, 0, len(l.Result.SealMask))
+	for _, m := range l.Result.SealMask {
+		if e, err := l.host.expandHome(m); err == nil {
+			extra = append(extra, e)
+		}
+	}
+	masks := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra).Mask
+	v, err := makeView(av, state, filepath.Base(p), out, masks)
 	if err != nil {
 		return nil, fmt.Errorf("the view of ~/%s: %w", av.dir, err)
 	}

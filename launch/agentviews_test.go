@@ -97,7 +97,7 @@ func TestLoginViewSyncBack(t *testing.T) {
 			write(filepath.Join(state, ".credentials.json"), "REAL")
 			write(filepath.Join(state, "settings.json"), "s0")
 			write(filepath.Join(state, "sub", "f"), "f0")
-			v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", []byte("FAKE"))
+			v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", []byte("FAKE"), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,6 +138,30 @@ func TestLoginViewSyncBack(t *testing.T) {
 	}
 }
 
+// TestLoginViewMasked: a file of the state dir that the seal masks (a
+// policy's seal.mask) is linked in the view, not copied: the link leads to
+// the mask, a copy would not be masked.
+func TestLoginViewMasked(t *testing.T) {
+	state := filepath.Join(t.TempDir(), ".claude")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "mcp-secrets.json"), []byte("SECRET"), 0o600)
+	os.WriteFile(filepath.Join(state, "settings.json"), []byte("{}"), 0o600)
+	v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", nil, []string{filepath.Join(state, "mcp-secrets.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.syncBack()
+	if fi, err := os.Lstat(filepath.Join(v.dir, "mcp-secrets.json")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("a masked file is not a link in the view: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(v.dir, "settings.json")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("a small file is not copied: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(v.dir, ".credentials.json")); err == nil {
+		t.Error("a view with no fake holds a login file")
+	}
+}
+
 // TestLoginViewHomeReplaced: the tree replaces the state dir in Gemini
 // CLI's view (below the view's root, its own) by a link to another
 // directory: nothing of that directory moves into the state dir (where the
@@ -149,7 +173,7 @@ func TestLoginViewHomeReplaced(t *testing.T) {
 	os.MkdirAll(state, 0o700)
 	os.MkdirAll(secret, 0o700)
 	os.WriteFile(filepath.Join(secret, "id_ed25519"), []byte("KEY"), 0o600)
-	v, err := makeView(agentViews["gemini-oauth"], state, "oauth_creds.json", []byte("FAKE"))
+	v, err := makeView(agentViews["gemini-oauth"], state, "oauth_creds.json", []byte("FAKE"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +201,7 @@ func TestLoginViewHome(t *testing.T) {
 	state := filepath.Join(t.TempDir(), ".gemini")
 	os.MkdirAll(state, 0o700)
 	os.WriteFile(filepath.Join(state, "settings.json"), []byte("{}"), 0o600)
-	v, err := makeView(agentViews["gemini-oauth"], state, "oauth_creds.json", []byte("FAKE"))
+	v, err := makeView(agentViews["gemini-oauth"], state, "oauth_creds.json", []byte("FAKE"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +232,7 @@ func BenchmarkLoginView(b *testing.B) {
 	for _, part := range []string{"make", "make+sync"} {
 		b.Run(part, func(b *testing.B) {
 			for b.Loop() {
-				v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", fake)
+				v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", fake, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

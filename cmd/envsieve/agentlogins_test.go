@@ -755,3 +755,27 @@ func TestAgentLoginNoBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLoginViewKeepsMasks: a file of the agent's state dir that the
+// policy masks (seal.mask) stays masked in the agent's view of it too,
+// where the view copies the state dir's other small files.
+func TestAgentLoginViewKeepsMasks(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	real := "sec1" + strings.Repeat("Vm1", 10)
+	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"), agentLogins[0].file([]string{"acc1" + strings.Repeat("Vm2", 10), "ref1" + strings.Repeat("Vm3", 10)}))
+	writeOwned(t, filepath.Join(home, ".claude", "mcp-secrets.json"), real)
+	policy := filepath.Join(home, "policy.yaml")
+	writeOwned(t, policy, "version: 1\nprofiles:\n  agent:\n    extends: [builtin:claude]\n    seal: {mode: on, mask: [~/.claude/mcp-secrets.json]}\n")
+	cmd := exec.Command(exe, "run", "--policy", policy, "--profile", "agent", "--", "/bin/sh", "-c",
+		`test -n "$CLAUDE_CONFIG_DIR" && cat "$CLAUDE_CONFIG_DIR/mcp-secrets.json" "$HOME/.claude/mcp-secrets.json"; echo ran`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	cmd.Dir = home
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), real) {
+		t.Fatal("the tree read a masked file of the state dir through the agent's view")
+	}
+	if err != nil || !strings.HasSuffix(string(out), "ran\n") {
+		t.Fatalf("the tree did not run: %v\n%s", err, out)
+	}
+}
