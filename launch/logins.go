@@ -186,13 +186,13 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
 			if _, ok := agentViews[f.Name]; ok {
+				// An agent's own login, in its state dir: a fake in a
+				// view of that dir (agentviews.go).
 				l.fakeAgentLogin(lf, f, rel, faker)
 				continue
 			}
 			if !slices.Contains(masked, rel) {
-				// Only a file the seal masks is shown as a fake: one in a
-				// directory the tree writes (an agent's state dir) needs
-				// the seal to hold it first.
+				// Only a file the seal masks is shown as a fake.
 				l.host.debugf("login: ~/%s is not on the seal's list: not faked", rel)
 				continue
 			}
