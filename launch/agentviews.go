@@ -334,10 +334,17 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	if v != nil {
 		lf.views = append(lf.views, v)
 		lf.vars[agentViews[f.Name].env] = v.envValue()
+		lf.viewVars[agentViews[f.Name].env] = v.envValue()
 	}
 	if err != nil {
 		st.Why = err.Error()
-		l.host.debugf("login: %s stays masked: %v", p, err)
+		if v != nil {
+			// The agent's launch, and its login is not shown: say so, or
+			// the agent just asks for a login.
+			l.host.warnf("login: %s stays masked in the sealed tree (%v): the agent there is not logged in by it", p, err)
+		} else {
+			l.host.debugf("login: %s stays masked: %v", p, err)
+		}
 		lf.states = append(lf.states, st)
 		return
 	}

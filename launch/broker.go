@@ -148,6 +148,11 @@ func (l *Plan) StartBroker() error {
 		}
 	}
 	if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+		if logins != nil && len(logins.viewVars) > 0 {
+			// An agent's view with no login in it: the agent still
+			// works in it (agentviews.go).
+			l.Env = overlay(l.Env, logins.viewVars)
+		}
 		return nil
 	}
 	h := l.host

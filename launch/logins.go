@@ -148,8 +148,10 @@ type loginFakes struct {
 	// by StartBroker when outer.
 	env map[string]string
 	// views are the per-launch views of the agents' state dirs
-	// (agentviews.go).
-	views []*loginView
+	// (agentviews.go); viewVars their variables (in vars too), which the
+	// tree gets even when no broker runs.
+	views    []*loginView
+	viewVars map[string]string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -180,7 +182,7 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("login fakes: %w", err)
 	}
-	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}}
+	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}, viewVars: map[string]string{}}
 	faker := func(name, real string) string { return fake.Of(key, name, real) }
 	masked := seal.CredentialFiles()
 	for _, f := range login.Formats() {

@@ -779,3 +779,56 @@ func TestAgentLoginViewKeepsMasks(t *testing.T) {
 		t.Fatalf("the tree did not run: %v\n%s", err, out)
 	}
 }
+
+// TestAgentLoginNotUnderstood: a login file envsieve does not fake soundly
+// (Claude Code's with the MCP servers' own OAuth tokens) stays masked, and
+// the agent's launch says so; the agent's state dir still works.
+func TestAgentLoginNotUnderstood(t *testing.T) {
+	// c-init: with envsieve-init installed, a launch with no broker could
+	// exec the init in its place, and nothing would move the tree's work
+	// out of the view at the end.
+	for _, mech := range []string{"namespaces", "c-init", "landlock"} {
+		t.Run(mech, func(t *testing.T) { testAgentLoginNotUnderstood(t, mech) })
+	}
+}
+
+func testAgentLoginNotUnderstood(t *testing.T, mech string) {
+	exe, home := unprivilegedInstall(t)
+	real := "sk-ant-oat01-" + strings.Repeat("Nu1x", 20)
+	mcp := "mcp-" + strings.Repeat("Nu2x", 10)
+	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"),
+		`{"claudeAiOauth":{"accessToken":"`+real+`"},"mcpOAuth":{"srv|1":{"accessToken":"`+mcp+`"}}}`)
+	argv := []string{exe, "run", "--profile", "claude", "--", "/bin/sh", "-c",
+		`cat "$HOME/.claude/.credentials.json" "$CLAUDE_CONFIG_DIR/.credentials.json"; echo x > "$CLAUDE_CONFIG_DIR/made" && echo ran`}
+	if mech == "landlock" {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	if mech == "c-init" {
+		cmd.Env = append(cmd.Env, "ENVSIEVE_SHIM="+shimtest.Lib(t))
+	}
+	cmd.Dir = home
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	if strings.Contains(string(out), real) || strings.Contains(string(out), mcp) {
+		t.Fatal("the tree read a real token")
+	}
+	if err != nil || !strings.HasSuffix(string(out), "ran\n") {
+		t.Fatalf("the tree did not run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "warning: login: "+filepath.Join(home, ".claude", ".credentials.json")+" stays masked") {
+		t.Errorf("no warning that the agent is not logged in:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".claude", "made")); err != nil {
+		t.Errorf("the agent's state dir was not written: %v", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(home, ".claude"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".envsieve") {
+			t.Errorf("the launch left %s in ~/.claude", e.Name())
+		}
+	}
+}
