@@ -69,7 +69,7 @@ var brokerVars = append([]string{"NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_p
 
 // userCAVars name the CA files of the user's own environment: the
 // broker trusts them upstream, and puts them in the bundle the tree's
-// clients trust (docs/design.md section 11).
+// clients trust (docs/design.md section 9.4, "The credential broker").
 var userCAVars = []string{"SSL_CERT_FILE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 
 // UserCAVars returns the names of the variables through which the user's
@@ -149,6 +149,11 @@ func (l *Plan) StartBroker() error {
 		}
 	}
 	if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+		if logins != nil && len(logins.viewVars) > 0 {
+			// An agent's view with no login in it: the agent still
+			// works in it (agentviews.go).
+			l.Env = overlay(l.Env, logins.viewVars)
+		}
 		return nil
 	}
 	h := l.host
@@ -300,7 +305,7 @@ var proxyBaseURLs = []string{"OPENAI_BASE_URL"}
 
 // proxyMode reports whether the launch's broker serves proxy mode: the
 // child then gets the proxy variables and the CA variables (docs/design.md
-// section 11). It does when a binding has hosts and no base-URL variable
+// section 9.4). It does when a binding has hosts and no base-URL variable
 // (its clients have no endpoint to point elsewhere: gh, git, npm), or a
 // base-URL variable some client of the key ignores (proxyBaseURLs), or
 // when egress is bound-only (the broker can refuse only what goes through

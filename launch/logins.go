@@ -20,7 +20,7 @@ import (
 )
 
 // LoginFile is a credential file of HOME whose sealed view is a fake
-// (docs/design.md section 13): the broker re-reads it when it changes, so
+// (docs/design.md section 9.5, "Logins as fakes"): the broker re-reads it when it changes, so
 // that a new login of the user's reaches the broker (LoginReloader).
 type LoginFile struct {
 	// Path is the real file's absolute path.
@@ -92,15 +92,18 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 					}
 				}
 			}
+			_, agent := agentViews[f.Name]
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
 				st.Seen, st.Hosts = "passed", nil
-			case !slices.Contains(seal.CredentialFiles(), rel):
+			case !agent && !slices.Contains(seal.CredentialFiles(), rel):
 				st.Seen, st.Why, st.Hosts = "passed", "not on the seal's list", nil
 			case err != nil:
 				st.Why, st.Hosts = err.Error(), nil
 			case !broker:
 				st.Why, st.Hosts = "no broker can run", nil
+			case agent:
+				st.Seen, st.Why = "fake", agentWhy(f.Name)
 			case by == seal.Namespaces:
 				st.Seen = "fake"
 			case hasVar:
@@ -144,6 +147,11 @@ type loginFakes struct {
 	// env is what the tree keeps of the outer broker's (outerEnv), set
 	// by StartBroker when outer.
 	env map[string]string
+	// views are the per-launch views of the agents' state dirs
+	// (agentviews.go); viewVars their variables (in vars too), which the
+	// tree gets even when no broker runs.
+	views    []*loginView
+	viewVars map[string]string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -174,15 +182,19 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("login fakes: %w", err)
 	}
-	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}}
+	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}, viewVars: map[string]string{}}
 	faker := func(name, real string) string { return fake.Of(key, name, real) }
 	masked := seal.CredentialFiles()
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
+			if _, ok := agentViews[f.Name]; ok {
+				// An agent's own login, in its state dir: a fake in a
+				// view of that dir (agentviews.go).
+				l.fakeAgentLogin(lf, f, rel, faker)
+				continue
+			}
 			if !slices.Contains(masked, rel) {
-				// Only a file the seal masks is shown as a fake: one in a
-				// directory the tree writes (an agent's state dir) needs
-				// the seal to hold it first.
+				// Only a file the seal masks is shown as a fake.
 				l.host.debugf("login: ~/%s is not on the seal's list: not faked", rel)
 				continue
 			}
@@ -237,23 +249,8 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 					return nil, fmt.Errorf("login fakes: %w", err)
 				}
 			}
-			file := LoginFile{Path: p, Format: f.Name}
-			for _, c := range creds {
-				file.Names = append(file.Names, c.Name)
-				if len(c.Renews) > 0 {
-					if file.Renews == nil {
-						file.Renews = map[string]map[string]string{}
-					}
-					file.Renews[c.Name] = c.Renews
-				}
-				lf.names[c.Name] = true
-				st.Hosts = append(st.Hosts, c.Hosts...)
-			}
-			st.Seen = "fake"
 			lf.fake[p] = dst
-			lf.files = append(lf.files, file)
-			lf.creds = append(lf.creds, creds...)
-			lf.states = append(lf.states, st)
+			lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
 		}
 	}
 	if lf.dir != "" {
@@ -265,6 +262,25 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 	}
 	l.logins = lf
 	return lf, nil
+}
+
+// add records the fake file of file's real one, holding creds, as st.
+func (lf *loginFakes) add(file LoginFile, creds []login.Cred, st LoginState) {
+	for _, c := range creds {
+		file.Names = append(file.Names, c.Name)
+		if len(c.Renews) > 0 {
+			if file.Renews == nil {
+				file.Renews = map[string]map[string]string{}
+			}
+			file.Renews[c.Name] = c.Renews
+		}
+		lf.names[c.Name] = true
+		st.Hosts = append(st.Hosts, c.Hosts...)
+	}
+	st.Seen = "fake"
+	lf.files = append(lf.files, file)
+	lf.creds = append(lf.creds, creds...)
+	lf.states = append(lf.states, st)
 }
 
 // pointVar sets the variable name to the fake dst of the real file p: dst
@@ -312,8 +328,17 @@ func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
 	return out
 }
 
-// removeLogins removes the fake files.
+// removeLogins removes the fake files, and the views of the agents' state
+// dirs once what the tree made there moved into them (syncBack).
 func (l *Plan) removeLogins() {
+	if l.logins != nil {
+		for _, v := range l.logins.views {
+			if left := v.syncBack(); len(left) > 0 {
+				l.host.debugf("login: %s: changed outside meanwhile, the tree's left out: %s", v.state, strings.Join(left, ", "))
+			}
+		}
+		l.logins.views = nil
+	}
 	if l.logins != nil && l.logins.dir != "" {
 		os.Chmod(l.logins.dir, 0o700)
 		os.RemoveAll(l.logins.dir)
@@ -344,7 +369,7 @@ func (lf *loginFakes) addLogins(req *BrokerRequest) {
 
 // gitHelperEnv returns the variables that make git in the tree answer
 // https credentials from the fake git credential store with no file of
-// its own (docs/design.md section 13): credential.URL.helper for each
+// its own (docs/design.md section 9.5, "Logins as fakes"): credential.URL.helper for each
 // URL a faked git credential store names, through GIT_CONFIG_COUNT,
 // GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, after any the environment env
 // holds. Nil when there is none, or env's GIT_CONFIG_COUNT is not a

@@ -21,3 +21,7 @@ func mountInfo() []byte {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	return b
 }
+
+// openNoFollow opens a file of an agent's state dir to copy it: not
+// through a link, and never waiting on a FIFO.
+const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

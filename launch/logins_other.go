@@ -16,3 +16,7 @@ func fileStamp(path string) ([5]int64, error) {
 
 // mountInfo is nil: only Linux has a namespace seal whose fakes are mounts.
 func mountInfo() []byte { return nil }
+
+// openNoFollow opens a file of an agent's state dir to copy it: not
+// through a link, and never waiting on a FIFO.
+const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

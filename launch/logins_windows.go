@@ -14,3 +14,6 @@ func fileStamp(path string) ([5]int64, error) {
 
 // mountInfo is /proc/self/mountinfo's text where there is one; none here.
 func mountInfo() []byte { return nil }
+
+// openNoFollow: no seal here, and no view to copy into.
+const openNoFollow = 0

@@ -491,7 +491,8 @@ func (l *Plan) Run(path string, argv []string) (int, error) {
 	}
 	// A launch sealed by Landlock is never in place: its tree needs a
 	// reaper and a launcher to outlive it (reap_linux.go).
-	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil && l.sshAgent == nil
+	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil && l.sshAgent == nil &&
+		(l.logins == nil || len(l.logins.views) == 0) // an agent's view is synced back after (agentviews.go)
 	if inPlace && !l.opt.Isolate && !l.opt.Seal {
 		return 0, l.execInPlace(path, argv, alog)
 	}

@@ -45,6 +45,7 @@ package seal
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -159,9 +160,18 @@ var credentialFiles = []string{
 // directories, relative to HOME.
 func CredentialFiles() []string { return append([]string(nil), credentialFiles...) }
 
+// agentLoginFiles are the agents' own login files, relative to HOME: each
+// lies in its agent's state dir, which the tree may write. [Default]
+// masks one only when it exists: its mask holds the state dir's top level
+// (a namespace seal's copy, Landlock's grants entry by entry), so that it
+// holds however the file is replaced outside, and the agent then works in
+// a view of its state dir that the launcher makes (docs/design.md section
+// 9.6); a state dir with no login file stays as it is.
+var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json"}
+
 // Default returns envsieve's seal for a user: the built-in credential files
-// under home and the SSH private keys found there by content
-// ([SSHPrivateKeys]), envsieve's store (in configDir) and its data directory (the
+// under home, the agents' login files there that exist (agentLoginFiles),
+// and the SSH private keys found there by content ([SSHPrivateKeys]), envsieve's store (in configDir) and its data directory (the
 // store's key, the install key), masked; configDir (the policy) read-only;
 // extra paths masked too. Empty arguments are skipped.
 func Default(home, configDir, dataDir string, extra []string) Spec {
@@ -171,6 +181,11 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 			s.Mask = append(s.Mask, filepath.Join(home, f))
 		}
 		s.Mask = appendNew(s.Mask, SSHPrivateKeys(home)...)
+		for _, f := range agentLoginFiles {
+			if p := filepath.Join(home, f); exists(p) {
+				s.Mask = append(s.Mask, p)
+			}
+		}
 	}
 	if configDir != "" {
 		s.Mask = append(s.Mask, filepath.Join(configDir, "secrets.age"))
@@ -181,6 +196,12 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 	}
 	s.Mask = append(s.Mask, extra...)
 	return s
+}
+
+// exists reports whether something is at p (a link, even a dangling one).
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // appendNew appends to list the paths it does not hold yet.

@@ -1,8 +1,10 @@
 package seal
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,28 @@ func TestDefault(t *testing.T) {
 	}
 	if s := Default("", "", "", nil); len(s.Mask)+len(s.ReadOnly) != 0 {
 		t.Errorf("Default with nothing known = %+v", s)
+	}
+}
+
+// TestDefaultAgentLogins: an agent's login file is masked when it exists
+// (its mask holds the state dir's top level), and a state dir without one
+// is left as it is (its agent, logged in otherwise, keeps writing there).
+func TestDefaultAgentLogins(t *testing.T) {
+	home := t.TempDir()
+	for _, d := range []string{".claude", ".codex", ".gemini"} {
+		os.Mkdir(filepath.Join(home, d), 0o700)
+	}
+	os.WriteFile(filepath.Join(home, ".claude", ".credentials.json"), []byte("{}"), 0o600)
+	os.Symlink("/nowhere", filepath.Join(home, ".gemini", "oauth_creds.json")) // a dangling link is masked too
+	s := Default(home, "", "", nil)
+	for f, want := range map[string]bool{".claude/.credentials.json": true, ".codex/auth.json": false, ".gemini/oauth_creds.json": true} {
+		if got := slices.Contains(s.Mask, filepath.Join(home, f)); got != want {
+			t.Errorf("%s masked: %v, want %v", f, got, want)
+		}
+	}
+	holds := HoldDirs(s.Mask, home)
+	if !slices.Contains(holds, filepath.Join(home, ".claude")) || slices.Contains(holds, filepath.Join(home, ".codex")) {
+		t.Errorf("held: %q", holds)
 	}
 }
 

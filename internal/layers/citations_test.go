@@ -86,8 +86,6 @@ func citations(text string, nums, titles map[string]bool) []string {
 // at the time of writing (issue 29); each must still be there, so that
 // fixing one shortens this list.
 var staleElsewhere = map[string]int{
-	"launch/broker.go": 2, // section 11: 9.4, "The credential broker"
-	"launch/logins.go": 2, // section 13: 9.5, "Logins as fakes"
 }
 
 // TestCitations keeps pointers working: code and docs cite

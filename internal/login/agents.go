@@ -34,7 +34,10 @@ var (
 	codexAPIHosts    = []string{"chatgpt.com", "api.openai.com"}
 	codexTokenHosts  = []string{"auth.openai.com"}
 	codexTokenPaths  = []string{"/oauth/token"}
-	geminiAPIHosts   = []string{"cloudcode-pa.googleapis.com", "www.googleapis.com", "generativelanguage.googleapis.com"}
+	// oauth2.googleapis.com: google-auth-library checks a cached or
+	// refreshed token at its /tokeninfo (Authorization: Bearer), and Gemini
+	// CLI asks for a new login when that fails.
+	geminiAPIHosts   = []string{"cloudcode-pa.googleapis.com", "www.googleapis.com", "generativelanguage.googleapis.com", "oauth2.googleapis.com"}
 	geminiTokenHosts = []string{"oauth2.googleapis.com"}
 	geminiTokenPaths = []string{"/token"}
 	// bodyIn are the places a refresh token is swapped in: the token

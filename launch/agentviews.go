@@ -1,0 +1,354 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/envsieve/envsieve/internal/login"
+	"github.com/envsieve/envsieve/seal"
+)
+
+// The agents' own logins (docs/design.md section 9.6, docs/agents.md
+// "Logins"): Claude Code's ~/.claude/.credentials.json, Codex's
+// ~/.codex/auth.json, Gemini CLI's ~/.gemini/oauth_creds.json lie in the
+// agent's state dir, which the tree writes, and which the agent outside
+// envsieve rewrites (by rename) at the same time. A mount over the file
+// alone is undone when the file is renamed over outside, and Landlock
+// cannot deny a file in a directory it grants; so the seal masks the
+// real file by holding the state dir's top level (seal.Default's agent login files:
+// a namespace seal's held copy, Landlock's grants entry by entry), and
+// the agent works in a per-launch view of its state dir instead, named
+// by its own variable: a directory inside the state dir holding the fake
+// login file (a regular file the agent may rewrite when it refreshes),
+// a copy of each other small file of the state dir, and a link to each
+// other entry (what the agent writes beneath them stays where it is). At the end of the launch, what the
+// agent made or replaced at the view's top level is moved into the state
+// dir (never the login file: the broker writes the real one back), and
+// the view is removed.
+
+// agentView is how one agent's login file is shown: its state dir
+// (relative to HOME), the variable that moves the agent's state dir, and
+// whether the variable names a home the state dir's name lies in (Gemini
+// CLI's GEMINI_CLI_HOME) rather than the state dir itself.
+type agentView struct {
+	dir, env string
+	home     bool
+	// homeFiles are files the agent keeps in HOME by default and in the
+	// directory its variable names once set (Claude Code's .claude.json):
+	// the view links each to its place in HOME, and what the tree makes
+	// of it moves there at the end.
+	homeFiles []string
+}
+
+// agentViews are the agents' login formats (package login) by name.
+var agentViews = map[string]agentView{
+	"claude-credentials": {dir: ".claude", env: "CLAUDE_CONFIG_DIR", homeFiles: []string{".claude.json"}},
+	"codex-auth":         {dir: ".codex", env: "CODEX_HOME"},
+	"gemini-oauth":       {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
+}
+
+// viewPrefix begins the name of a launch's view in an agent's state dir.
+const viewPrefix = ".envsieve-view-"
+
+// loginView is a launch's view of one agent's state dir.
+type loginView struct {
+	// state is the real state dir; root the view's directory in it
+	// (removed at the end); dir the agent's state dir in the view: root,
+	// or root/<state's name> for a home variable.
+	state, root, dir string
+	// cred is the login file's name.
+	cred string
+	// links are the links made in dir, by name, to their targets (an
+	// entry of state, or of HOME: agentView.homeFiles); seen the targets
+	// as they were when they were linked.
+	links map[string]string
+	seen  map[string]fs.FileInfo
+	// copies are the entries copied rather than linked, as written.
+	copies map[string]fs.FileInfo
+	// dirInfo is dir as it was made: the tree may replace a dir below
+	// root (a link to another directory, whose entries would then move).
+	dirInfo fs.FileInfo
+}
+
+// viewCopyMax is the largest file of a state dir that its view copies
+// rather than links (agents append to their larger ones, a history, in
+// place).
+const viewCopyMax = 1 << 20
+
+// copyRegular copies the regular file from (not followed) to the new file
+// to, and returns what it wrote.
+func copyRegular(from, to string, perm fs.FileMode) (fs.FileInfo, error) {
+	f, err := os.OpenFile(from, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, viewCopyMax+1))
+	if err != nil || len(b) > viewCopyMax {
+		return nil, errors.New("cannot be copied")
+	}
+	w, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		w.Close()
+		os.Remove(to)
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(to)
+		return nil, err
+	}
+	return os.Lstat(to)
+}
+
+// writesStateDir reports whether the sealed tree of this launch writes
+// the state dir dir (absolute): the profile's state_dirs or the policy's
+// seal.write name it or a directory above it.
+func (l *Plan) writesStateDir(dir string) bool {
+	var named []string
+	if l.opt.Policy != nil {
+		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+			for _, d := range plan.StateDirs {
+				named = append(named, filepath.Join(l.host.Home, strings.TrimPrefix(d, "~/")))
+			}
+		}
+	}
+	for _, w := range l.Result.SealWrite {
+		if p, err := l.host.expandHome(w); err == nil {
+			named = append(named, p)
+		}
+	}
+	return atOrIn(filepath.Clean(dir), named)
+}
+
+// setIn reports whether the environment env sets the variable name.
+func setIn(env []string, name string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+}
+
+// makeView makes the view of state for the agent av, holding fake (nil:
+// none, the agent has no login in the tree) under the name cred. A file
+// at or in one of masks (the seal's) is linked, never copied: the copy
+// would not be masked.
+func makeView(av agentView, state, cred string, fake []byte, masks []string) (*loginView, error) {
+	root, err := os.MkdirTemp(state, viewPrefix)
+	if err != nil {
+		return nil, err
+	}
+	v := &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}, copies: map[string]fs.FileInfo{}}
+	if av.home {
+		v.dir = filepath.Join(root, filepath.Base(state))
+		if err := os.Mkdir(v.dir, 0o700); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	ents, err := os.ReadDir(state)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	targets := map[string]string{}
+	for _, e := range ents {
+		if name := e.Name(); name != cred && !strings.HasPrefix(name, viewPrefix) {
+			targets[name] = filepath.Join(state, name) // not the login, nor the views of launches (this one's too)
+		}
+	}
+	for _, name := range av.homeFiles {
+		if _, ok := targets[name]; !ok { // the state dir's own wins, as in the agent
+			targets[name] = filepath.Join(filepath.Dir(state), name)
+		}
+	}
+	for name, target := range targets {
+		fi, err := os.Lstat(target)
+		if err == nil {
+			v.seen[name] = fi
+		}
+		v.links[name] = target
+		if err == nil && fi.Mode().IsRegular() && fi.Size() <= viewCopyMax && !atOrIn(target, masks) {
+			// A copy: the agents replace their small files by a temporary
+			// file beside the link's target, in the held state dir or the
+			// read-only HOME, where it cannot be made.
+			if c, err := copyRegular(target, filepath.Join(v.dir, name), fi.Mode().Perm()); err == nil {
+				v.copies[name] = c
+				continue
+			}
+		}
+		if err := os.Symlink(target, filepath.Join(v.dir, name)); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	if fake != nil {
+		if err := os.WriteFile(filepath.Join(v.dir, cred), fake, 0o600); err != nil {
+			os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	if v.dirInfo, err = os.Lstat(v.dir); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	return v, nil
+}
+
+// sameStamp reports whether a and b are the same file, not changed.
+func sameStamp(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() && a.Mode() == b.Mode()
+}
+
+// envValue is the value of the agent's variable for the view.
+func (v *loginView) envValue() string { return v.root }
+
+// syncBack moves what the tree made or replaced at the view's top level
+// into the state dir, and removes the view. An entry is moved when the
+// state dir's entry of that name is as it was when the view was made (or
+// still absent): what the user's own agent wrote there meanwhile wins. The
+// login file never moves (the real one is the broker's to write back), a
+// link left as it was made is dropped, and nothing is followed: a link
+// the tree made moves as a link. It returns the names left behind.
+func (v *loginView) syncBack() []string {
+	var left []string
+	defer os.RemoveAll(v.root) // not followed: a link in it is removed, not its target
+	if fi, err := os.Lstat(v.dir); err != nil || !fi.IsDir() || !os.SameFile(fi, v.dirInfo) {
+		return []string{filepath.Base(v.dir)} // replaced by the tree: nothing of it moves
+	}
+	ents, _ := os.ReadDir(v.dir)
+	for _, e := range ents {
+		name := e.Name()
+		if name == v.cred {
+			continue
+		}
+		from := filepath.Join(v.dir, name)
+		if c, ok := v.copies[name]; ok {
+			if now, err := os.Lstat(from); err == nil && sameStamp(now, c) {
+				continue // the copy, as it was made
+			}
+		} else if t, ok := v.links[name]; ok {
+			if got, err := os.Readlink(from); err == nil && got == t {
+				continue
+			}
+		}
+		to := filepath.Join(v.state, name)
+		if t, ok := v.links[name]; ok {
+			to = t // where the agent keeps it outside (agentView.homeFiles)
+		}
+		now, err := os.Lstat(to)
+		was, existed := v.seen[name]
+		unchanged := errors.Is(err, fs.ErrNotExist) && !existed || err == nil && existed && sameStamp(now, was)
+		if !unchanged {
+			left = append(left, name)
+			continue
+		}
+		if now != nil && now.IsDir() {
+			// A directory is replaced only by another rename of the tree's
+			// (the agent's own temp-and-rename of a file never is one).
+			if fi, err := os.Lstat(from); err != nil || !fi.IsDir() {
+				left = append(left, name)
+				continue
+			}
+			if err := os.RemoveAll(to); err != nil {
+				left = append(left, name)
+				continue
+			}
+		}
+		if err := os.Rename(from, to); err != nil {
+			left = append(left, name)
+		}
+	}
+	return left
+}
+
+// agentLogin shows the agent's login file p (of format name, real
+// contents faked as out, or an error) in a view (agentViews), and
+// returns the view, or why the file stays masked. The seal masks p
+// whatever this returns (seal.Default's agent login files).
+func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView, error) {
+	av := agentViews[name]
+	state := filepath.Join(l.host.Home, av.dir)
+	switch {
+	case filepath.Dir(p) != state:
+		return nil, fmt.Errorf("not in %s", av.dir)
+	case setIn(l.opt.Parent, av.env) || setIn(l.Env, av.env):
+		return nil, fmt.Errorf("%s is set: the agent does not read this file", av.env)
+	case !l.writesStateDir(state):
+		return nil, fmt.Errorf("~/%s is not a state dir of this launch", av.dir)
+	}
+	if fakeErr != nil {
+		out = nil
+	}
+	extra := make([]string, 0, len(l.Result.SealMask))
+	for _, m := range l.Result.SealMask {
+		if e, err := l.host.expandHome(m); err == nil {
+			extra = append(extra, e)
+		}
+	}
+	masks := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra).Mask
+	v, err := makeView(av, state, filepath.Base(p), out, masks)
+	if err != nil {
+		return nil, fmt.Errorf("the view of ~/%s: %w", av.dir, err)
+	}
+	if fakeErr != nil {
+		return v, fakeErr
+	}
+	return v, nil
+}
+
+// agentWhy says, for explain, where the agent reads its login's fake.
+func agentWhy(name string) string {
+	av := agentViews[name]
+	return "the agent's own copy, in a per-launch view of ~/" + av.dir + " that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
+}
+
+// fakeAgentLogin fakes the agent's login file rel of format f, if it
+// exists, in a view of its state dir (agentLogin), and records it in lf:
+// a fake, or masked and why.
+func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker login.Faker) {
+	p := filepath.Join(l.host.Home, rel)
+	real, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return
+	}
+	st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
+	var out []byte
+	var creds []login.Cred
+	if err == nil {
+		out, creds, err = f.Fake(real, faker)
+	}
+	if err == nil && len(creds) == 0 {
+		err = errors.New("no credential in it")
+	}
+	v, err := l.agentLogin(f.Name, p, err, out)
+	if v != nil {
+		lf.views = append(lf.views, v)
+		lf.vars[agentViews[f.Name].env] = v.envValue()
+		lf.viewVars[agentViews[f.Name].env] = v.envValue()
+	}
+	if err != nil {
+		st.Why = err.Error()
+		if v != nil {
+			// The agent's launch, and its login is not shown: say so, or
+			// the agent just asks for a login.
+			l.host.warnf("login: %s stays masked in the sealed tree (%v): the agent there is not logged in by it", p, err)
+		} else {
+			l.host.debugf("login: %s stays masked: %v", p, err)
+		}
+		lf.states = append(lf.states, st)
+		return
+	}
+	st.Why = "the agent's own copy, in " + agentViews[f.Name].env + "'s view"
+	lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
+	l.host.debugf("login: %s is a fake the agent may rewrite, in %s", p, v.dir)
+}
