@@ -147,7 +147,7 @@ func (l *Plan) StartBroker() error {
 			brokered = append(brokered, k)
 		}
 	}
-	if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+	if len(brokered) == 0 && (logins == nil || len(logins.creds)+len(logins.aws) == 0) {
 		return nil
 	}
 	h := l.host
@@ -172,7 +172,7 @@ func (l *Plan) StartBroker() error {
 			}
 			l.Env = dropAWSEnv(l.Env)
 			brokered = l.Result.Brokered
-			if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+			if len(brokered) == 0 && (logins == nil || len(logins.creds)+len(logins.aws) == 0) {
 				return nil
 			}
 		}
@@ -197,7 +197,7 @@ func (l *Plan) StartBroker() error {
 	}
 	if logins != nil {
 		logins.addLogins(&req)
-		req.AWS = awsLogins(logins.creds, h.Home)
+		req.AWS = append(awsLogins(logins.creds, h.Home), logins.aws...)
 	}
 	if awsEnv != nil {
 		req.AWS = append(req.AWS, awsEnv.login)

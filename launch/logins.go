@@ -144,6 +144,11 @@ type loginFakes struct {
 	// env is what the tree keeps of the outer broker's (outerEnv), set
 	// by StartBroker when outer.
 	env map[string]string
+	// aws are the profiles of ~/.aws/config whose keys the broker
+	// fetches, masks the files faked beyond the seal's list
+	// (fakeAWSConfig).
+	aws   []AWSLogin
+	masks []string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -255,6 +260,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 			lf.creds = append(lf.creds, creds...)
 			lf.states = append(lf.states, st)
 		}
+	}
+	if err := l.fakeAWSConfig(lf, faker); err != nil {
+		os.RemoveAll(lf.dir)
+		return nil, err
 	}
 	if lf.dir != "" {
 		// Neither the tree nor git's store helper (erase) changes them.

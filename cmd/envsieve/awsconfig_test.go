@@ -1,0 +1,189 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/sigv4"
+)
+
+// TestAWSConfigProfiles: a user whose ~/.aws/config has a profile with a
+// credential_process (a script that prints real temporary keys with an
+// Expiration, and records where it runs) and an IAM Identity Center
+// profile (a cached `aws sso login` token, exchanged at a stand-in SSO
+// portal) runs Debian's aws in a sealed tree as an unprivileged user:
+// `aws sts get-caller-identity --profile P` works for both through the
+// broker's re-signing against a stand-in that serves only the real keys
+// and session tokens; the script ran only outside the tree (in the
+// launcher's mount and pid namespaces, and able to write HOME, which the
+// tree cannot), and again before its keys expired, as the portal was
+// asked again; `aws configure export-credentials` and the tree's files
+// show only fakes, and the tree's ~/.aws/config has no credential_process
+// or sso_ line. Sealed by namespaces (the files are fakes at their paths)
+// and by Landlock (masked; AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE
+// name the fakes).
+func TestAWSConfigProfiles(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testAWSConfigProfiles(t, false) })
+	t.Run("landlock", func(t *testing.T) { testAWSConfigProfiles(t, true) })
+}
+
+func testAWSConfigProfiles(t *testing.T, landlock bool) {
+	if _, err := os.Stat("/usr/bin/aws"); err != nil {
+		t.Fatalf("Debian's awscli is needed: %v", err)
+	}
+	exe, home := unprivilegedInstall(t)
+	name := loopbackName(t)
+	procID, procSecret := "ASIA"+strings.Repeat("PR0C", 4), strings.Repeat("procReal/Secret+", 3)[:40]
+	procToken := strings.Repeat("procRealSessionToken", 8)
+	ssoID, ssoSecret := "ASIA"+strings.Repeat("SS0R", 4), strings.Repeat("ssoReal/Secret+x", 3)[:40]
+	ssoToken := strings.Repeat("ssoRealSessionToken", 8)
+	bearer := "aoaAAAAA" + strings.Repeat("ssoBearerToken", 4)
+	var portalCalls atomic.Int32
+	host, ca, seen := companyStandIn(t, name, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/federation/credentials" {
+			if r.Header.Get("X-Amz-Sso_bearer_token") != bearer || r.URL.Query().Get("account_id") != "123456789012" ||
+				r.URL.Query().Get("role_name") != "Dev" {
+				http.Error(w, `{"message":"no"}`, http.StatusUnauthorized)
+				return
+			}
+			portalCalls.Add(1)
+			// Keys that expire in 2 minutes: the broker fetches again
+			// for each request (it refreshes 5 minutes ahead).
+			fmt.Fprintf(w, `{"roleCredentials":{"accessKeyId":%q,"secretAccessKey":%q,"sessionToken":%q,"expiration":%d}}`,
+				ssoID, ssoSecret, ssoToken, time.Now().Add(2*time.Minute).UnixMilli())
+			return
+		}
+		s, err := sigv4.Parse(r)
+		body, _ := io.ReadAll(r.Body)
+		sum := sha256.Sum256(body)
+		ok := err == nil && s != nil
+		if ok {
+			switch s.AccessKeyID {
+			case procID:
+				ok = r.Header.Get("X-Amz-Security-Token") == procToken && s.Verify(r, procSecret, hex.EncodeToString(sum[:])) == nil
+			case ssoID:
+				ok = r.Header.Get("X-Amz-Security-Token") == ssoToken && s.Verify(r, ssoSecret, hex.EncodeToString(sum[:])) == nil
+			default:
+				ok = false
+			}
+		}
+		if !ok {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>not the real keys</Message></Error></ErrorResponse>")
+			return
+		}
+		who := map[string]string{procID: "proc", ssoID: "sso"}[s.AccessKeyID]
+		io.WriteString(w, `<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/`+who+`</Arn>`+
+			`<UserId>AIDAE2E</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
+	})
+	write := func(rel, body string, mode os.FileMode) {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The script records its uid, mount and pid namespaces in HOME (which
+	// the tree cannot write), and fails when it cannot.
+	write("bin/get-keys", `#!/bin/sh
+echo "$(id -u) $(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/pid) $1" >>"$HOME/runs.log" || exit 1
+exp=$(date -u -d '+2 min' +%Y-%m-%dT%H:%M:%SZ)
+printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%s","Expiration":"%s"}\n' `+
+		procID+" "+procSecret+" "+procToken+` "$exp"
+`, 0o755)
+	write(".aws/config", "[default]\nregion = us-east-1\n"+
+		"[profile p]\nregion = us-east-1\ncredential_process = "+filepath.Join(home, "bin/get-keys")+" --p\nendpoint_url = https://"+host+"\n"+
+		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
+		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", 0o600)
+	sum := sha1.Sum([]byte("corp"))
+	write(".aws/sso/cache/"+hex.EncodeToString(sum[:])+".json", fmt.Sprintf(`{"startUrl":"https://d-1.awsapps.com/start","region":"us-east-1","accessToken":%q,"expiresAt":%q}`,
+		bearer, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), 0o600)
+	write("company-ca.pem", string(ca), 0o600)
+	write("work/.keep", "", 0o600)
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	aws := `AWS_EC2_METADATA_DISABLED=true /usr/bin/aws`
+	script := `cd "$HOME/work"
+echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
+echo "region: $(` + aws + ` configure get region --profile p 2>&1)"
+for p in p s; do
+  echo "export $p: $(` + aws + ` configure export-credentials --profile $p --format env 2>&1 | tr '\n' ' ')"
+  for i in 1 2; do
+    echo "sts $p: $(` + aws + ` sts get-caller-identity --profile $p --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
+  done
+done
+`
+	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SSL_CERT_FILE=" + filepath.Join(home, "company-ca.pem")}
+	cmd.Dir = filepath.Join(home, "work")
+	cmd.SysProcAttr = asUnprivileged()
+	b, err := cmd.CombinedOutput()
+	out := strings.NewReplacer(procID, "<REAL-ID>", procSecret, "<REAL-SECRET>", procToken, "<REAL-TOKEN>",
+		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>").Replace(string(b))
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, out)
+	}
+	if out != string(b) {
+		t.Errorf("a real key is in what the tree printed:\n%s", out)
+	}
+	for _, want := range []string{"config: 0", "region: us-east-1",
+		"export p: export AWS_ACCESS_KEY_ID=ASIA", "export s: export AWS_ACCESS_KEY_ID=ASIA",
+		"sts p: arn:aws:iam::123456789012:user/proc\nsts p: arn:aws:iam::123456789012:user/proc",
+		"sts s: arn:aws:iam::123456789012:user/sso\nsts s: arn:aws:iam::123456789012:user/sso"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "get-keys") {
+		t.Errorf("the tree ran the credential_process:\n%s", out)
+	}
+	if !strings.Contains(out, "AWS_SESSION_TOKEN=") {
+		t.Errorf("the fakes have no session token:\n%s", out)
+	}
+	// Where the script ran: only outside the tree, twice (the keys
+	// expire within the broker's 5 minutes).
+	runs, _ := os.ReadFile(filepath.Join(home, "runs.log"))
+	mnt, _ := os.Readlink("/proc/self/ns/mnt")
+	pid, _ := os.Readlink("/proc/self/ns/pid")
+	lines := strings.Split(strings.TrimSpace(string(runs)), "\n")
+	if len(runs) == 0 || len(lines) < 2 {
+		t.Errorf("the credential_process ran %d times outside the tree, want 2 or more (a refresh):\n%s", len(lines), runs)
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) != 4 || f[1] != mnt || f[2] != pid || f[3] != "--p" {
+			t.Errorf("the credential_process ran in the tree (or not as configured): %q (the launcher's: %s %s)", l, mnt, pid)
+		}
+	}
+	if n := portalCalls.Load(); n < 2 {
+		t.Errorf("the SSO portal was asked %d times, want 2 or more (a refresh)", n)
+	}
+	if len(seen()) == 0 {
+		t.Error("the stand-in got no request")
+	}
+	for _, a := range seen() {
+		if a != "" && !strings.Contains(a, "Credential="+procID+"/") && !strings.Contains(a, "Credential="+ssoID+"/") {
+			t.Errorf("the stand-in got a request not signed with a real key id (%d bytes)", len(a))
+		}
+	}
+}
