@@ -69,7 +69,8 @@ func (w *world) filter(t *testing.T, knownHosts string) (string, *events) {
 	t.Helper()
 	ev := &events{}
 	f, err := New(Config{Upstream: w.userAgent, Keys: []string{fingerprint(t, w.allowed.Public)},
-		Hosts: []string{"127.0.0.1:" + strconv.Itoa(w.a.Port)}, KnownHosts: []string{knownHosts}, Event: ev.add})
+		Hosts: []string{"127.0.0.1:" + strconv.Itoa(w.a.Port)}, KnownHosts: []string{knownHosts}, Event: ev.add,
+		UIDs: []int{os.Getuid(), sshtest.UID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func BenchmarkSign(b *testing.B) {
 		b.Fatal(err)
 	}
 	pub := publicKeyB(b, k)
-	f, err := New(Config{Upstream: userAgent, Keys: []string{ssh.FingerprintSHA256(pub)}, Hosts: []string{"bench.example"}, KnownHosts: []string{kh}})
+	f, err := New(Config{Upstream: userAgent, Keys: []string{ssh.FingerprintSHA256(pub)}, Hosts: []string{"bench.example"}, KnownHosts: []string{kh}, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestKnownHostsReadOnce(t *testing.T) {
 	kh := filepath.Join(w.dir, "known_hosts_once")
 	sshtest.WriteFile(t, kh, w.a.KnownHostsLine("127.0.0.1")+"\n")
 	ev := &events{}
-	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, Event: ev.add})
+	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, Event: ev.add, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,11 +423,47 @@ func TestKnownHostsReadOnce(t *testing.T) {
 		t.Errorf("no refusal: %+v", ev.all)
 	}
 	// The control: a filter started now trusts it.
-	g, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}})
+	g, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h, why := g.hostFor(hostB.PublicKey().Marshal()); h != "github.com" {
 		t.Errorf("a filter started after the write does not trust it: %s", why)
+	}
+}
+
+// TestPeerUID: a connection of a user the filter does not serve (the
+// socket reachable all the same: mode 0666) is closed unanswered and
+// reported; the filter's own users are served.
+func TestPeerUID(t *testing.T) {
+	w := newWorld(t)
+	ev := &events{}
+	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, Event: ev.add, UIDs: []int{os.Getuid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := f.Listen(sshtest.Private(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(sock), 0o755)
+	if keys, err := rawClient(t, sock).List(); err != nil || len(keys) != 2 {
+		t.Fatalf("the filter's own user: %d keys, %v", len(keys), err)
+	}
+	list := exec.Command("ssh-add", "-L")
+	list.Env = []string{"PATH=/usr/bin:/bin", "SSH_AUTH_SOCK=" + sock}
+	list.SysProcAttr = sshtest.AsUnprivileged()
+	if out, err := list.CombinedOutput(); err == nil || strings.Contains(string(out), "ssh-ed25519") {
+		t.Errorf("another user listed keys through the filter (%v): %s", err, out)
+	}
+	if !ev.refused("peer uid " + strconv.Itoa(sshtest.UID)) {
+		t.Errorf("no refusal event for the other user: %+v", ev.all)
+	}
+	if _, err := New(Config{Upstream: w.userAgent}); err == nil {
+		t.Error("a filter that serves no user: no error")
 	}
 }

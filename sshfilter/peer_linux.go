@@ -1,0 +1,36 @@
+//go:build linux
+
+package sshfilter
+
+import (
+	"errors"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID returns the user of the process at the other end of a unix
+// socket connection, as the kernel recorded it when it connected
+// (SO_PEERCRED; translated into this user namespace).
+func peerUID(c net.Conn) (int, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return -1, errors.New("not a unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	uid := -1
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		var cred *unix.Ucred
+		cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if serr == nil {
+			uid = int(cred.Uid)
+		}
+	}); err != nil {
+		return -1, err
+	}
+	return uid, serr
+}
