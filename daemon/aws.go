@@ -25,7 +25,7 @@ func awsFetched(f *launch.AWSFetch, cfg *broker.Config) broker.AWSSource {
 		}
 		s := f.SSO
 		return &broker.AWSSSO{CacheDir: f.CacheDir, Session: s.Session, StartURL: s.StartURL, Region: s.Region,
-			AccountID: s.AccountID, RoleName: s.RoleName, Portal: strings.TrimSuffix(f.Portal, "/"), Client: &http.Client{Transport: tr}}
+			AccountID: s.AccountID, RoleName: s.RoleName, Portal: strings.TrimSuffix(f.Portal, "/"), OIDC: strings.TrimSuffix(f.OIDC, "/"), Client: &http.Client{Transport: tr}}
 	default:
 		env := f.Env
 		if env == nil {

@@ -366,6 +366,9 @@ type AWSFetch struct {
 	SSO      *login.AWSSSOProfile `json:"sso,omitempty"`
 	CacheDir string               `json:"cache_dir,omitempty"`
 	Portal   string               `json:"portal,omitempty"`
+	// OIDC is the SSO OIDC service's endpoint, when the profile names
+	// one: the broker refreshes the cached token there.
+	OIDC string `json:"oidc,omitempty"`
 }
 
 // From says where the real keys come from, for explain: "process" or
@@ -417,7 +420,7 @@ func awsFetchers(home string, parent []string, dir string, faked map[string]bool
 		}
 		a := &AWSFetch{}
 		if f.SSO != nil {
-			a.SSO, a.Portal = f.SSO, f.Endpoint
+			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint
 			a.CacheDir = filepath.Join(home, ".aws", "sso", "cache")
 		} else {
 			argv, err := login.SplitCommand(f.Process)

@@ -23,7 +23,9 @@ type AWSFetcher struct {
 	// Endpoint is where the profile sends its SSO portal requests, when
 	// its config names one: the endpoint_url nested under "sso" in the
 	// profile or its services section, else the profile's endpoint_url.
-	Endpoint string
+	// OIDCEndpoint is the same for the SSO OIDC service ("sso_oidc"),
+	// which refreshes the cached token.
+	Endpoint, OIDCEndpoint string
 }
 
 // AWSSSOProfile is what the broker needs to fetch an SSO profile's role
@@ -93,13 +95,18 @@ func AWSConfigFake(config []byte) (fake []byte, fetchers []AWSFetcher, err error
 				return nil, nil, fmt.Errorf("aws config: [%s] lacks sso_start_url, sso_region, sso_account_id or sso_role_name", name)
 			}
 			f.SSO = sso
-			f.Endpoint = s.nested["sso"]["endpoint_url"]
-			if svc := s.top["services"]; f.Endpoint == "" && svc != "" && sections["services "+svc] != nil {
-				f.Endpoint = sections["services "+svc].nested["sso"]["endpoint_url"]
+			endpoint := func(service string) string {
+				if u := s.nested[service]["endpoint_url"]; u != "" {
+					return u
+				}
+				if svc := s.top["services"]; svc != "" && sections["services "+svc] != nil {
+					if u := sections["services "+svc].nested[service]["endpoint_url"]; u != "" {
+						return u
+					}
+				}
+				return s.top["endpoint_url"]
 			}
-			if f.Endpoint == "" {
-				f.Endpoint = s.top["endpoint_url"]
-			}
+			f.Endpoint, f.OIDCEndpoint = endpoint("sso"), endpoint("sso_oidc")
 		default:
 			continue
 		}

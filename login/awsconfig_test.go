@@ -48,10 +48,10 @@ func TestAWSConfigFake(t *testing.T) {
 	if f := fetchers[1]; f.Process != "/opt/get-keys --profile 'my p'" || f.SSO != nil {
 		t.Errorf("p: %+v", f)
 	}
-	if f := fetchers[2]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" {
+	if f := fetchers[2]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" || f.OIDCEndpoint != "" {
 		t.Errorf("s: %+v %+v", f, f.SSO)
 	}
-	if f := fetchers[0]; f.SSO == nil || f.SSO.Session != "" || f.SSO.StartURL != "https://d-2.awsapps.com/start" || f.Endpoint != "https://all.test" {
+	if f := fetchers[0]; f.SSO == nil || f.SSO.Session != "" || f.SSO.StartURL != "https://d-2.awsapps.com/start" || f.Endpoint != "https://all.test" || f.OIDCEndpoint != "https://all.test" {
 		t.Errorf("legacy: %+v", f)
 	}
 	if _, fs, err := AWSConfigFake([]byte("[default]\nregion = x\n")); err != nil || fs != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,8 +25,9 @@ import (
 // TestAWSConfigProfiles: a user whose ~/.aws/config has a profile with a
 // credential_process (a script that prints real temporary keys with an
 // Expiration, and records where it runs) and an IAM Identity Center
-// profile (a cached `aws sso login` token, exchanged at a stand-in SSO
-// portal) runs Debian's aws in a sealed tree as an unprivileged user:
+// profile (a cached `aws sso login` token 5 minutes from its expiry,
+// refreshed at a stand-in OIDC token endpoint and written back, then
+// exchanged at a stand-in SSO portal) runs Debian's aws in a sealed tree as an unprivileged user:
 // `aws sts get-caller-identity --profile P` works for both through the
 // broker's re-signing against a stand-in that serves only the real keys
 // and session tokens; the script ran only outside the tree (in the
@@ -51,11 +53,25 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 	procToken := strings.Repeat("procRealSessionToken", 8)
 	ssoID, ssoSecret := "ASIA"+strings.Repeat("SS0R", 4), strings.Repeat("ssoReal/Secret+x", 3)[:40]
 	ssoToken := strings.Repeat("ssoRealSessionToken", 8)
+	// The cached token expires in 5 minutes: the broker refreshes it
+	// first (botocore's 15-minute window), and the portal takes only the
+	// new one.
 	bearer := "aoaAAAAA" + strings.Repeat("ssoBearerToken", 4)
+	newBearer := "aoaBBBBB" + strings.Repeat("ssoRefreshedTok", 4)
+	refresh, newRefresh := "aorAAAAA"+strings.Repeat("ssoRefreshTok", 4), "aorBBBBB"+strings.Repeat("ssoRotatedTok", 4)
 	var portalCalls atomic.Int32
 	host, ca, seen := companyStandIn(t, name, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			var in map[string]string
+			if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in["refreshToken"] != refresh || in["clientSecret"] != "e2e-client-secret" {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			fmt.Fprintf(w, `{"accessToken":%q,"expiresIn":28800,"refreshToken":%q,"tokenType":"Bearer"}`, newBearer, newRefresh)
+			return
+		}
 		if r.URL.Path == "/federation/credentials" {
-			if r.Header.Get("X-Amz-Sso_bearer_token") != bearer || r.URL.Query().Get("account_id") != "123456789012" ||
+			if r.Header.Get("X-Amz-Sso_bearer_token") != newBearer || r.URL.Query().Get("account_id") != "123456789012" ||
 				r.URL.Query().Get("role_name") != "Dev" {
 				http.Error(w, `{"message":"no"}`, http.StatusUnauthorized)
 				return
@@ -110,8 +126,10 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", 0o600)
 	sum := sha1.Sum([]byte("corp"))
-	write(".aws/sso/cache/"+hex.EncodeToString(sum[:])+".json", fmt.Sprintf(`{"startUrl":"https://d-1.awsapps.com/start","region":"us-east-1","accessToken":%q,"expiresAt":%q}`,
-		bearer, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), 0o600)
+	cache := ".aws/sso/cache/" + hex.EncodeToString(sum[:]) + ".json"
+	write(cache, fmt.Sprintf(`{"startUrl":"https://d-1.awsapps.com/start","region":"us-east-1","accessToken":%q,"expiresAt":%q,`+
+		`"clientId":"e2e-client","clientSecret":"e2e-client-secret","registrationExpiresAt":%q,"refreshToken":%q}`,
+		bearer, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339), refresh), 0o600)
 	write("company-ca.pem", string(ca), 0o600)
 	write("work/.keep", "", 0o600)
 	if os.Getuid() == 0 {
@@ -140,7 +158,8 @@ done
 	cmd.SysProcAttr = asUnprivileged()
 	b, err := cmd.CombinedOutput()
 	out := strings.NewReplacer(procID, "<REAL-ID>", procSecret, "<REAL-SECRET>", procToken, "<REAL-TOKEN>",
-		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>").Replace(string(b))
+		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>",
+		newBearer, "<NEW-BEARER>", refresh, "<REFRESH>", newRefresh, "<NEW-REFRESH>", "e2e-client-secret", "<CLIENT-SECRET>").Replace(string(b))
 	if err != nil {
 		t.Fatalf("envsieve run: %v\n%s", err, out)
 	}
@@ -177,6 +196,11 @@ done
 	}
 	if n := portalCalls.Load(); n < 2 {
 		t.Errorf("the SSO portal was asked %d times, want 2 or more (a refresh)", n)
+	}
+	// The refreshed token was written back to the user's cache, outside
+	// the tree.
+	if data, _ := os.ReadFile(filepath.Join(home, cache)); !strings.Contains(string(data), newBearer) || !strings.Contains(string(data), newRefresh) {
+		t.Errorf("the SSO cache does not hold the refreshed token (%d bytes)", len(data))
 	}
 	if len(seen()) == 0 {
 		t.Error("the stand-in got no request")
