@@ -35,7 +35,8 @@ import (
 // tree cannot), and again before its keys expired, as the portal was
 // asked again; `aws configure export-credentials` and the tree's files
 // show only fakes, and the tree's ~/.aws/config has no credential_process
-// or sso_ line. Sealed by namespaces (the files are fakes at their paths)
+// or sso_ line; botocore from python3 (the one Debian's awscli carries)
+// does the same with fakes. Sealed by namespaces (the files are fakes at their paths)
 // and by Landlock (masked; AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE
 // name the fakes).
 func TestAWSConfigProfiles(t *testing.T) {
@@ -145,6 +146,15 @@ for p in p s; do
     echo "sts $p: $(` + aws + ` sts get-caller-identity --profile $p --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
   done
 done
+AWS_EC2_METADATA_DISABLED=true /usr/bin/python3 -c '
+import sys
+from awscli.botocore.session import get_session
+for p in ("p", "s"):
+    s = get_session(); s.set_config_variable("profile", p)
+    c = s.get_credentials().get_frozen_credentials()
+    arn = s.create_client("sts", endpoint_url=sys.argv[1], region_name="us-east-1").get_caller_identity()["Arn"]
+    print("botocore %s: %s %s %s %d" % (p, arn, c.access_key, c.secret_key, len(c.token or "")))
+' https://`+host+` 2>&1
 `
 	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
 	if landlock {
@@ -169,7 +179,8 @@ done
 	for _, want := range []string{"config: 0", "region: us-east-1",
 		"export p: export AWS_ACCESS_KEY_ID=ASIA", "export s: export AWS_ACCESS_KEY_ID=ASIA",
 		"sts p: arn:aws:iam::123456789012:user/proc\nsts p: arn:aws:iam::123456789012:user/proc",
-		"sts s: arn:aws:iam::123456789012:user/sso\nsts s: arn:aws:iam::123456789012:user/sso"} {
+		"sts s: arn:aws:iam::123456789012:user/sso\nsts s: arn:aws:iam::123456789012:user/sso",
+		"botocore p: arn:aws:iam::123456789012:user/proc ASIA", "botocore s: arn:aws:iam::123456789012:user/sso ASIA"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
 		}
