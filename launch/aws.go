@@ -325,9 +325,12 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 		for _, f := range fs {
 			a := fetch["aws:"+f.Profile]
 			st := AWSState{Name: "aws:" + f.Profile, Seen: "fake", From: a.From(), Hosts: append(slices.Clone(login.AWSHosts), hosts[f.Profile]...)}
-			if a.SSO != nil {
+			switch {
+			case a.SSO != nil:
 				st.Why = "real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree"
-			} else {
+			case a.Role != nil:
+				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
+			default:
 				st.Why = "real keys from its credential_process, run by the broker outside the tree"
 			}
 			out = append(out, st)
@@ -369,13 +372,21 @@ type AWSFetch struct {
 	// OIDC is the SSO OIDC service's endpoint, when the profile names
 	// one: the broker refreshes the cached token there.
 	OIDC string `json:"oidc,omitempty"`
+	// Role is an assume-role profile's role, which the broker assumes
+	// with the keys of the launch's profile Role.Source, at STS (the
+	// profile's endpoint when it names one).
+	Role *login.AWSRoleProfile `json:"role,omitempty"`
+	STS  string                `json:"sts,omitempty"`
 }
 
-// From says where the real keys come from, for explain: "process" or
-// "sso".
+// From says where the real keys come from, for explain: "process",
+// "sso" or "role".
 func (f *AWSFetch) From() string {
-	if f.SSO != nil {
+	switch {
+	case f.SSO != nil:
 		return "sso"
+	case f.Role != nil:
+		return "role"
 	}
 	return "process"
 }
@@ -398,7 +409,7 @@ func awsFetchers(home string, parent []string, dir string, faked map[string]bool
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	fakeCfg, fetchers, err := login.AWSConfigFake(data)
+	fakeCfg, fetchers, err := login.AWSConfigFake(data, faked)
 	if err != nil || len(fetchers) == 0 {
 		return nil, nil, nil, nil, err
 	}
@@ -419,7 +430,9 @@ func awsFetchers(home string, parent []string, dir string, faked map[string]bool
 			continue
 		}
 		a := &AWSFetch{}
-		if f.SSO != nil {
+		if f.Role != nil {
+			a.Role, a.STS = f.Role, f.Endpoint
+		} else if f.SSO != nil {
 			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint
 			a.CacheDir = filepath.Join(home, ".aws", "sso", "cache")
 		} else {

@@ -3,7 +3,9 @@ package login
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +22,8 @@ type AWSFetcher struct {
 	Process string
 	// SSO is its IAM Identity Center settings (nil for a process).
 	SSO *AWSSSOProfile
+	// Role is its assume-role settings (role_arn with a source_profile).
+	Role *AWSRoleProfile
 	// Endpoint is where the profile sends its SSO portal requests, when
 	// its config names one: the endpoint_url nested under "sso" in the
 	// profile or its services section, else the profile's endpoint_url.
@@ -39,11 +43,27 @@ type AWSSSOProfile struct {
 	RoleName  string `json:"role_name"`
 }
 
+// AWSRoleProfile is what the broker needs to assume an assume-role
+// profile's role itself: the role, the source profile whose keys sign
+// the call, and the call's settings.
+type AWSRoleProfile struct {
+	ARN         string `json:"arn"`
+	Source      string `json:"source"`
+	ExternalID  string `json:"external_id,omitempty"`
+	SessionName string `json:"session_name,omitempty"`
+	Duration    int    `json:"duration,omitempty"`
+	Region      string `json:"region,omitempty"`
+}
+
 // awsFetchKey reports whether key, in a profile, is one that makes
 // botocore fetch keys: credential_process or an sso_ setting.
 func awsFetchKey(key string) bool {
 	return key == "credential_process" || strings.HasPrefix(key, "sso_")
 }
+
+// awsRoleKeys are the settings of an assume-role profile the fake
+// leaves out.
+var awsRoleKeys = []string{"role_arn", "source_profile", "external_id", "role_session_name", "duration_seconds"}
 
 // AWSConfigFake reads ~/.aws/config and returns it without the lines that
 // make a profile fetch its keys (credential_process, sso_*), each such
@@ -56,7 +76,16 @@ func awsFetchKey(key string) bool {
 // and its credential_process after: with these lines gone, the fake
 // static keys of the credentials file are what the tree's clients use.
 // fetchers is nil (and fake the config) when no profile fetches keys.
-func AWSConfigFake(config []byte) (fake []byte, fetchers []AWSFetcher, err error) {
+//
+// An assume-role profile (role_arn with a source_profile: not itself,
+// and no mfa_serial, which would prompt, credential_source or
+// web_identity_token_file) is one too: its role_arn, source_profile,
+// external_id, role_session_name and duration_seconds go, and the broker
+// assumes the role. One whose name is in faked (the credentials file
+// already fakes its keys) keeps its lines: botocore assumes its role
+// before it reads that file, through the broker, and the role's keys STS
+// answers are then the tree's.
+func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers []AWSFetcher, err error) {
 	sections, err := awsConfigSections(config)
 	if err != nil {
 		return nil, nil, err
@@ -107,6 +136,29 @@ func AWSConfigFake(config []byte) (fake []byte, fetchers []AWSFetcher, err error
 				return s.top["endpoint_url"]
 			}
 			f.Endpoint, f.OIDCEndpoint = endpoint("sso"), endpoint("sso_oidc")
+		case s.top["role_arn"] != "" && s.top["source_profile"] != "":
+			if s.top["source_profile"] == p || faked["aws:"+p] || s.top["mfa_serial"] != "" || s.top["credential_source"] != "" ||
+				s.top["web_identity_token_file"] != "" {
+				continue
+			}
+			src := s.top["source_profile"]
+			if sections["profile "+src] == nil && !(src == "default" && sections["default"] != nil) && !faked["aws:"+src] {
+				return nil, nil, fmt.Errorf("aws config: [%s] names source_profile %q, which is no profile", name, src)
+			}
+			r := &AWSRoleProfile{ARN: s.top["role_arn"], Source: src, ExternalID: s.top["external_id"],
+				SessionName: s.top["role_session_name"], Region: s.top["region"]}
+			if d := s.top["duration_seconds"]; d != "" {
+				n, err := strconv.Atoi(d)
+				if err != nil || n < 900 || n > 43200 {
+					return nil, nil, fmt.Errorf("aws config: [%s] duration_seconds is not 900 to 43200", name)
+				}
+				r.Duration = n
+			}
+			f.Role = r
+			f.Endpoint = s.nested["sts"]["endpoint_url"]
+			if f.Endpoint == "" {
+				f.Endpoint = s.top["endpoint_url"]
+			}
 		default:
 			continue
 		}
@@ -115,6 +167,22 @@ func AWSConfigFake(config []byte) (fake []byte, fetchers []AWSFetcher, err error
 	}
 	if len(fetchers) == 0 {
 		return config, nil, nil
+	}
+	// A chain of roles that comes back to itself (botocore refuses it).
+	roles := map[string]string{}
+	for _, f := range fetchers {
+		if f.Role != nil {
+			roles[f.Profile] = f.Role.Source
+		}
+	}
+	for p := range roles {
+		seen := map[string]bool{}
+		for q, ok := p, true; ok; q, ok = roles[q] {
+			if seen[q] {
+				return nil, nil, fmt.Errorf("aws config: profile %s's source_profile chain loops", p)
+			}
+			seen[q] = true
+		}
 	}
 	sort.Slice(fetchers, func(i, j int) bool { return fetchers[i].Profile < fetchers[j].Profile })
 	// The same walk as awsConfigSections, leaving out the fetching lines
@@ -134,7 +202,8 @@ func AWSConfigFake(config []byte) (fake []byte, fetchers []AWSFetcher, err error
 			}
 		default:
 			i := strings.IndexAny(trimmed, "=:")
-			skipping = drop[cur] && awsFetchKey(strings.ToLower(strings.TrimSpace(trimmed[:i])))
+			key := strings.ToLower(strings.TrimSpace(trimmed[:i]))
+			skipping = drop[cur] && (awsFetchKey(key) || slices.Contains(awsRoleKeys, key))
 			if skipping {
 				continue
 			}

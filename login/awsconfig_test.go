@@ -20,19 +20,23 @@ func TestAWSConfigFake(t *testing.T) {
 		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = x\nsso =\n  endpoint_url = https://portal.test\n" +
 		"[profile legacy]\nsso_start_url = https://d-2.awsapps.com/start\nsso_region = eu-west-1\nsso_account_id = 2\nsso_role_name = R\nendpoint_url = https://all.test\n" +
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n" +
-		"[profile static]\nregion = x\nsso_foo_not_here = 1\n[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\n"
-	fake, fetchers, err := AWSConfigFake([]byte(config))
+		"[profile static]\nregion = x\nsso_foo_not_here = 1\n[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\nexternal_id = e\nduration_seconds = 1800\nregion = eu-west-1\n" +
+		"[profile mfa]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\nmfa_serial = arn:aws:iam::1:mfa/me\n" +
+		"[profile self]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = self\n"
+	fake, fetchers, err := AWSConfigFake([]byte(config), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := string(fake)
-	for _, gone := range []string{"credential_process", "sso_session", "sso_account_id", "sso_role_name", "d-2.awsapps.com"} {
+	for _, gone := range []string{"credential_process", "sso_session", "sso_account_id", "sso_role_name", "d-2.awsapps.com",
+		"external_id", "duration_seconds", "source_profile = p\nexternal"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("%s is still in the fake:\n%s", gone, got)
 		}
 	}
 	for _, kept := range []string{"# mine\n", "region = eu-west-1\r\n", "sso =\n  endpoint_url = https://portal.test\n", "endpoint_url = https://all.test\n",
-		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", "role_arn = arn:aws:iam::1:role/r\nsource_profile = p\n", "output = json\n",
+		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", "[profile role]\nregion = eu-west-1\n", "output = json\n",
+		"[profile mfa]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\nmfa_serial", "[profile self]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = self\n",
 		"[profile static]\nregion = x\nsso_foo_not_here = 1\n"} {
 		if !strings.Contains(got, kept) {
 			t.Errorf("%q is not kept:\n%s", kept, got)
@@ -42,28 +46,37 @@ func TestAWSConfigFake(t *testing.T) {
 	for _, f := range fetchers {
 		names = append(names, f.Profile)
 	}
-	if !slices.Equal(names, []string{"legacy", "p", "s"}) {
+	if !slices.Equal(names, []string{"legacy", "p", "role", "s"}) {
 		t.Fatalf("fetchers %v", names)
 	}
 	if f := fetchers[1]; f.Process != "/opt/get-keys --profile 'my p'" || f.SSO != nil {
 		t.Errorf("p: %+v", f)
 	}
-	if f := fetchers[2]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" || f.OIDCEndpoint != "" {
+	if f := fetchers[2]; f.Role == nil || *f.Role != (AWSRoleProfile{ARN: "arn:aws:iam::1:role/r", Source: "p", ExternalID: "e", Duration: 1800, Region: "eu-west-1"}) {
+		t.Errorf("role: %+v", f.Role)
+	}
+	if _, fs, err := AWSConfigFake([]byte("[profile role]\nrole_arn = r\nsource_profile = p\n[profile p]\nregion = x\n"), map[string]bool{"aws:role": true}); err != nil || len(fs) != 0 {
+		t.Errorf("a role profile the credentials file fakes: %v %v", fs, err)
+	}
+	if f := fetchers[3]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" || f.OIDCEndpoint != "" {
 		t.Errorf("s: %+v %+v", f, f.SSO)
 	}
 	if f := fetchers[0]; f.SSO == nil || f.SSO.Session != "" || f.SSO.StartURL != "https://d-2.awsapps.com/start" || f.Endpoint != "https://all.test" || f.OIDCEndpoint != "https://all.test" {
 		t.Errorf("legacy: %+v", f)
 	}
-	if _, fs, err := AWSConfigFake([]byte("[default]\nregion = x\n")); err != nil || fs != nil {
+	if _, fs, err := AWSConfigFake([]byte("[default]\nregion = x\n"), nil); err != nil || fs != nil {
 		t.Errorf("no fetcher: %v %v", fs, err)
 	}
 	for _, bad := range []string{
 		"[profile s]\nsso_session = nosuch\nsso_account_id = 1\nsso_role_name = R\n",
 		"[profile s]\nsso_start_url = https://x\nsso_account_id = 1\n",
 		"[profile p]\ncredential_process = /bin/x 'unterminated\n",
+		"[profile a]\nrole_arn = r\nsource_profile = b\n[profile b]\nrole_arn = r\nsource_profile = a\n",
+		"[profile a]\nrole_arn = r\nsource_profile = nosuch\n",
+		"[profile a]\nrole_arn = r\nsource_profile = b\nduration_seconds = 60\n[profile b]\n",
 		"[default\n",
 	} {
-		if _, _, err := AWSConfigFake([]byte(bad)); err == nil {
+		if _, _, err := AWSConfigFake([]byte(bad), nil); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}
@@ -165,7 +178,7 @@ func FuzzAWSConfigFake(f *testing.F) {
 	f.Add("[profile p]\ncredential_process = x\n[default]\nsso_session = s\n[sso-session s]\nsso_start_url = u\nsso_region = r\n")
 	f.Add("[default]\nregion = x\n s3 =\n  endpoint_url = https://x\n")
 	f.Fuzz(func(t *testing.T, config string) {
-		fake, fetchers, err := AWSConfigFake([]byte(config))
+		fake, fetchers, err := AWSConfigFake([]byte(config), nil)
 		if err != nil {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,9 @@ import (
 // tree cannot), and again before its keys expired, as the portal was
 // asked again; `aws configure export-credentials` and the tree's files
 // show only fakes, and the tree's ~/.aws/config has no credential_process
-// or sso_ line; botocore from python3 (the one Debian's awscli carries)
+// or sso_ line; an assume-role profile whose source is the process
+// profile is assumed by the broker (once), and the tree holds only fakes
+// of the role's keys; botocore from python3 (the one Debian's awscli carries)
 // does the same with fakes. Sealed by namespaces (the files are fakes at their paths)
 // and by Landlock (masked; AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE
 // name the fakes).
@@ -54,6 +57,9 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 	procToken := strings.Repeat("procRealSessionToken", 8)
 	ssoID, ssoSecret := "ASIA"+strings.Repeat("SS0R", 4), strings.Repeat("ssoReal/Secret+x", 3)[:40]
 	ssoToken := strings.Repeat("ssoRealSessionToken", 8)
+	roleID, roleSecret := "ASIA"+strings.Repeat("R0LE", 4), strings.Repeat("roleReal/Secret+", 3)[:40]
+	roleToken := strings.Repeat("roleRealSessionToken", 8)
+	var assumed atomic.Int32
 	// The cached token expires in 5 minutes: the broker refreshes it
 	// first (botocore's 15-minute window), and the portal takes only the
 	// new one.
@@ -94,6 +100,8 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 				ok = r.Header.Get("X-Amz-Security-Token") == procToken && s.Verify(r, procSecret, hex.EncodeToString(sum[:])) == nil
 			case ssoID:
 				ok = r.Header.Get("X-Amz-Security-Token") == ssoToken && s.Verify(r, ssoSecret, hex.EncodeToString(sum[:])) == nil
+			case roleID:
+				ok = r.Header.Get("X-Amz-Security-Token") == roleToken && s.Verify(r, roleSecret, hex.EncodeToString(sum[:])) == nil
 			default:
 				ok = false
 			}
@@ -103,7 +111,19 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 			io.WriteString(w, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>not the real keys</Message></Error></ErrorResponse>")
 			return
 		}
-		who := map[string]string{procID: "proc", ssoID: "sso"}[s.AccessKeyID]
+		if q, _ := url.ParseQuery(string(body)); q.Get("Action") == "AssumeRole" {
+			// Answered with the role's real keys: to the broker only.
+			if q.Get("RoleArn") != "arn:aws:iam::123456789012:role/dev" || s.AccessKeyID != procID {
+				http.Error(w, "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>", http.StatusForbidden)
+				return
+			}
+			assumed.Add(1)
+			fmt.Fprintf(w, `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey>`+
+				`<SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+				roleID, roleSecret, roleToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+			return
+		}
+		who := map[string]string{procID: "proc", ssoID: "sso", roleID: "role"}[s.AccessKeyID]
 		io.WriteString(w, `<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/`+who+`</Arn>`+
 			`<UserId>AIDAE2E</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
 	})
@@ -125,6 +145,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 	write(".aws/config", "[default]\nregion = us-east-1\n"+
 		"[profile p]\nregion = us-east-1\ncredential_process = "+filepath.Join(home, "bin/get-keys")+" --p\nendpoint_url = https://"+host+"\n"+
 		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
+		"[profile r]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = p\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", 0o600)
 	sum := sha1.Sum([]byte("corp"))
 	cache := ".aws/sso/cache/" + hex.EncodeToString(sum[:]) + ".json"
@@ -140,7 +161,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 	script := `cd "$HOME/work"
 echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
 echo "region: $(` + aws + ` configure get region --profile p 2>&1)"
-for p in p s; do
+for p in p s r; do
   echo "export $p: $(` + aws + ` configure export-credentials --profile $p --format env 2>&1 | tr '\n' ' ')"
   for i in 1 2; do
     echo "sts $p: $(` + aws + ` sts get-caller-identity --profile $p --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
@@ -154,7 +175,7 @@ for p in ("p", "s"):
     c = s.get_credentials().get_frozen_credentials()
     arn = s.create_client("sts", endpoint_url=sys.argv[1], region_name="us-east-1").get_caller_identity()["Arn"]
     print("botocore %s: %s %s %s %d" % (p, arn, c.access_key, c.secret_key, len(c.token or "")))
-' https://`+host+` 2>&1
+' https://` + host + ` 2>&1
 `
 	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
 	if landlock {
@@ -169,7 +190,8 @@ for p in ("p", "s"):
 	b, err := cmd.CombinedOutput()
 	out := strings.NewReplacer(procID, "<REAL-ID>", procSecret, "<REAL-SECRET>", procToken, "<REAL-TOKEN>",
 		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>",
-		newBearer, "<NEW-BEARER>", refresh, "<REFRESH>", newRefresh, "<NEW-REFRESH>", "e2e-client-secret", "<CLIENT-SECRET>").Replace(string(b))
+		newBearer, "<NEW-BEARER>", refresh, "<REFRESH>", newRefresh, "<NEW-REFRESH>", "e2e-client-secret", "<CLIENT-SECRET>",
+		roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>").Replace(string(b))
 	if err != nil {
 		t.Fatalf("envsieve run: %v\n%s", err, out)
 	}
@@ -180,6 +202,8 @@ for p in ("p", "s"):
 		"export p: export AWS_ACCESS_KEY_ID=ASIA", "export s: export AWS_ACCESS_KEY_ID=ASIA",
 		"sts p: arn:aws:iam::123456789012:user/proc\nsts p: arn:aws:iam::123456789012:user/proc",
 		"sts s: arn:aws:iam::123456789012:user/sso\nsts s: arn:aws:iam::123456789012:user/sso",
+		"export r: export AWS_ACCESS_KEY_ID=ASIA",
+		"sts r: arn:aws:iam::123456789012:user/role\nsts r: arn:aws:iam::123456789012:user/role",
 		"botocore p: arn:aws:iam::123456789012:user/proc ASIA", "botocore s: arn:aws:iam::123456789012:user/sso ASIA"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
@@ -205,6 +229,9 @@ for p in ("p", "s"):
 			t.Errorf("the credential_process ran in the tree (or not as configured): %q (the launcher's: %s %s)", l, mnt, pid)
 		}
 	}
+	if n := assumed.Load(); n != 1 {
+		t.Errorf("the role was assumed %d times, want once (by the broker, its keys valid an hour)", n)
+	}
 	if n := portalCalls.Load(); n < 2 {
 		t.Errorf("the SSO portal was asked %d times, want 2 or more (a refresh)", n)
 	}
@@ -217,7 +244,8 @@ for p in ("p", "s"):
 		t.Error("the stand-in got no request")
 	}
 	for _, a := range seen() {
-		if a != "" && !strings.Contains(a, "Credential="+procID+"/") && !strings.Contains(a, "Credential="+ssoID+"/") {
+		if a != "" && !strings.Contains(a, "Credential="+procID+"/") && !strings.Contains(a, "Credential="+ssoID+"/") &&
+			!strings.Contains(a, "Credential="+roleID+"/") {
 			t.Errorf("the stand-in got a request not signed with a real key id (%d bytes)", len(a))
 		}
 	}
