@@ -316,8 +316,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 				}
 			}
 		}
-		dir, _ := os.Getwd()
-		_, fs, fetch, hosts, err := awsFetchers(home, os.Environ(), dir, faked)
+		_, fs, fetch, hosts, err := awsFetchers(home, os.Environ(), treeWrites(home), faked)
 		if err != nil {
 			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": ~/.aws/config is masked"}}
 		}
@@ -399,12 +398,13 @@ func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "con
 // is not already a profile of the faked credentials file (faked: botocore
 // reads that file's keys before a credential_process; an SSO profile
 // with keys there too keeps the file's), how the broker fetches them.
-// parent is the user's environment (the process's), dir its working
-// directory. ok is false when the config holds no such profile or is
-// missing; err when it cannot be understood, or a credential_process
-// command cannot be run safely from outside the tree (not found in the
-// user's PATH, or a relative path: the tree writes the working directory).
-func awsFetchers(home string, parent []string, dir string, faked map[string]bool) (fakeCfg []byte, out []login.AWSFetcher, fetch map[string]*AWSFetch, hosts map[string][]string, err error) {
+// parent is the user's environment (the process's); the process runs in
+// home, which the tree cannot write (its working directory it can).
+// fakeCfg is nil when the config holds no such profile; err when it is
+// missing or cannot be understood, or a credential_process command cannot
+// be run safely from outside the tree: not found in the user's PATH, a
+// relative path, or a program the tree could replace (treeCanReplace).
+func awsFetchers(home string, parent []string, writable []string, faked map[string]bool) (fakeCfg []byte, out []login.AWSFetcher, fetch map[string]*AWSFetch, hosts map[string][]string, err error) {
 	data, err := os.ReadFile(awsConfigPath(home))
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -444,8 +444,11 @@ func awsFetchers(home string, parent []string, dir string, faked map[string]bool
 			if err != nil {
 				return nil, nil, nil, nil, fmt.Errorf("aws config: profile %s: credential_process: %w", f.Profile, err)
 			}
+			if treeCanReplace(filepath.Clean(prog), home, writable) {
+				return nil, nil, nil, nil, fmt.Errorf("aws config: profile %s: credential_process: the tree could replace %s", f.Profile, prog)
+			}
 			argv[0] = prog
-			a.Argv, a.Env, a.Dir = argv, slices.Clone(parent), dir
+			a.Argv, a.Env, a.Dir = argv, slices.Clone(parent), home
 			if a.Env == nil {
 				a.Env = []string{}
 			}
@@ -490,14 +493,13 @@ func lookPathIn(prog, path string) (string, error) {
 func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	home := l.host.Home
 	cfgPath := awsConfigPath(home)
-	dir, _ := os.Getwd()
 	faked := map[string]bool{}
 	for _, c := range lf.creds {
 		if c.AWS != nil {
 			faked[c.Name] = true
 		}
 	}
-	fakeCfg, fetchers, fetch, hosts, err := awsFetchers(home, l.opt.Parent, dir, faked)
+	fakeCfg, fetchers, fetch, hosts, err := awsFetchers(home, l.opt.Parent, treeWrites(home), faked)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && fakeCfg == nil {
 		return nil
 	}
@@ -554,6 +556,28 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	}
 	lf.states = append(lf.states, st)
 	return nil
+}
+
+// treeCanReplace reports whether a sealed tree could replace the program
+// prog, which the broker runs outside it: under home (read-only in the
+// tree), when it is at or in writable, the places under home the tree
+// writes; elsewhere (where the seal does not restrict writes), when the
+// launch's user may write it or its directory.
+func treeCanReplace(prog, home string, writable []string) bool {
+	if atOrIn(prog, []string{home}) {
+		return atOrIn(prog, writable)
+	}
+	return writableByUs(prog) || writableByUs(filepath.Dir(prog))
+}
+
+// treeWrites are places under home a tree writes that a launch knows
+// before its seal is made: the working directory and the caches.
+func treeWrites(home string) []string {
+	out := CachePlaces(home)
+	if wd, err := os.Getwd(); err == nil {
+		out = append(out, wd)
+	}
+	return out
 }
 
 // makeDir makes lf's directory of fakes in dir, once.

@@ -191,11 +191,12 @@ func TestAWSEnvKeys(t *testing.T) {
 // TestAWSFetchers: a credential_process the broker runs outside the tree
 // is an absolute path, or a bare name found in an absolute directory of
 // the user's PATH; a relative path, or a name found only through a
-// relative PATH entry (the working directory, which the tree writes), is
-// refused, and so is the config then. A profile the credentials file
+// relative PATH entry (the working directory, which the tree writes), or
+// at a place the tree writes, is refused, and so is the config then. It
+// runs in HOME, which the tree cannot write. A profile the credentials file
 // already fakes keeps that file's keys.
 func TestAWSFetchers(t *testing.T) {
-	home := t.TempDir()
+	home, outside := t.TempDir(), t.TempDir()
 	bin := filepath.Join(home, "bin")
 	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
 	os.MkdirAll(bin, 0o700)
@@ -206,24 +207,30 @@ func TestAWSFetchers(t *testing.T) {
 		env           []string
 		argv0         string // "" for an error
 	}{
-		{"absolute", "/opt/x/get --a", env, "/opt/x/get"},
+		{"absolute", filepath.Join(bin, "get-keys") + " --a", env, filepath.Join(bin, "get-keys")},
 		{"in PATH", "get-keys --a 'b c'", env, filepath.Join(bin, "get-keys")},
 		{"relative", "./get-keys", env, ""},
 		{"relative dir", "bin/get-keys", env, ""},
 		{"relative PATH entry", "get-keys", []string{"PATH=.:bin"}, ""},
 		{"not found", "nosuch-xyz", env, ""},
+		{"where the tree writes", filepath.Join(home, "work/get"), env, ""},
+		{"in PATH where the tree writes", "get-keys", []string{"PATH=" + filepath.Join(home, "work")}, ""},
+		{"outside HOME, writable", filepath.Join(outside, "get") + " --a", env, ""},
+		{"outside HOME, to be made", filepath.Join(outside, "new/dir/get"), env, ""},
 	}
+	os.MkdirAll(filepath.Join(home, "work"), 0o700)
+	os.WriteFile(filepath.Join(home, "work", "get-keys"), []byte("#!/bin/sh\n"), 0o700)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = "+c.process+"\nregion = r\n"), 0o600)
-			fake, fs, fetch, _, err := awsFetchers(home, c.env, "/work", nil)
+			fake, fs, fetch, _, err := awsFetchers(home, c.env, []string{filepath.Join(home, "work")}, nil)
 			if c.argv0 == "" {
 				if err == nil {
 					t.Fatalf("no error: %v", fetch["aws:p"])
 				}
 				return
 			}
-			if err != nil || len(fs) != 1 || fetch["aws:p"].Argv[0] != c.argv0 || fetch["aws:p"].Dir != "/work" || !slices.Equal(fetch["aws:p"].Env, c.env) {
+			if err != nil || len(fs) != 1 || fetch["aws:p"].Argv[0] != c.argv0 || fetch["aws:p"].Dir != home || !slices.Equal(fetch["aws:p"].Env, c.env) {
 				t.Fatalf("%v %+v %v", err, fetch["aws:p"], fs)
 			}
 			if string(fake) != "[profile p]\nregion = r\n" {
@@ -232,7 +239,7 @@ func TestAWSFetchers(t *testing.T) {
 		})
 	}
 	os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = /x\n"), 0o600)
-	if _, fs, _, _, err := awsFetchers(home, env, "", map[string]bool{"aws:p": true}); err != nil || len(fs) != 0 {
+	if _, fs, _, _, err := awsFetchers(home, env, nil, map[string]bool{"aws:p": true}); err != nil || len(fs) != 0 {
 		t.Errorf("a profile of the faked credentials file: %v %v", fs, err)
 	}
 }
