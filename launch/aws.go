@@ -545,6 +545,12 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 		return fmt.Errorf("login fakes: %w", err)
 	}
 	lf.fake[credPath], lf.vars["AWS_SHARED_CREDENTIALS_FILE"] = credDst, credDst
+	for i := range lf.states {
+		if st := &lf.states[i]; st.Path == credPath && st.Seen != "fake" {
+			// The file could not be faked: its fake holds only these.
+			st.Seen, st.Why = "fake", "only the profiles of ~/.aws/config that fetch keys ("+st.Why+")"
+		}
+	}
 	st := LoginState{Path: cfgPath, Format: "aws-config", Seen: "fake"}
 	for _, f := range fetchers {
 		name := "aws:" + f.Profile
