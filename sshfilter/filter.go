@@ -33,6 +33,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/envsieve/envsieve/internal/peercred"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -162,7 +163,11 @@ func (f *Filter) Serve(ln net.Listener) {
 		f.mu.Unlock()
 		go func() {
 			defer f.wg.Done()
-			if uid, err := peerUID(c); err != nil || !slices.Contains(f.cfg.UIDs, uid) {
+			uid, err := -1, errors.New("not a unix socket connection")
+			if uc, ok := c.(*net.UnixConn); ok {
+				uid, err = peercred.UID(uc)
+			}
+			if err != nil || !slices.Contains(f.cfg.UIDs, uid) {
 				why := "peer uid " + strconv.Itoa(uid) + " is not the launch's"
 				if err != nil {
 					why = "the peer's uid: " + err.Error()
