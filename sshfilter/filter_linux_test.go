@@ -467,3 +467,49 @@ func TestPeerUID(t *testing.T) {
 		t.Error("a filter that serves no user: no error")
 	}
 }
+
+// TestIPv6KnownHosts: known_hosts entries of IPv6 addresses, "[addr]:port"
+// in a long spelling and a bare one (port 22), decide a bind as names do:
+// a policy host "[::1]:PORT" allows the first server's host key there and
+// not the second's (port 22); "::1" allows both.
+func TestIPv6KnownHosts(t *testing.T) {
+	w := newWorld(t)
+	kh := filepath.Join(w.dir, "known_hosts_v6")
+	sshtest.WriteFile(t, kh, "[0:0:0:0:0:0:0:1]:"+strconv.Itoa(w.a.Port)+" "+w.a.HostKey+"\n::1 "+w.b.HostKey+"\n")
+	hostA, hostB := hostSigner(t, w, w.a), hostSigner(t, w, w.b)
+	allowed := publicKey(t, w.allowed.Public)
+	sid := make([]byte, 32)
+	rand.Read(sid)
+	signWith := func(host ssh.Signer, hosts []string) (*events, error) {
+		ev := &events{}
+		f, err := New(Config{Upstream: w.userAgent, Hosts: hosts, KnownHosts: []string{kh}, Event: ev.add, UIDs: []int{os.Getuid()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock, err := f.Listen(sshtest.Private(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c := rawClient(t, sock)
+		bsig, err := host.Sign(rand.Reader, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Extension("session-bind@openssh.com", bindMsg(host.PublicKey(), sid, bsig, false))
+		_, err = c.Sign(allowed, userauth(sid, allowed, methodPublickey, nil))
+		return ev, err
+	}
+	port := "[::1]:" + strconv.Itoa(w.a.Port)
+	if ev, err := signWith(hostA, []string{port}); err != nil {
+		t.Errorf("the server at %s: %v %+v", port, err, ev.all)
+	}
+	if ev, err := signWith(hostB, []string{port}); err == nil || !ev.refused("not of an allowed host") {
+		t.Errorf("the server on ::1 port 22 for %s: %v %+v", port, err, ev.all)
+	}
+	for _, h := range []ssh.Signer{hostA, hostB} {
+		if ev, err := signWith(h, []string{"::1"}); err != nil {
+			t.Errorf("::1 on any port: %v %+v", err, ev.all)
+		}
+	}
+}
