@@ -21,6 +21,8 @@ func awsFetched(f *launch.AWSFetch, cfg *broker.Config) broker.AWSSource {
 	switch {
 	case f == nil:
 		return nil
+	case f.Static != nil:
+		return broker.AWSStatic(*f.Static)
 	case f.Role != nil:
 		r := f.Role
 		return &broker.AWSAssumeRole{RoleARN: r.ARN, SessionName: r.SessionName, ExternalID: r.ExternalID, Duration: r.Duration,

@@ -329,6 +329,8 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 				st.Why = "real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree"
 			case a.Role != nil:
 				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
+			case a.Static != nil:
+				st.Why = "real keys in ~/.aws/config itself, kept by the broker"
 			default:
 				st.Why = "real keys from its credential_process, run by the broker outside the tree"
 			}
@@ -376,16 +378,20 @@ type AWSFetch struct {
 	// profile's endpoint when it names one).
 	Role *login.AWSRoleProfile `json:"role,omitempty"`
 	STS  string                `json:"sts,omitempty"`
+	// Static are static keys the config itself holds (real values).
+	Static *login.AWSKey `json:"static,omitempty"`
 }
 
 // From says where the real keys come from, for explain: "process",
-// "sso" or "role".
+// "sso", "role" or "config" (static keys in ~/.aws/config).
 func (f *AWSFetch) From() string {
 	switch {
 	case f.SSO != nil:
 		return "sso"
 	case f.Role != nil:
 		return "role"
+	case f.Static != nil:
+		return "config"
 	}
 	return "process"
 }
@@ -430,7 +436,9 @@ func awsFetchers(home string, parent []string, writable []string, faked map[stri
 			continue
 		}
 		a := &AWSFetch{}
-		if f.Role != nil {
+		if f.Static != nil {
+			a.Static = f.Static
+		} else if f.Role != nil {
 			a.Role, a.STS = f.Role, f.Endpoint
 		} else if f.SSO != nil {
 			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint

@@ -24,6 +24,10 @@ type AWSFetcher struct {
 	SSO *AWSSSOProfile
 	// Role is its assume-role settings (role_arn with a source_profile).
 	Role *AWSRoleProfile
+	// Static is its static keys, when the config itself holds them (and
+	// the profile fetches none): real values, faked as the credentials
+	// file's are.
+	Static *AWSKey
 	// Endpoint is where the profile sends its SSO portal requests, when
 	// its config names one: the endpoint_url nested under "sso" in the
 	// profile or its services section, else the profile's endpoint_url.
@@ -61,12 +65,17 @@ func awsFetchKey(key string) bool {
 	return key == "credential_process" || strings.HasPrefix(key, "sso_")
 }
 
+// awsStaticKeys are a profile's static keys, which the config may hold
+// as the credentials file does.
+var awsStaticKeys = []string{awsKeyID, awsSecret, awsToken, awsLegacyToken}
+
 // awsRoleKeys are the settings of an assume-role profile the fake
 // leaves out.
 var awsRoleKeys = []string{"role_arn", "source_profile", "external_id", "role_session_name", "duration_seconds"}
 
 // AWSConfigFake reads ~/.aws/config and returns it without the lines that
-// make a profile fetch its keys (credential_process, sso_*), each such
+// make a profile fetch its keys (credential_process, sso_*) or hold them
+// (aws_access_key_id and the like: static keys in the config), each such
 // profile's settings, and an error when the config cannot be understood
 // or such a profile is incomplete (an SSO profile without its region,
 // account, role or start URL; a credential_process that does not split
@@ -159,6 +168,17 @@ func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers 
 			if f.Endpoint == "" {
 				f.Endpoint = s.top["endpoint_url"]
 			}
+		case s.top[awsKeyID] != "" || s.top[awsSecret] != "":
+			// Static keys in the config itself (botocore reads them
+			// last: ConfigProvider).
+			k := &AWSKey{AccessKeyID: s.top[awsKeyID], SecretAccessKey: s.top[awsSecret], SessionToken: s.top[awsToken]}
+			if k.SessionToken == "" {
+				k.SessionToken = s.top[awsLegacyToken]
+			}
+			if len(k.AccessKeyID) < 16 || len(k.SecretAccessKey) < 16 {
+				return nil, nil, fmt.Errorf("aws config: [%s] has an access key id or a secret without the other, or keys too short to be AWS's", name)
+			}
+			f.Static = k
 		default:
 			continue
 		}
@@ -168,6 +188,20 @@ func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers 
 	if len(fetchers) == 0 {
 		return config, nil, nil
 	}
+	defer func() {
+		// No static real key is left in the fake (a line the walk did
+		// not take for one).
+		for _, f := range fetchers {
+			if k := f.Static; k != nil && err == nil {
+				for _, v := range []string{k.AccessKeyID, k.SecretAccessKey, k.SessionToken} {
+					if v != "" && strings.Contains(string(fake), v) {
+						fake, fetchers, err = nil, nil, fmt.Errorf("aws config: [%s]: the fake would still hold a real key", f.Profile)
+						return
+					}
+				}
+			}
+		}
+	}()
 	// A chain of roles that comes back to itself (botocore refuses it).
 	roles := map[string]string{}
 	for _, f := range fetchers {
@@ -203,7 +237,7 @@ func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers 
 		default:
 			i := strings.IndexAny(trimmed, "=:")
 			key := strings.ToLower(strings.TrimSpace(trimmed[:i]))
-			skipping = drop[cur] && (awsFetchKey(key) || slices.Contains(awsRoleKeys, key))
+			skipping = drop[cur] && (awsFetchKey(key) || slices.Contains(awsRoleKeys, key) || slices.Contains(awsStaticKeys, key))
 			if skipping {
 				continue
 			}
@@ -243,9 +277,19 @@ func AWSFakeProfiles(fetchers []AWSFetcher, fake Faker) ([]byte, map[string]AWSK
 		name := "aws:" + f.Profile
 		k := AWSKey{AccessKeyID: fake(name+":id", awsTemplateID), SecretAccessKey: fake(name, awsTemplateSecret),
 			SessionToken: fake(name+":token", awsTemplateToken)}
+		if r := f.Static; r != nil {
+			// Known keys: fakes of their own shape, a token only where
+			// they have one.
+			k = AWSKey{AccessKeyID: fake(name+":id", r.AccessKeyID), SecretAccessKey: fake(name, r.SecretAccessKey)}
+			if r.SessionToken != "" {
+				k.SessionToken = fake(name+":token", r.SessionToken)
+			}
+		}
 		keys[name] = k
-		fmt.Fprintf(&out, "\n[%s]\n%s = %s\n%s = %s\n%s = %s\n", f.Profile, awsKeyID, k.AccessKeyID,
-			awsSecret, k.SecretAccessKey, awsToken, k.SessionToken)
+		fmt.Fprintf(&out, "\n[%s]\n%s = %s\n%s = %s\n", f.Profile, awsKeyID, k.AccessKeyID, awsSecret, k.SecretAccessKey)
+		if k.SessionToken != "" {
+			fmt.Fprintf(&out, "%s = %s\n", awsToken, k.SessionToken)
+		}
 	}
 	return []byte(out.String()), keys, nil
 }

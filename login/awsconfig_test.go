@@ -22,14 +22,15 @@ func TestAWSConfigFake(t *testing.T) {
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n" +
 		"[profile static]\nregion = x\nsso_foo_not_here = 1\n[profile role]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\nexternal_id = e\nduration_seconds = 1800\nregion = eu-west-1\n" +
 		"[profile mfa]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = p\nmfa_serial = arn:aws:iam::1:mfa/me\n" +
-		"[profile self]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = self\n"
+		"[profile self]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = self\n" +
+		"[profile c]\naws_access_key_id = AKIACONFCONFCONFCONF\naws_secret_access_key = configSecret/configSecret/configSecret\nregion = c\n"
 	fake, fetchers, err := AWSConfigFake([]byte(config), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := string(fake)
 	for _, gone := range []string{"credential_process", "sso_session", "sso_account_id", "sso_role_name", "d-2.awsapps.com",
-		"external_id", "duration_seconds", "source_profile = p\nexternal"} {
+		"external_id", "duration_seconds", "source_profile = p\nexternal", "AKIACONF", "configSecret"} {
 		if strings.Contains(got, gone) {
 			t.Errorf("%s is still in the fake:\n%s", gone, got)
 		}
@@ -46,23 +47,26 @@ func TestAWSConfigFake(t *testing.T) {
 	for _, f := range fetchers {
 		names = append(names, f.Profile)
 	}
-	if !slices.Equal(names, []string{"legacy", "p", "role", "s"}) {
+	if !slices.Equal(names, []string{"c", "legacy", "p", "role", "s"}) {
 		t.Fatalf("fetchers %v", names)
 	}
-	if f := fetchers[1]; f.Process != "/opt/get-keys --profile 'my p'" || f.SSO != nil {
+	if f := fetchers[2]; f.Process != "/opt/get-keys --profile 'my p'" || f.SSO != nil {
 		t.Errorf("p: %+v", f)
 	}
-	if f := fetchers[2]; f.Role == nil || *f.Role != (AWSRoleProfile{ARN: "arn:aws:iam::1:role/r", Source: "p", ExternalID: "e", Duration: 1800, Region: "eu-west-1"}) {
+	if f := fetchers[3]; f.Role == nil || *f.Role != (AWSRoleProfile{ARN: "arn:aws:iam::1:role/r", Source: "p", ExternalID: "e", Duration: 1800, Region: "eu-west-1"}) {
 		t.Errorf("role: %+v", f.Role)
 	}
 	if _, fs, err := AWSConfigFake([]byte("[profile role]\nrole_arn = r\nsource_profile = p\n[profile p]\nregion = x\n"), map[string]bool{"aws:role": true}); err != nil || len(fs) != 0 {
 		t.Errorf("a role profile the credentials file fakes: %v %v", fs, err)
 	}
-	if f := fetchers[3]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" || f.OIDCEndpoint != "" {
+	if f := fetchers[4]; f.SSO == nil || *f.SSO != (AWSSSOProfile{Session: "corp", StartURL: "https://d-1.awsapps.com/start", Region: "us-east-1", AccountID: "123456789012", RoleName: "Dev"}) || f.Endpoint != "https://portal.test" || f.OIDCEndpoint != "" {
 		t.Errorf("s: %+v %+v", f, f.SSO)
 	}
-	if f := fetchers[0]; f.SSO == nil || f.SSO.Session != "" || f.SSO.StartURL != "https://d-2.awsapps.com/start" || f.Endpoint != "https://all.test" || f.OIDCEndpoint != "https://all.test" {
+	if f := fetchers[1]; f.SSO == nil || f.SSO.Session != "" || f.SSO.StartURL != "https://d-2.awsapps.com/start" || f.Endpoint != "https://all.test" || f.OIDCEndpoint != "https://all.test" {
 		t.Errorf("legacy: %+v", f)
+	}
+	if f := fetchers[0]; f.Static == nil || f.Static.AccessKeyID != "AKIACONFCONFCONFCONF" || !strings.Contains(got, "[profile c]\nregion = c\n") {
+		t.Errorf("c: %+v", f)
 	}
 	if _, fs, err := AWSConfigFake([]byte("[default]\nregion = x\n"), nil); err != nil || fs != nil {
 		t.Errorf("no fetcher: %v %v", fs, err)
@@ -73,6 +77,8 @@ func TestAWSConfigFake(t *testing.T) {
 		"[profile p]\ncredential_process = /bin/x 'unterminated\n",
 		"[profile a]\nrole_arn = r\nsource_profile = b\n[profile b]\nrole_arn = r\nsource_profile = a\n",
 		"[profile a]\nrole_arn = r\nsource_profile = nosuch\n",
+		"[profile a]\naws_access_key_id = AKIACONFCONFCONFCONF\n",
+		"[profile a]\naws_access_key_id = AKIACONFCONFCONFCONF\naws_secret_access_key = short\n",
 		"[profile a]\nrole_arn = r\nsource_profile = b\nduration_seconds = 60\n[profile b]\n",
 		"[default\n",
 	} {
@@ -100,6 +106,10 @@ func TestAWSFakeProfiles(t *testing.T) {
 	_, creds, err := f.Fake(sections, func(_, v string) string { return strings.Repeat("y", len(v)) })
 	if err != nil || len(creds) != 2 || creds[0].AWS.Real != keys["aws:p"] {
 		t.Errorf("the sections do not read back: %v %v", creds, err)
+	}
+	_, keys, _ = AWSFakeProfiles([]AWSFetcher{{Profile: "c", Static: &AWSKey{AccessKeyID: "AKIACONFCONFCONFCONF", SecretAccessKey: strings.Repeat("s", 40)}}}, shapeFaker)
+	if k := keys["aws:c"]; !strings.HasPrefix(k.AccessKeyID, "AKIA") || len(k.AccessKeyID) != 20 || k.AccessKeyID == "AKIACONFCONFCONFCONF" || k.SessionToken != "" {
+		t.Errorf("static keys' fakes: %+v", k)
 	}
 	if _, _, err := AWSFakeProfiles([]AWSFetcher{{Profile: "a]b"}}, shapeFaker); err == nil {
 		t.Error("a profile name that is no section: no error")

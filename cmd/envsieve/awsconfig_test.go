@@ -38,7 +38,7 @@ import (
 // show only fakes, and the tree's ~/.aws/config has no credential_process
 // or sso_ line; an assume-role profile whose source is the process
 // profile is assumed by the broker (once), and the tree holds only fakes
-// of the role's keys; botocore from python3 (the one Debian's awscli carries)
+// of the role's keys; static keys in the config itself are fakes too; botocore from python3 (the one Debian's awscli carries)
 // does the same with fakes. Sealed by namespaces (the files are fakes at their paths)
 // and by Landlock (masked; AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE
 // name the fakes).
@@ -60,6 +60,7 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 	roleID, roleSecret := "ASIA"+strings.Repeat("R0LE", 4), strings.Repeat("roleReal/Secret+", 3)[:40]
 	roleToken := strings.Repeat("roleRealSessionToken", 8)
 	var assumed atomic.Int32
+	confID, confSecret := "AKIA"+strings.Repeat("C0NF", 4), strings.Repeat("confReal/Secret+", 3)[:40]
 	// The cached token expires in 5 minutes: the broker refreshes it
 	// first (botocore's 15-minute window), and the portal takes only the
 	// new one.
@@ -100,6 +101,8 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 				ok = r.Header.Get("X-Amz-Security-Token") == procToken && s.Verify(r, procSecret, hex.EncodeToString(sum[:])) == nil
 			case ssoID:
 				ok = r.Header.Get("X-Amz-Security-Token") == ssoToken && s.Verify(r, ssoSecret, hex.EncodeToString(sum[:])) == nil
+			case confID:
+				ok = r.Header.Get("X-Amz-Security-Token") == "" && s.Verify(r, confSecret, hex.EncodeToString(sum[:])) == nil
 			case roleID:
 				ok = r.Header.Get("X-Amz-Security-Token") == roleToken && s.Verify(r, roleSecret, hex.EncodeToString(sum[:])) == nil
 			default:
@@ -123,7 +126,7 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 				roleID, roleSecret, roleToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 			return
 		}
-		who := map[string]string{procID: "proc", ssoID: "sso", roleID: "role"}[s.AccessKeyID]
+		who := map[string]string{procID: "proc", ssoID: "sso", roleID: "role", confID: "conf"}[s.AccessKeyID]
 		io.WriteString(w, `<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/`+who+`</Arn>`+
 			`<UserId>AIDAE2E</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
 	})
@@ -146,6 +149,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 		"[profile p]\nregion = us-east-1\ncredential_process = "+filepath.Join(home, "bin/get-keys")+" --p\nendpoint_url = https://"+host+"\n"+
 		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[profile r]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = p\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
+		"[profile c]\naws_access_key_id = "+confID+"\naws_secret_access_key = "+confSecret+"\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", 0o600)
 	sum := sha1.Sum([]byte("corp"))
 	cache := ".aws/sso/cache/" + hex.EncodeToString(sum[:]) + ".json"
@@ -159,9 +163,9 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 	}
 	aws := `AWS_EC2_METADATA_DISABLED=true /usr/bin/aws`
 	script := `cd "$HOME/work"
-echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
+echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role\|role_arn\|aws_access_key_id' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
 echo "region: $(` + aws + ` configure get region --profile p 2>&1)"
-for p in p s r; do
+for p in p s r c; do
   echo "export $p: $(` + aws + ` configure export-credentials --profile $p --format env 2>&1 | tr '\n' ' ')"
   for i in 1 2; do
     echo "sts $p: $(` + aws + ` sts get-caller-identity --profile $p --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
@@ -191,7 +195,7 @@ for p in ("p", "s"):
 	out := strings.NewReplacer(procID, "<REAL-ID>", procSecret, "<REAL-SECRET>", procToken, "<REAL-TOKEN>",
 		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>",
 		newBearer, "<NEW-BEARER>", refresh, "<REFRESH>", newRefresh, "<NEW-REFRESH>", "e2e-client-secret", "<CLIENT-SECRET>",
-		roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>").Replace(string(b))
+		confID, "<REAL-CONF-ID>", confSecret, "<REAL-CONF-SECRET>", roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>").Replace(string(b))
 	if err != nil {
 		t.Fatalf("envsieve run: %v\n%s", err, out)
 	}
@@ -202,7 +206,8 @@ for p in ("p", "s"):
 		"export p: export AWS_ACCESS_KEY_ID=ASIA", "export s: export AWS_ACCESS_KEY_ID=ASIA",
 		"sts p: arn:aws:iam::123456789012:user/proc\nsts p: arn:aws:iam::123456789012:user/proc",
 		"sts s: arn:aws:iam::123456789012:user/sso\nsts s: arn:aws:iam::123456789012:user/sso",
-		"export r: export AWS_ACCESS_KEY_ID=ASIA",
+		"export r: export AWS_ACCESS_KEY_ID=ASIA", "export c: export AWS_ACCESS_KEY_ID=AKIA",
+		"sts c: arn:aws:iam::123456789012:user/conf",
 		"sts r: arn:aws:iam::123456789012:user/role\nsts r: arn:aws:iam::123456789012:user/role",
 		"botocore p: arn:aws:iam::123456789012:user/proc ASIA", "botocore s: arn:aws:iam::123456789012:user/sso ASIA"} {
 		if !strings.Contains(out, want) {
@@ -245,7 +250,7 @@ for p in ("p", "s"):
 	}
 	for _, a := range seen() {
 		if a != "" && !strings.Contains(a, "Credential="+procID+"/") && !strings.Contains(a, "Credential="+ssoID+"/") &&
-			!strings.Contains(a, "Credential="+roleID+"/") {
+			!strings.Contains(a, "Credential="+roleID+"/") && !strings.Contains(a, "Credential="+confID+"/") {
 			t.Errorf("the stand-in got a request not signed with a real key id (%d bytes)", len(a))
 		}
 	}
