@@ -1,10 +1,15 @@
 package launch
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -22,6 +27,9 @@ type AWSLogin struct {
 	Real  login.AWSKey `json:"real"`
 	Fake  login.AWSKey `json:"fake"`
 	Hosts []string     `json:"hosts,omitempty"`
+	// Fetch, for a profile of ~/.aws/config that fetches its keys, is
+	// how the broker gets them (Real is then empty).
+	Fetch *AWSFetch `json:"fetch,omitempty"`
 }
 
 // awsLogins returns the AWS profiles among creds, each with the
@@ -213,6 +221,11 @@ type AWSState struct {
 	Why  string `json:"why,omitempty"`
 	// Hosts are AWS's endpoints and the profile's endpoint_url hosts.
 	Hosts []string `json:"hosts,omitempty"`
+	// From says where the broker gets the real keys: "file" (the user's
+	// ~/.aws/credentials), "env", "process" (the profile's
+	// credential_process, run outside the tree) or "sso" (IAM Identity
+	// Center, from the SSO cache outside the tree).
+	From string `json:"from,omitempty"`
 	// Grant is true when only a rule's exec-time grant would hand the
 	// variables over, not the tree's own environment.
 	Grant bool `json:"grant,omitempty"`
@@ -222,7 +235,7 @@ type AWSState struct {
 func awsStates(creds []login.Cred, home string) []AWSState {
 	var out []AWSState
 	for _, a := range awsLogins(creds, home) {
-		out = append(out, AWSState{Name: a.Name, Seen: "fake", Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
+		out = append(out, AWSState{Name: a.Name, Seen: "fake", From: "file", Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
 	}
 	return out
 }
@@ -247,7 +260,7 @@ func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 		return nil
 	}
 	slices.Sort(vars)
-	st := &AWSState{Name: "aws:env", Vars: vars, Grant: grant}
+	st := &AWSState{Name: "aws:env", Vars: vars, Grant: grant, From: "env"}
 	a, err := awsEnvLogin(env, home, func(_, real string) string { return strings.Repeat("x", len(real)) })
 	switch {
 	case noBroker:
@@ -267,36 +280,329 @@ func (l *Plan) AWSEnvState(home string, broker, noBroker bool) *AWSState {
 	return AWSEnvPreview(l.Result.Env, l.opt.Parent, l.opt.Policy, home, broker, noBroker)
 }
 
-// AWSConfigPreview says, for explain, which profiles of ~/.aws/config
-// under home get their keys by means envsieve does not fake
-// (login.AWSConfigFetchers), each "not faked" with what the tree can do
-// with it (docs/broker.md, "Profiles of ~/.aws/config that fetch keys").
-// Nil when there is none, or the config cannot be read or understood.
-func AWSConfigPreview(home string, sealed bool) []AWSState {
+// AWSConfigPreview says, for explain, what a launch's tree gets of the
+// profiles of ~/.aws/config under home that fetch their keys
+// (credential_process, IAM Identity Center): in a sealed launch with a
+// broker, "fake" static keys whose real ones the broker fetches outside
+// the tree (From "process" or "sso"; a profile the credentials file
+// already fakes keeps that file's, as botocore reads it first, and is not
+// listed), else "not faked", with what the tree can do with it; "masked"
+// when the config cannot be understood or a credential_process command
+// cannot be run safely (the config is then masked in a sealed tree).
+// Nil when there is none, or no config.
+func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if home == "" {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(home, ".aws", "config"))
+	data, err := os.ReadFile(awsConfigPath(home))
 	if err != nil {
 		return nil
 	}
 	fetchers, err := login.AWSConfigFetchers(data)
 	if err != nil {
+		if sealed && broker && (bytes.Contains(data, []byte("credential_process")) || bytes.Contains(data, []byte("sso_"))) {
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error()}}
+		}
 		return nil
+	}
+	if sealed && broker {
+		faked := map[string]bool{}
+		if f, ok := login.ByPath(".aws/credentials"); ok {
+			if real, err := os.ReadFile(filepath.Join(home, ".aws", "credentials")); err == nil {
+				if _, creds, err := f.Fake(real, func(_, real string) string { return strings.Repeat("x", len(real)) }); err == nil {
+					for _, c := range creds {
+						faked[c.Name] = true
+					}
+				}
+			}
+		}
+		_, fs, fetch, hosts, err := awsFetchers(home, os.Environ(), treeWrites(home), faked)
+		if err != nil {
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": ~/.aws/config is masked"}}
+		}
+		var out []AWSState
+		for _, f := range fs {
+			a := fetch["aws:"+f.Profile]
+			st := AWSState{Name: "aws:" + f.Profile, Seen: "fake", From: a.From(), Hosts: append(slices.Clone(login.AWSHosts), hosts[f.Profile]...)}
+			switch {
+			case a.SSO != nil:
+				st.Why = "real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree"
+			case a.Role != nil:
+				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
+			case a.Static != nil:
+				st.Why = "real keys in ~/.aws/config itself, kept by the broker"
+			default:
+				st.Why = "real keys from its credential_process, run by the broker outside the tree"
+			}
+			out = append(out, st)
+		}
+		return out
 	}
 	names := slices.Sorted(maps.Keys(fetchers))
 	var out []AWSState
 	for _, p := range names {
 		st := AWSState{Name: "aws:" + p, Seen: "not faked"}
 		switch {
+		case fetchers[p] == "credential_process" && sealed:
+			st.Why = "no broker can run: its credential_process runs in the tree, and the keys it prints are real"
 		case fetchers[p] == "credential_process":
 			st.Why = "its credential_process runs in the tree, and the keys it prints are real"
 		case sealed:
-			st.Why = "IAM Identity Center: the seal masks the SSO cache, so the profile does not work in the tree"
+			st.Why = "IAM Identity Center, no broker can run: the seal masks the SSO cache, so the profile does not work in the tree"
 		default:
 			st.Why = "IAM Identity Center: the tree reads the SSO cache and gets the role's real keys"
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// AWSFetch is how the broker gets the real keys of a profile of
+// ~/.aws/config that fetches them (login.AWSFetcher), outside the tree:
+// by running its credential_process (Argv, with the user's environment
+// Env, in Dir) or from IAM Identity Center (SSO: the token `aws sso login`
+// left in CacheDir exchanged at the portal, Portal when the profile names
+// its endpoint). Either is fetched again before it expires.
+type AWSFetch struct {
+	Argv     []string             `json:"argv,omitempty"`
+	Env      []string             `json:"env,omitempty"`
+	Dir      string               `json:"dir,omitempty"`
+	SSO      *login.AWSSSOProfile `json:"sso,omitempty"`
+	CacheDir string               `json:"cache_dir,omitempty"`
+	Portal   string               `json:"portal,omitempty"`
+	// OIDC is the SSO OIDC service's endpoint, when the profile names
+	// one: the broker refreshes the cached token there.
+	OIDC string `json:"oidc,omitempty"`
+	// Role is an assume-role profile's role, which the broker assumes
+	// with the keys of the launch's profile Role.Source, at STS (the
+	// profile's endpoint when it names one).
+	Role *login.AWSRoleProfile `json:"role,omitempty"`
+	STS  string                `json:"sts,omitempty"`
+	// Static are static keys the config itself holds (real values).
+	Static *login.AWSKey `json:"static,omitempty"`
+}
+
+// From says where the real keys come from, for explain: "process",
+// "sso", "role" or "config" (static keys in ~/.aws/config).
+func (f *AWSFetch) From() string {
+	switch {
+	case f.SSO != nil:
+		return "sso"
+	case f.Role != nil:
+		return "role"
+	case f.Static != nil:
+		return "config"
+	}
+	return "process"
+}
+
+// awsConfigPath is the user's ~/.aws/config under home.
+func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "config") }
+
+// awsFetchers reads ~/.aws/config under home and returns its fake (the
+// fetching lines left out) and, for each profile that fetches keys and
+// is not already a profile of the faked credentials file (faked: botocore
+// reads that file's keys before a credential_process; an SSO profile
+// with keys there too keeps the file's), how the broker fetches them.
+// parent is the user's environment (the process's); the process runs in
+// home, which the tree cannot write (its working directory it can).
+// fakeCfg is nil when the config holds no such profile; err when it is
+// missing or cannot be understood, or a credential_process command cannot
+// be run safely from outside the tree: not found in the user's PATH, a
+// relative path, or a program the tree could replace (treeCanReplace).
+func awsFetchers(home string, parent []string, writable []string, faked map[string]bool) (fakeCfg []byte, out []login.AWSFetcher, fetch map[string]*AWSFetch, hosts map[string][]string, err error) {
+	data, err := os.ReadFile(awsConfigPath(home))
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	fakeCfg, fetchers, err := login.AWSConfigFake(data, faked)
+	if err != nil || len(fetchers) == 0 {
+		return nil, nil, nil, nil, err
+	}
+	hosts, err = login.AWSEndpointHosts(data)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	path := ""
+	for _, kv := range parent {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+			break
+		}
+	}
+	fetch = map[string]*AWSFetch{}
+	for _, f := range fetchers {
+		if faked["aws:"+f.Profile] {
+			continue
+		}
+		a := &AWSFetch{}
+		if f.Static != nil {
+			a.Static = f.Static
+		} else if f.Role != nil {
+			a.Role, a.STS = f.Role, f.Endpoint
+		} else if f.SSO != nil {
+			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint
+			a.CacheDir = filepath.Join(home, ".aws", "sso", "cache")
+		} else {
+			argv, err := login.SplitCommand(f.Process)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			prog, err := lookPathIn(argv[0], path)
+			if err != nil {
+				return nil, nil, nil, nil, fmt.Errorf("aws config: profile %s: credential_process: %w", f.Profile, err)
+			}
+			if treeCanReplace(filepath.Clean(prog), home, writable) {
+				return nil, nil, nil, nil, fmt.Errorf("aws config: profile %s: credential_process: the tree could replace %s", f.Profile, prog)
+			}
+			argv[0] = prog
+			a.Argv, a.Env, a.Dir = argv, slices.Clone(parent), home
+			if a.Env == nil {
+				a.Env = []string{}
+			}
+		}
+		fetch["aws:"+f.Profile] = a
+		out = append(out, f)
+	}
+	return fakeCfg, out, fetch, hosts, nil
+}
+
+// lookPathIn finds prog as a shell would in path: an absolute path as it
+// is, a bare name in path's absolute directories. A relative path with a
+// slash is refused (it would be resolved in a working directory the tree
+// may write), and so is a bare name found only in a relative entry of
+// path.
+func lookPathIn(prog, path string) (string, error) {
+	if filepath.IsAbs(prog) {
+		return prog, nil
+	}
+	if strings.Contains(prog, "/") {
+		return "", fmt.Errorf("%q is a relative path", prog)
+	}
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, prog)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not in the user's PATH", prog)
+}
+
+// fakeAWSConfig fakes the profiles of ~/.aws/config that fetch their keys
+// (a credential_process, IAM Identity Center) in a sealed launch: the
+// tree gets ~/.aws/config without the lines that fetch keys (Spec.Fake,
+// and AWS_CONFIG_FILE for Landlock) and, in its credentials file, fake
+// static keys for each such profile; the broker fetches the real ones
+// outside the tree (AWSLogin.Fetch). A config that cannot be understood
+// and mentions either is masked; one that does not passes as it is.
+func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
+	home := l.host.Home
+	cfgPath := awsConfigPath(home)
+	faked := map[string]bool{}
+	for _, c := range lf.creds {
+		if c.AWS != nil {
+			faked[c.Name] = true
+		}
+	}
+	fakeCfg, fetchers, fetch, hosts, err := awsFetchers(home, l.opt.Parent, treeWrites(home), faked)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && fakeCfg == nil {
+		return nil
+	}
+	if err != nil {
+		data, _ := os.ReadFile(cfgPath)
+		if bytes.Contains(data, []byte("credential_process")) || bytes.Contains(data, []byte("sso_")) {
+			lf.masks = append(lf.masks, cfgPath)
+			lf.states = append(lf.states, LoginState{Path: cfgPath, Format: "aws-config", Seen: "masked", Why: err.Error()})
+			l.host.debugf("login: %s stays masked: %v", cfgPath, err)
+		} else {
+			l.host.debugf("login: %s passes as it is: %v", cfgPath, err)
+		}
+		return nil
+	}
+	if err := lf.makeDir(l.host.socketDir()); err != nil {
+		return err
+	}
+	sections, keys, err := login.AWSFakeProfiles(fetchers, faker)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	credPath := filepath.Join(home, ".aws", "credentials")
+	creds := sections
+	if dst, ok := lf.fake[credPath]; ok {
+		prev, err := os.ReadFile(dst)
+		if err != nil {
+			return fmt.Errorf("login fakes: %w", err)
+		}
+		creds = append(prev, sections...)
+	}
+	write := func(base string, data []byte) (string, error) {
+		dst := filepath.Join(lf.dir, strconv.Itoa(len(lf.fake))+"-aws-"+base)
+		return dst, os.WriteFile(dst, data, 0o400)
+	}
+	cfgDst, err := write("config", fakeCfg)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	lf.fake[cfgPath], lf.vars["AWS_CONFIG_FILE"] = cfgDst, cfgDst
+	lf.masks = append(lf.masks, cfgPath)
+	credDst, err := write("credentials", creds)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	lf.fake[credPath], lf.vars["AWS_SHARED_CREDENTIALS_FILE"] = credDst, credDst
+	for i := range lf.states {
+		if st := &lf.states[i]; st.Path == credPath && st.Seen != "fake" {
+			// The file could not be faked: its fake holds only these.
+			st.Seen, st.Why = "fake", "only the profiles of ~/.aws/config that fetch keys ("+st.Why+")"
+		}
+	}
+	st := LoginState{Path: cfgPath, Format: "aws-config", Seen: "fake"}
+	for _, f := range fetchers {
+		name := "aws:" + f.Profile
+		a := AWSLogin{Name: name, Fake: keys[name], Hosts: hosts[f.Profile], Fetch: fetch[name]}
+		lf.aws = append(lf.aws, a)
+		st.AWS = append(st.AWS, AWSState{Name: name, Seen: "fake", From: a.Fetch.From(),
+			Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
+		l.host.debugf("login: %s is a fake in the sealed tree; the broker fetches its keys (%s)", name, a.Fetch.From())
+	}
+	lf.states = append(lf.states, st)
+	return nil
+}
+
+// treeCanReplace reports whether a sealed tree could replace the program
+// prog, which the broker runs outside it: under home (read-only in the
+// tree), when it is at or in writable, the places under home the tree
+// writes; elsewhere (where the seal does not restrict writes), when the
+// launch's user may write it or its directory.
+func treeCanReplace(prog, home string, writable []string) bool {
+	if atOrIn(prog, []string{home}) {
+		return atOrIn(prog, writable)
+	}
+	return writableByUs(prog) || writableByUs(filepath.Dir(prog))
+}
+
+// treeWrites are places under home a tree writes that a launch knows
+// before its seal is made: the working directory and the caches.
+func treeWrites(home string) []string {
+	out := CachePlaces(home)
+	if wd, err := os.Getwd(); err == nil {
+		out = append(out, wd)
+	}
+	return out
+}
+
+// makeDir makes lf's directory of fakes in dir, once.
+func (lf *loginFakes) makeDir(dir string) error {
+	if lf.dir != "" {
+		return nil
+	}
+	d, err := os.MkdirTemp(dir, loginsDirPrefix)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	lf.dir = d
+	return nil
 }

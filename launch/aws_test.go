@@ -187,3 +187,135 @@ func TestAWSEnvKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestAWSFetchers: a credential_process the broker runs outside the tree
+// is an absolute path, or a bare name found in an absolute directory of
+// the user's PATH; a relative path, or a name found only through a
+// relative PATH entry (the working directory, which the tree writes), or
+// at a place the tree writes, is refused, and so is the config then. It
+// runs in HOME, which the tree cannot write. A profile the credentials file
+// already fakes keeps that file's keys.
+func TestAWSFetchers(t *testing.T) {
+	home, outside := t.TempDir(), t.TempDir()
+	bin := filepath.Join(home, "bin")
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+	os.MkdirAll(bin, 0o700)
+	os.WriteFile(filepath.Join(bin, "get-keys"), []byte("#!/bin/sh\n"), 0o700)
+	env := []string{"PATH=" + bin + ":/usr/bin", "HOME=" + home}
+	cases := []struct {
+		name, process string
+		env           []string
+		argv0         string // "" for an error
+	}{
+		{"absolute", filepath.Join(bin, "get-keys") + " --a", env, filepath.Join(bin, "get-keys")},
+		{"in PATH", "get-keys --a 'b c'", env, filepath.Join(bin, "get-keys")},
+		{"relative", "./get-keys", env, ""},
+		{"relative dir", "bin/get-keys", env, ""},
+		{"relative PATH entry", "get-keys", []string{"PATH=.:bin"}, ""},
+		{"not found", "nosuch-xyz", env, ""},
+		{"where the tree writes", filepath.Join(home, "work/get"), env, ""},
+		{"in PATH where the tree writes", "get-keys", []string{"PATH=" + filepath.Join(home, "work")}, ""},
+		{"outside HOME, writable", filepath.Join(outside, "get") + " --a", env, ""},
+		{"outside HOME, to be made", filepath.Join(outside, "new/dir/get"), env, ""},
+	}
+	os.MkdirAll(filepath.Join(home, "work"), 0o700)
+	os.WriteFile(filepath.Join(home, "work", "get-keys"), []byte("#!/bin/sh\n"), 0o700)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = "+c.process+"\nregion = r\n"), 0o600)
+			fake, fs, fetch, _, err := awsFetchers(home, c.env, []string{filepath.Join(home, "work")}, nil)
+			if c.argv0 == "" {
+				if err == nil {
+					t.Fatalf("no error: %v", fetch["aws:p"])
+				}
+				return
+			}
+			if err != nil || len(fs) != 1 || fetch["aws:p"].Argv[0] != c.argv0 || fetch["aws:p"].Dir != home || !slices.Equal(fetch["aws:p"].Env, c.env) {
+				t.Fatalf("%v %+v %v", err, fetch["aws:p"], fs)
+			}
+			if string(fake) != "[profile p]\nregion = r\n" {
+				t.Errorf("fake %q", fake)
+			}
+		})
+	}
+	os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = /x\n"), 0o600)
+	if _, fs, _, _, err := awsFetchers(home, env, nil, map[string]bool{"aws:p": true}); err != nil || len(fs) != 0 {
+		t.Errorf("a profile of the faked credentials file: %v %v", fs, err)
+	}
+}
+
+// TestFakeAWSConfig: in a sealed launch, the profiles of ~/.aws/config
+// that fetch keys get fake keys appended to the fake credentials file
+// (or a file of their own when the real one is missing or cannot be
+// faked), the config a fake without their fetching lines (bound at its
+// path: a mask of its own; AWS_CONFIG_FILE), and the broker request their
+// fetchers; a config not understood that names a fetcher is masked.
+func TestFakeAWSConfig(t *testing.T) {
+	id, secret := "AKIA"+strings.Repeat("FILE", 4), strings.Repeat("fileSecret", 4)
+	for _, tc := range []struct {
+		name, creds string
+		profiles    []string // in the fake credentials file
+		credSeen    string
+	}{
+		{"with credentials", "[default]\naws_access_key_id = " + id + "\naws_secret_access_key = " + secret + "\n", []string{"default", "p"}, "fake"},
+		{"credentials masked", "[default]\ncredential_process = /x\n", []string{"p"}, "fake"},
+		{"no credentials", "", []string{"p"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+			os.MkdirAll(filepath.Join(home, "bin"), 0o700)
+			os.WriteFile(filepath.Join(home, "bin/get"), []byte("#!/bin/sh\n"), 0o700)
+			if tc.creds != "" {
+				os.WriteFile(filepath.Join(home, ".aws/credentials"), []byte(tc.creds), 0o600)
+			}
+			os.WriteFile(awsConfigPath(home), []byte("[default]\nregion = r\n[profile p]\ncredential_process = "+home+"/bin/get\n"), 0o600)
+			l := loginPlan(home)
+			l.opt.Parent = []string{"PATH=/usr/bin", "HOME=" + home}
+			lf, err := l.fakeLogins()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.removeLogins()
+			cfg, creds := lf.fake[awsConfigPath(home)], lf.fake[filepath.Join(home, ".aws/credentials")]
+			if b, err := os.ReadFile(cfg); err != nil || string(b) != "[default]\nregion = r\n[profile p]\n" || lf.vars["AWS_CONFIG_FILE"] != cfg {
+				t.Errorf("the fake config %q: %v", b, err)
+			}
+			b, err := os.ReadFile(creds)
+			if err != nil || lf.vars["AWS_SHARED_CREDENTIALS_FILE"] != creds || strings.Contains(string(b), secret) || strings.Contains(string(b), "credential_process") {
+				t.Fatalf("the fake credentials %q: %v", b, err)
+			}
+			for _, p := range []string{"default", "p"} {
+				if strings.Contains(string(b), "["+p+"]") != slices.Contains(tc.profiles, p) {
+					t.Errorf("[%s] in the fake credentials: %q", p, b)
+				}
+			}
+			if !slices.Contains(lf.masks, awsConfigPath(home)) || len(lf.aws) != 1 || lf.aws[0].Name != "aws:p" ||
+				lf.aws[0].Fetch == nil || lf.aws[0].Fetch.Argv[0] != home+"/bin/get" || lf.aws[0].Fetch.Dir != home {
+				t.Errorf("masks %v, fetched %+v", lf.masks, lf.aws)
+			}
+			for _, st := range lf.states {
+				if st.Path == filepath.Join(home, ".aws/credentials") && st.Seen != tc.credSeen {
+					t.Errorf("the credentials file is %s (%s)", st.Seen, st.Why)
+				}
+			}
+		})
+	}
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+	os.WriteFile(awsConfigPath(home), []byte("[profile s]\nsso_session = nosuch\n"), 0o600)
+	l := loginPlan(home)
+	lf, err := l.fakeLogins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.removeLogins()
+	if !slices.Contains(lf.masks, awsConfigPath(home)) || lf.fake[awsConfigPath(home)] != "" {
+		t.Errorf("a config not understood: masks %v, fake %q", lf.masks, lf.fake[awsConfigPath(home)])
+	}
+	os.WriteFile(awsConfigPath(home), []byte("[default]\nregion = r\n"), 0o600)
+	l = loginPlan(home)
+	if lf, _ := l.fakeLogins(); lf != nil && (len(lf.masks) != 0 || lf.fake[awsConfigPath(home)] != "") {
+		t.Errorf("a config without fetchers: masks %v", lf.masks)
+	}
+}

@@ -148,7 +148,7 @@ func (l *Plan) StartBroker() error {
 			brokered = append(brokered, k)
 		}
 	}
-	if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+	if len(brokered) == 0 && (logins == nil || len(logins.creds)+len(logins.aws) == 0) {
 		if logins != nil && len(logins.viewVars) > 0 {
 			// An agent's view with no login in it: the agent still
 			// works in it (agentviews.go).
@@ -178,7 +178,7 @@ func (l *Plan) StartBroker() error {
 			}
 			l.Env = dropAWSEnv(l.Env)
 			brokered = l.Result.Brokered
-			if len(brokered) == 0 && (logins == nil || len(logins.creds) == 0) {
+			if len(brokered) == 0 && (logins == nil || len(logins.creds)+len(logins.aws) == 0) {
 				return nil
 			}
 		}
@@ -203,7 +203,7 @@ func (l *Plan) StartBroker() error {
 	}
 	if logins != nil {
 		logins.addLogins(&req)
-		req.AWS = awsLogins(logins.creds, h.Home)
+		req.AWS = append(awsLogins(logins.creds, h.Home), logins.aws...)
 	}
 	if awsEnv != nil {
 		req.AWS = append(req.AWS, awsEnv.login)

@@ -152,6 +152,11 @@ type loginFakes struct {
 	// tree gets even when no broker runs.
 	views    []*loginView
 	viewVars map[string]string
+	// aws are the profiles of ~/.aws/config whose keys the broker
+	// fetches, masks the files faked beyond the seal's list
+	// (fakeAWSConfig).
+	aws   []AWSLogin
+	masks []string
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -252,6 +257,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 			lf.fake[p] = dst
 			lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
 		}
+	}
+	if err := l.fakeAWSConfig(lf, faker); err != nil {
+		os.RemoveAll(lf.dir)
+		return nil, err
 	}
 	if lf.dir != "" {
 		// Neither the tree nor git's store helper (erase) changes them.

@@ -205,6 +205,9 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		extra = append(extra, p)
 	}
 	spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	if l.logins != nil {
+		spec.Mask = append(spec.Mask, l.logins.masks...) // ~/.aws/config (fakeAWSConfig)
+	}
 	if l.logins != nil && len(l.logins.fake) > 0 && l.broker != nil {
 		// Shown by a namespace seal; masked by Landlock all the same.
 		spec.Fake = map[string]string{}

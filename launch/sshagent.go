@@ -41,7 +41,7 @@ func (l *Plan) StartSSHAgent() error {
 		return nil
 	}
 	h, s := l.host, l.opt.Policy.SSH
-	cfg := sshfilter.Config{Upstream: upstream, Hosts: append([]string(nil), s.Hosts...),
+	cfg := sshfilter.Config{Upstream: upstream, Hosts: append([]string(nil), s.Hosts...), UIDs: []int{os.Getuid()},
 		Event: func(e sshfilter.Event) { l.alog.Load().Broker(e.Kind, e.Key, e.Host, e.Reason) }}
 	for _, k := range s.Keys {
 		if strings.HasPrefix(k, "~/") || strings.HasPrefix(k, "/") {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/netip"
 	"path/filepath"
 	"strings"
 )
@@ -17,7 +18,8 @@ type SSHSettings struct {
 	// read by the launcher) or key comments. Empty: every key.
 	Keys []string
 	// Hosts are the hosts the keys may sign in to: names or globs (* and
-	// ?), each with an optional :port. Empty in the policy: DefaultSSHHosts.
+	// ?), each with an optional :port ("[name]:port" too), or IPv6
+	// addresses ("::1", "[::1]:2222"). Empty in the policy: DefaultSSHHosts.
 	Hosts []string
 }
 
@@ -42,11 +44,12 @@ func (b *builder) sshSettings(r *rawSSH) SSHSettings {
 			s.Keys = append(s.Keys, v)
 		}
 		for _, h := range r.Hosts {
-			if !validSSHHost(h.V) {
+			v, ok := sshHost(h.V)
+			if !ok {
 				b.d.errorAt(h.Pos, "ssh: hosts: want a host name or glob (* and ?), with an optional :port, got %q", h.V)
 				continue
 			}
-			s.Hosts = append(s.Hosts, strings.ToLower(h.V))
+			s.Hosts = append(s.Hosts, v)
 		}
 	}
 	if len(s.Hosts) == 0 {
@@ -55,19 +58,16 @@ func (b *builder) sshSettings(r *rawSSH) SSHSettings {
 	return s
 }
 
-// validSSHHost reports whether h is a host name or glob with an optional
-// :port.
-func validSSHHost(h string) bool {
-	name, port, hasPort := strings.Cut(h, ":")
-	if name == "" || len(h) > 255 {
-		return false
+// sshHost returns h in the form the filter reads (lower case, an IPv6
+// address in its canonical form, "[name]" without a port as name) and
+// whether h is a host name or glob with an optional :port, a bracketed
+// one ("[git.corp]:2222", OpenSSH's known_hosts form), or an IPv6
+// address, bare ("::1": any port) or bracketed ("[::1]:2222").
+func sshHost(h string) (string, bool) {
+	if len(h) > 255 || h == "" {
+		return "", false
 	}
-	for _, c := range strings.ToLower(name) {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_*?", c)) {
-			return false
-		}
-	}
-	if hasPort {
+	validPort := func(port string) bool {
 		if port == "" || len(port) > 5 {
 			return false
 		}
@@ -76,6 +76,55 @@ func validSSHHost(h string) bool {
 				return false
 			}
 		}
+		return true
 	}
-	return true
+	validName := func(name string) bool {
+		if name == "" {
+			return false
+		}
+		for _, c := range strings.ToLower(name) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune(".-_*?", c)) {
+				return false
+			}
+		}
+		return true
+	}
+	// ipv6 is an IPv6 address, or a glob of one ("2001:db8::*").
+	ipv6 := func(name string) (string, bool) {
+		if a, err := netip.ParseAddr(name); err == nil && a.Is6() && a.Zone() == "" {
+			return a.String(), true
+		}
+		if strings.Count(name, ":") >= 2 && strings.ContainsAny(name, "*?") {
+			for _, c := range strings.ToLower(name) {
+				if !(c >= 'a' && c <= 'f' || c >= '0' && c <= '9' || strings.ContainsRune(":.*?", c)) {
+					return "", false
+				}
+			}
+			return strings.ToLower(name), true
+		}
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(h, "["); ok {
+		name, port, ok := strings.Cut(rest, "]")
+		if !ok || (port != "" && (!strings.HasPrefix(port, ":") || !validPort(port[1:]))) {
+			return "", false
+		}
+		if a, ok := ipv6(name); ok {
+			name = a
+		} else if !validName(name) {
+			return "", false
+		}
+		if port == "" {
+			return strings.ToLower(name), true
+		}
+		return "[" + strings.ToLower(name) + "]" + port, true
+	}
+	if strings.Count(h, ":") >= 2 {
+		return ipv6(h)
+	}
+	name, port, hasPort := strings.Cut(h, ":")
+	if !validName(name) || hasPort && !validPort(port) {
+		return "", false
+	}
+	return strings.ToLower(h), true
 }

@@ -135,7 +135,9 @@ func TestExplainAWS(t *testing.T) {
 	write(".aws/credentials", "[default]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n"+
 		"[work]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n")
 	write(".aws/config", "[default]\nregion = us-east-1\n[profile work]\nendpoint_url = https://s3.work.example:9000\n"+
-		"[profile vault]\ncredential_process = /usr/bin/false\n[profile corp]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n")
+		"[profile vault]\ncredential_process = /usr/bin/false\n[profile corp]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n"+
+		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n"+
+		"[profile dev]\nrole_arn = arn:aws:iam::1:role/dev\nsource_profile = work\n")
 	write("policy.yaml", "version: 1\nallow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE]\n")
 	if os.Getuid() == 0 {
 		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
@@ -160,12 +162,13 @@ func TestExplainAWS(t *testing.T) {
 	text := explain("--seal")
 	cred := home + "/.aws/credentials"
 	for _, want := range []string{
-		"aws:     " + cred + ": profile default faked, re-signed for *.amazonaws.com, *.amazonaws.com.cn\n",
-		"aws:     " + cred + ": profile work faked, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
+		"aws:     " + cred + ": profile default faked, real keys from the file, re-signed for *.amazonaws.com, *.amazonaws.com.cn\n",
+		"aws:     " + cred + ": profile work faked, real keys from the file, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
 		"login:   " + cred + " fake, bound to *.amazonaws.com, *.amazonaws.com.cn\n",
 		"aws:     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY from the environment: fake, re-signed for *.amazonaws.com, *.amazonaws.com.cn, s3.work.example:9000\n",
-		"aws:     ~/.aws/config: profile corp not faked (IAM Identity Center: the seal masks the SSO cache, so the profile does not work in the tree)\n",
-		"aws:     ~/.aws/config: profile vault not faked (its credential_process runs in the tree, and the keys it prints are real)\n",
+		"aws:     ~/.aws/config: profile corp fake (real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree)\n",
+		"aws:     ~/.aws/config: profile vault fake (real keys from its credential_process, run by the broker outside the tree)\n",
+		"aws:     ~/.aws/config: profile dev fake (real keys from STS AssumeRole, called by the broker with profile work's keys)\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("explain --seal: %q missing:\n%s", want, text)
@@ -185,6 +188,7 @@ func TestExplainAWS(t *testing.T) {
 			Name, Seen  string
 			Vars, Hosts []string
 		} `json:"aws_env"`
+		AWSConfig []struct{ Name, Seen, From string } `json:"aws_config"`
 	}
 	if err := json.Unmarshal([]byte(explain("--seal", "--json")), &doc); err != nil {
 		t.Fatal(err)
@@ -201,7 +205,12 @@ func TestExplainAWS(t *testing.T) {
 	if a := doc.AWSEnv; a == nil || a.Name != "aws:env" || a.Seen != "fake" || !slices.Equal(a.Vars, []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
 		t.Errorf("explain --json: aws_env = %+v", doc.AWSEnv)
 	}
-	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") {
+	if c := doc.AWSConfig; len(c) != 3 || c[0].Name != "aws:corp" || c[0].From != "sso" || c[1].Name != "aws:dev" || c[1].From != "role" ||
+		c[2].Name != "aws:vault" || c[2].From != "process" || c[2].Seen != "fake" {
+		t.Errorf("explain --json: aws_config = %+v", c)
+	}
+	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") ||
+		!strings.Contains(text, "profile vault not faked (its credential_process runs in the tree, and the keys it prints are real)") {
 		t.Errorf("explain --no-broker:\n%s", text)
 	}
 	// Only a rule for aws may grant them: named as the grant's.

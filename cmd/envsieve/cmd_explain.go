@@ -325,7 +325,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
 	doc.AWSEnv = l.AWSEnvState(h.Home, h.Broker != nil, f.noBroker)
-	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available)
+	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available, h.Broker != nil && !f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
 		enc.SetIndent("", "  ")
@@ -459,7 +459,7 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 		fmt.Fprintln(w)
 		for _, a := range st.AWS {
-			fmt.Fprintf(w, "aws:     %s: profile %s faked, re-signed for %s\n", st.Path, strings.TrimPrefix(a.Name, "aws:"), strings.Join(a.Hosts, ", "))
+			fmt.Fprintf(w, "aws:     %s: profile %s faked, real keys from the %s, re-signed for %s\n", st.Path, strings.TrimPrefix(a.Name, "aws:"), a.From, strings.Join(a.Hosts, ", "))
 		}
 	}
 	if a := doc.AWSEnv; a != nil {

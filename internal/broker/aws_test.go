@@ -10,10 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -445,5 +447,59 @@ func TestAWSBodiesHeldCapped(t *testing.T) {
 	}
 	if n := awsHeld.Load(); n != 0 {
 		t.Errorf("%d bytes still counted as held", n)
+	}
+}
+
+// TestAWSAssumeRole: the broker assumes the role at STS with the source
+// profile's real keys (the stand-in verifies them), keeps the role's keys
+// until they near their expiration, and assumes it again then; an STS
+// refusal is an error without a key in it.
+func TestAWSAssumeRole(t *testing.T) {
+	role := sigv4.Credentials{AccessKeyID: "ASIAROLEROLEROLE1234", SecretAccessKey: strings.Repeat("roleSecret", 4), SessionToken: "roleToken"}
+	var calls atomic.Int32
+	var expiry atomic.Int64
+	sts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		sum := sha256.Sum256(body)
+		s, err := sigv4.Parse(r)
+		q, _ := url.ParseQuery(string(body))
+		if err != nil || s == nil || s.AccessKeyID != awsReal.AccessKeyID || s.Service != "sts" || s.Region != "eu-west-1" ||
+			s.Verify(r, awsReal.SecretAccessKey, hex.EncodeToString(sum[:])) != nil || q.Get("Action") != "AssumeRole" ||
+			q.Get("RoleArn") != "arn:aws:iam::1:role/dev" || q.Get("ExternalId") != "ext" || q.Get("RoleSessionName") != "me" {
+			http.Error(w, "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>", http.StatusForbidden)
+			return
+		}
+		calls.Add(1)
+		fmt.Fprintf(w, `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>`+
+			`<AccessKeyId>%s</AccessKeyId><SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken><Expiration>%s</Expiration>`+
+			`</Credentials></AssumeRoleResult></AssumeRoleResponse>`, role.AccessKeyID, role.SecretAccessKey, role.SessionToken,
+			time.UnixMilli(expiry.Load()).UTC().Format(time.RFC3339))
+	}))
+	t.Cleanup(sts.Close)
+	newRole := func(src sigv4.Credentials) *AWSAssumeRole {
+		return &AWSAssumeRole{Source: AWSStatic(src), RoleARN: "arn:aws:iam::1:role/dev", SessionName: "me", ExternalID: "ext",
+			Region: "eu-west-1", Endpoint: sts.URL, Client: sts.Client()}
+	}
+	ctx := context.Background()
+	expiry.Store(time.Now().Add(time.Hour).UnixMilli())
+	a := newRole(awsReal)
+	for i := 0; i < 3; i++ {
+		if c, err := a.Credentials(ctx); err != nil || c != role {
+			t.Fatalf("%+v %v", c, err)
+		}
+	}
+	if calls.Load() != 1 {
+		t.Errorf("valid keys: %d calls", calls.Load())
+	}
+	expiry.Store(time.Now().Add(2 * time.Minute).UnixMilli())
+	a = newRole(awsReal)
+	a.Credentials(ctx)
+	a.Credentials(ctx)
+	if calls.Load() != 3 {
+		t.Errorf("expiring keys: %d calls in all, want 3", calls.Load())
+	}
+	_, err := newRole(sigv4.Credentials{AccessKeyID: "AKIAOTHEROTHEROTHER1", SecretAccessKey: "other"}).Credentials(ctx)
+	if err == nil || strings.Contains(err.Error(), "AKIAOTHER") {
+		t.Errorf("another key: %v", err)
 	}
 }

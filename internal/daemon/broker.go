@@ -49,16 +49,6 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	if len(req.Logins) > 0 {
 		cfg.Reload = launch.LoginReloader(req.Logins)
 	}
-	reloadAWS := launch.AWSReloader(req.Logins)
-	for _, a := range req.AWS {
-		cfg.AWS = append(cfg.AWS, broker.AWSCred{Name: a.Name, Fake: sigv4.Credentials(a.Fake), Hosts: a.Hosts,
-			Real: broker.AWSFunc(func(context.Context) (sigv4.Credentials, error) {
-				if k, ok := reloadAWS(a.Name); ok {
-					return sigv4.Credentials(k), nil // the file as it is now
-				}
-				return sigv4.Credentials(a.Real), nil
-			})})
-	}
 	// The CA files the user's own environment names (a company CA): the
 	// tree's clients trust them in the bundle, and the broker upstream.
 	// One that cannot be read, or holds no certificate, is left out: the
@@ -102,6 +92,19 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 			cfg.UpstreamProxy = u
 			break
 		}
+	}
+	reloadAWS := launch.AWSReloader(req.Logins)
+	for _, a := range req.AWS {
+		real := awsFetched(a.Fetch, &cfg) // a profile that fetches its keys, else nil
+		if real == nil {
+			real = broker.AWSFunc(func(context.Context) (sigv4.Credentials, error) {
+				if k, ok := reloadAWS(a.Name); ok {
+					return sigv4.Credentials(k), nil // the file as it is now
+				}
+				return sigv4.Credentials(a.Real), nil
+			})
+		}
+		cfg.AWS = append(cfg.AWS, broker.AWSCred{Name: a.Name, Fake: sigv4.Credentials(a.Fake), Hosts: a.Hosts, Real: real})
 	}
 	if events != nil {
 		cfg.Audit = func(e broker.Event) {

@@ -85,8 +85,7 @@ func citations(text string, nums, titles map[string]bool) []string {
 // staleElsewhere are citations in files that other branches are changing
 // at the time of writing (issue 29); each must still be there, so that
 // fixing one shortens this list.
-var staleElsewhere = map[string]int{
-}
+var staleElsewhere = map[string]int{}
 
 // TestCitations keeps pointers working: code and docs cite
 // docs/design.md by sections it has (number, and name where quoted), and

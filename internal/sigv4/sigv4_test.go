@@ -1,11 +1,14 @@
 package sigv4
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The AWS SigV4 test suite's credentials, scope and date
@@ -365,5 +368,30 @@ func BenchmarkVerifyResign(b *testing.B) {
 		if err := s.Resign(r, real, emptyHash); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSign: a request signed by Sign parses and verifies with the secret
+// (and not another), its session token signed.
+func TestSign(t *testing.T) {
+	body := []byte("Action=AssumeRole&Version=2011-06-15")
+	r, _ := http.NewRequest("POST", "https://sts.us-east-1.amazonaws.com/", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	c := Credentials{AccessKeyID: "ASIAEXAMPLEEXAMPLE12", SecretAccessKey: "secret/secret/secret/secret/secret/secre", SessionToken: "tok"}
+	if err := Sign(r, c, "us-east-1", "sts", body, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse(r)
+	if err != nil || s.AccessKeyID != c.AccessKeyID || !slices.Contains(s.SignedHeaders, "x-amz-security-token") || !slices.Contains(s.SignedHeaders, "content-type") {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if err := s.Verify(r, c.SecretAccessKey, ""); err != nil {
+		t.Errorf("verify: %v", err)
+	}
+	if err := s.Verify(r, "another", ""); err == nil {
+		t.Error("verifies with another secret")
+	}
+	if err := Sign(r, Credentials{AccessKeyID: "x"}, "us-east-1", "sts", body, time.Now()); err == nil {
+		t.Error("no secret: no error")
 	}
 }

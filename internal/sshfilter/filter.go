@@ -12,7 +12,9 @@
 //     agent, and only over data that is an ssh public-key userauth request
 //     for that very session (and, for publickey-hostbound, that host key);
 //   - adding, removing, locking, unlocking keys and every other request or
-//     extension are refused.
+//     extension are refused;
+//   - only the users of Config.UIDs are served: the kernel's credentials of
+//     each connection's peer are checked when it is accepted.
 //
 // Every refusal is reported as an [Event] with a named reason; no key
 // material beyond public fingerprints is ever reported.
@@ -26,9 +28,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/envsieve/envsieve/internal/peercred"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -48,6 +53,12 @@ type Config struct {
 	// KnownHosts are the known_hosts files, read once by New. A missing
 	// file is skipped.
 	KnownHosts []string
+	// UIDs are the users whose connections the filter serves (the
+	// kernel's credentials of the peer: SO_PEERCRED, LOCAL_PEERCRED): the
+	// launch's, os.Getuid(). A connection of any other user, or whose
+	// user the system cannot tell, is closed unanswered. None is an
+	// error.
+	UIDs []int
 	// Event, when set, receives what the filter did and refused.
 	Event func(Event)
 }
@@ -82,6 +93,9 @@ type Filter struct {
 func New(cfg Config) (*Filter, error) {
 	if cfg.Upstream == "" {
 		return nil, errors.New("sshfilter: no upstream agent socket")
+	}
+	if len(cfg.UIDs) == 0 {
+		return nil, errors.New("sshfilter: no user to serve")
 	}
 	f := &Filter{cfg: cfg, conns: map[net.Conn]struct{}{}}
 	for _, k := range cfg.Keys {
@@ -149,7 +163,20 @@ func (f *Filter) Serve(ln net.Listener) {
 		f.mu.Unlock()
 		go func() {
 			defer f.wg.Done()
-			f.ServeConn(c)
+			uid, err := -1, errors.New("not a unix socket connection")
+			if uc, ok := c.(*net.UnixConn); ok {
+				uid, err = peercred.UID(uc)
+			}
+			if err != nil || !slices.Contains(f.cfg.UIDs, uid) {
+				why := "peer uid " + strconv.Itoa(uid) + " is not the launch's"
+				if err != nil {
+					why = "the peer's uid: " + err.Error()
+				}
+				f.event(Event{Kind: "ssh-refused", Reason: why})
+				c.Close()
+			} else {
+				f.ServeConn(c)
+			}
 			f.mu.Lock()
 			delete(f.conns, c)
 			f.mu.Unlock()

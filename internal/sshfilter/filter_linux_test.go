@@ -69,7 +69,8 @@ func (w *world) filter(t *testing.T, knownHosts string) (string, *events) {
 	t.Helper()
 	ev := &events{}
 	f, err := New(Config{Upstream: w.userAgent, Keys: []string{fingerprint(t, w.allowed.Public)},
-		Hosts: []string{"127.0.0.1:" + strconv.Itoa(w.a.Port)}, KnownHosts: []string{knownHosts}, Event: ev.add})
+		Hosts: []string{"127.0.0.1:" + strconv.Itoa(w.a.Port)}, KnownHosts: []string{knownHosts}, Event: ev.add,
+		UIDs: []int{os.Getuid(), sshtest.UID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func BenchmarkSign(b *testing.B) {
 		b.Fatal(err)
 	}
 	pub := publicKeyB(b, k)
-	f, err := New(Config{Upstream: userAgent, Keys: []string{ssh.FingerprintSHA256(pub)}, Hosts: []string{"bench.example"}, KnownHosts: []string{kh}})
+	f, err := New(Config{Upstream: userAgent, Keys: []string{ssh.FingerprintSHA256(pub)}, Hosts: []string{"bench.example"}, KnownHosts: []string{kh}, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestKnownHostsReadOnce(t *testing.T) {
 	kh := filepath.Join(w.dir, "known_hosts_once")
 	sshtest.WriteFile(t, kh, w.a.KnownHostsLine("127.0.0.1")+"\n")
 	ev := &events{}
-	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, Event: ev.add})
+	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, Event: ev.add, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,11 +423,93 @@ func TestKnownHostsReadOnce(t *testing.T) {
 		t.Errorf("no refusal: %+v", ev.all)
 	}
 	// The control: a filter started now trusts it.
-	g, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}})
+	g, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, KnownHosts: []string{kh}, UIDs: []int{os.Getuid()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h, why := g.hostFor(hostB.PublicKey().Marshal()); h != "github.com" {
 		t.Errorf("a filter started after the write does not trust it: %s", why)
+	}
+}
+
+// TestPeerUID: a connection of a user the filter does not serve (the
+// socket reachable all the same: mode 0666) is closed unanswered and
+// reported; the filter's own users are served.
+func TestPeerUID(t *testing.T) {
+	w := newWorld(t)
+	ev := &events{}
+	f, err := New(Config{Upstream: w.userAgent, Hosts: []string{"github.com"}, Event: ev.add, UIDs: []int{os.Getuid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := f.Listen(sshtest.Private(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(sock), 0o755)
+	if keys, err := rawClient(t, sock).List(); err != nil || len(keys) != 2 {
+		t.Fatalf("the filter's own user: %d keys, %v", len(keys), err)
+	}
+	list := exec.Command("ssh-add", "-L")
+	list.Env = []string{"PATH=/usr/bin:/bin", "SSH_AUTH_SOCK=" + sock}
+	list.SysProcAttr = sshtest.AsUnprivileged()
+	if out, err := list.CombinedOutput(); err == nil || strings.Contains(string(out), "ssh-ed25519") {
+		t.Errorf("another user listed keys through the filter (%v): %s", err, out)
+	}
+	if !ev.refused("peer uid " + strconv.Itoa(sshtest.UID)) {
+		t.Errorf("no refusal event for the other user: %+v", ev.all)
+	}
+	if _, err := New(Config{Upstream: w.userAgent}); err == nil {
+		t.Error("a filter that serves no user: no error")
+	}
+}
+
+// TestIPv6KnownHosts: known_hosts entries of IPv6 addresses, "[addr]:port"
+// in a long spelling and a bare one (port 22), decide a bind as names do:
+// a policy host "[::1]:PORT" allows the first server's host key there and
+// not the second's (port 22); "::1" allows both.
+func TestIPv6KnownHosts(t *testing.T) {
+	w := newWorld(t)
+	kh := filepath.Join(w.dir, "known_hosts_v6")
+	sshtest.WriteFile(t, kh, "[0:0:0:0:0:0:0:1]:"+strconv.Itoa(w.a.Port)+" "+w.a.HostKey+"\n::1 "+w.b.HostKey+"\n")
+	hostA, hostB := hostSigner(t, w, w.a), hostSigner(t, w, w.b)
+	allowed := publicKey(t, w.allowed.Public)
+	sid := make([]byte, 32)
+	rand.Read(sid)
+	signWith := func(host ssh.Signer, hosts []string) (*events, error) {
+		ev := &events{}
+		f, err := New(Config{Upstream: w.userAgent, Hosts: hosts, KnownHosts: []string{kh}, Event: ev.add, UIDs: []int{os.Getuid()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock, err := f.Listen(sshtest.Private(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		c := rawClient(t, sock)
+		bsig, err := host.Sign(rand.Reader, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Extension("session-bind@openssh.com", bindMsg(host.PublicKey(), sid, bsig, false))
+		_, err = c.Sign(allowed, userauth(sid, allowed, methodPublickey, nil))
+		return ev, err
+	}
+	port := "[::1]:" + strconv.Itoa(w.a.Port)
+	if ev, err := signWith(hostA, []string{port}); err != nil {
+		t.Errorf("the server at %s: %v %+v", port, err, ev.all)
+	}
+	if ev, err := signWith(hostB, []string{port}); err == nil || !ev.refused("not of an allowed host") {
+		t.Errorf("the server on ::1 port 22 for %s: %v %+v", port, err, ev.all)
+	}
+	for _, h := range []ssh.Signer{hostA, hostB} {
+		if ev, err := signWith(h, []string{"::1"}); err != nil {
+			t.Errorf("::1 on any port: %v %+v", err, ev.all)
+		}
 	}
 }

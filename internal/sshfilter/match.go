@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -130,28 +131,42 @@ func (f *Filter) hostFor(hostKey []byte) (string, string) {
 	return "", "host key " + fp + " is not of an allowed host"
 }
 
-// splitHost splits a policy host into its name and port ("" for any).
+// splitHost splits a policy host into its name and port ("" for any):
+// "name", "name:port", "[name]:port", "[name]" or a bare IPv6 address
+// (more than one colon: all of it is the address). An IP address is in
+// its canonical form (canonIP).
 func splitHost(h string) (name, port string) {
 	if strings.HasPrefix(h, "[") {
 		if i := strings.Index(h, "]:"); i > 0 {
-			return h[1:i], h[i+2:]
+			return canonIP(h[1:i]), h[i+2:]
 		}
-		return strings.Trim(h, "[]"), ""
+		return canonIP(strings.Trim(h, "[]")), ""
 	}
 	if i := strings.LastIndexByte(h, ':'); i > 0 && strings.Count(h, ":") == 1 {
 		return h[:i], h[i+1:]
 	}
-	return h, ""
+	return canonIP(h), ""
 }
 
-// splitPattern splits a known_hosts host pattern into its name and port.
+// splitPattern splits a known_hosts host pattern into its name and port:
+// "[name]:port", else the name on port 22 (a bare IPv6 address included).
 func splitPattern(p string) (name, port string) {
 	if strings.HasPrefix(p, "[") {
 		if i := strings.Index(p, "]:"); i > 0 {
-			return p[1:i], p[i+2:]
+			return canonIP(p[1:i]), p[i+2:]
 		}
 	}
-	return p, "22"
+	return canonIP(p), "22"
+}
+
+// canonIP returns an IP address in its canonical form, lower case and
+// zeros compressed as OpenSSH writes it ("0:0::1" is "::1"), and any
+// other name or glob as it is, lower-cased.
+func canonIP(name string) string {
+	if a, err := netip.ParseAddr(name); err == nil && a.Zone() == "" {
+		return a.String()
+	}
+	return strings.ToLower(name)
 }
 
 const globChars = "*?"
@@ -214,27 +229,28 @@ func hashedMatches(p, name, port string) bool {
 }
 
 // wildcard matches s against pattern, where * is any run of characters
-// and ? any one (OpenSSH's match_pattern).
+// and ? any one (OpenSSH's match_pattern), in time linear in their
+// product: on a mismatch, the last * takes one more character.
 func wildcard(pattern, s string) bool {
-	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '*':
-			for i := 0; i <= len(s); i++ {
-				if wildcard(pattern[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if len(s) == 0 {
-				return false
-			}
+	p, i := 0, 0
+	star, mark := -1, 0
+	for i < len(s) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[i]) && pattern[p] != '*':
+			p++
+			i++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, i
+			p++
+		case star >= 0:
+			mark++
+			p, i = star+1, mark
 		default:
-			if len(s) == 0 || s[0] != pattern[0] {
-				return false
-			}
+			return false
 		}
-		pattern, s = pattern[1:], s[1:]
 	}
-	return len(s) == 0
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
 }

@@ -2,6 +2,7 @@ package sshfilter
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -33,6 +34,22 @@ func TestLineMatches(t *testing.T) {
 		{[]string{knownhosts.HashHostname("[h]:2222")}, "h:2222", true},
 		{[]string{knownhosts.HashHostname("[h]:2222")}, "h", false},
 		{[]string{"!" + knownhosts.HashHostname("github.com"), "*"}, "github.com", false},
+		// IPv6, bare (port 22) and [host]:port, in any spelling.
+		{[]string{"::1"}, "::1", true},
+		{[]string{"::1"}, "[::1]:22", true},
+		{[]string{"::1"}, "[::1]:2222", false},
+		{[]string{"[::1]:2222"}, "[::1]:2222", true},
+		{[]string{"[::1]:2222"}, "::1", true},
+		{[]string{"[::1]:2222"}, "[::1]:22", false},
+		{[]string{"[0:0:0:0:0:0:0:1]:2222"}, "[::1]:2222", true},
+		{[]string{"::1"}, "0:0::1", true},
+		{[]string{"[2001:DB8::1]:2200"}, "[2001:db8::1]:2200", true},
+		{[]string{"[2001:db8::1]:2200"}, "2001:db8::2", false},
+		{[]string{"2001:db8::*"}, "2001:db8::5", true},
+		{[]string{knownhosts.HashHostname("[::1]:2222")}, "[0::1]:2222", true},
+		{[]string{knownhosts.HashHostname("::1")}, "::1", true},
+		{[]string{"[git.corp]:2222", "10.0.0.2"}, "[git.corp]:2222", true},
+		{[]string{"[git.corp]:2222"}, "[git.corp]", true},
 	} {
 		if got := lineMatches(tc.patterns, tc.host); got != tc.want {
 			t.Errorf("lineMatches(%q, %q) = %v, want %v", tc.patterns, tc.host, got, tc.want)
@@ -47,6 +64,9 @@ func TestWildcard(t *testing.T) {
 	}{
 		{"*", "", true}, {"a*c", "abbc", true}, {"a?c", "abc", true}, {"a?c", "ac", false},
 		{"*.example.com", "example.com", false}, {"x", "xy", false},
+		{"", "", true}, {"", "a", false}, {"**", "", true}, {"a*", "a", true}, {"*a", "ba", true}, {"*a", "ab", false},
+		{"a*b*c", "aXbYc", true}, {"a*b*c", "aXcYb", false}, {"?", "", false}, {"*?", "", false}, {"*?", "x", true},
+		{strings.Repeat("*a", 30) + "b", strings.Repeat("a", 60), false},
 	} {
 		if got := wildcard(tc.p, tc.s); got != tc.want {
 			t.Errorf("wildcard(%q, %q) = %v", tc.p, tc.s, got)
@@ -162,4 +182,73 @@ func FuzzAgentProtocol(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzKnownHosts: any known_hosts file is read without a panic, and any
+// policy host is matched against its lines without one; what a line
+// names is matched the same in any case of its letters.
+func FuzzKnownHosts(f *testing.F) {
+	f.Add([]byte("[::1]:2222,10.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPT6XIaS5JgXpgENe0XymNGUrvWkBM9qWKHcVtOcr/wQ\n"), "[::1]:2222")
+	f.Add([]byte("@revoked * ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPT6XIaS5JgXpgENe0XymNGUrvWkBM9qWKHcVtOcr/wQ\n"), "github.com")
+	f.Add([]byte(knownhosts.HashHostname("[h]:22")+" ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPT6XIaS5JgXpgENe0XymNGUrvWkBM9qWKHcVtOcr/wQ\n"), "h")
+	f.Fuzz(func(t *testing.T, file []byte, host string) {
+		for _, l := range parseKnownHosts(file) {
+			if len(l.key) == 0 {
+				t.Fatal("a line without a key")
+			}
+			for _, p := range l.patterns {
+				if !strings.HasPrefix(strings.TrimPrefix(p, "!"), "|") && p != strings.ToLower(p) {
+					t.Fatalf("pattern %q is not lower case", p)
+				}
+			}
+			// A policy host matches in any case of its letters (New
+			// lowers it; the patterns are lowered as read).
+			if !strings.Contains(host, "|") && lineMatches(l.patterns, host) != lineMatches(l.patterns, strings.ToLower(host)) &&
+				!strings.ContainsAny(host, "*?") {
+				t.Fatalf("%q and its lower case match %q differently", host, l.patterns)
+			}
+		}
+		name, port := splitHost(host)
+		if strings.HasPrefix(host, "[") && strings.Contains(host, "]:") && port == "" && !strings.HasSuffix(host, "]:") {
+			t.Fatalf("%q: name %q and no port", host, name)
+		}
+	})
+}
+
+// FuzzWildcard: the linear matcher agrees with the plain recursive one
+// (OpenSSH's) on short inputs.
+func FuzzWildcard(f *testing.F) {
+	f.Add("a*b?c", "axxbyc")
+	f.Fuzz(func(t *testing.T, p, s string) {
+		if len(p) > 12 || len(s) > 12 {
+			return
+		}
+		if got, want := wildcard(p, s), recursiveWildcard(p, s); got != want {
+			t.Fatalf("wildcard(%q, %q) = %v, want %v", p, s, got, want)
+		}
+	})
+}
+
+func recursiveWildcard(pattern, s string) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			for i := 0; i <= len(s); i++ {
+				if recursiveWildcard(pattern[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if len(s) == 0 {
+				return false
+			}
+		default:
+			if len(s) == 0 || s[0] != pattern[0] {
+				return false
+			}
+		}
+		pattern, s = pattern[1:], s[1:]
+	}
+	return len(s) == 0
 }

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/envsieve/envsieve/internal/broker"
+	"github.com/envsieve/envsieve/internal/sigv4"
+	"github.com/envsieve/envsieve/launch"
+)
+
+// awsFetched returns the broker's source of a profile's real keys that
+// it fetches outside the tree (launch.AWSFetch): its credential_process,
+// run with the user's environment, or its IAM Identity Center role,
+// through the broker's own upstream (cfg's roots and proxy). Nil when f
+// is nil.
+func awsFetched(f *launch.AWSFetch, cfg *broker.Config) broker.AWSSource {
+	switch {
+	case f == nil:
+		return nil
+	case f.Static != nil:
+		return broker.AWSStatic(*f.Static)
+	case f.Role != nil:
+		r := f.Role
+		return &broker.AWSAssumeRole{RoleARN: r.ARN, SessionName: r.SessionName, ExternalID: r.ExternalID, Duration: r.Duration,
+			Region: r.Region, Endpoint: strings.TrimSuffix(f.STS, "/"), Client: &http.Client{Transport: upstreamTransport(cfg)},
+			Source: awsNamed{cfg, "aws:" + r.Source}}
+	case f.SSO != nil:
+		tr := upstreamTransport(cfg)
+		s := f.SSO
+		return &broker.AWSSSO{CacheDir: f.CacheDir, Session: s.Session, StartURL: s.StartURL, Region: s.Region,
+			AccountID: s.AccountID, RoleName: s.RoleName, Portal: strings.TrimSuffix(f.Portal, "/"), OIDC: strings.TrimSuffix(f.OIDC, "/"), Client: &http.Client{Transport: tr}}
+	default:
+		env := f.Env
+		if env == nil {
+			env = []string{}
+		}
+		return &broker.AWSProcess{Argv: f.Argv, Env: env, Dir: f.Dir}
+	}
+}
+
+// upstreamTransport reaches AWS as the broker does: cfg's roots and
+// proxy.
+func upstreamTransport(cfg *broker.Config) *http.Transport {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cfg.UpstreamRoots, MinVersion: tls.VersionTLS12}}
+	if cfg.UpstreamProxy != nil {
+		tr.Proxy = http.ProxyURL(cfg.UpstreamProxy)
+	}
+	return tr
+}
+
+// awsNamed is the real keys of the launch's AWS credential of that name
+// (an assume-role profile's source profile), looked up when asked: its
+// source is set once the broker's credentials are all made.
+type awsNamed struct {
+	cfg  *broker.Config
+	name string
+}
+
+func (n awsNamed) Credentials(ctx context.Context) (sigv4.Credentials, error) {
+	for _, c := range n.cfg.AWS {
+		if c.Name == n.name {
+			return c.Real.Credentials(ctx)
+		}
+	}
+	return sigv4.Credentials{}, errors.New("the source profile " + n.name + " is not among the launch's AWS profiles")
+}
