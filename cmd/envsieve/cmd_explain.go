@@ -282,7 +282,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	if len(argv) > 0 {
 		commands = [][]string{argv}
 	}
-	l, err := buildWith(u, p, f, commands, dryRun|runsCommand)
+	l, err := buildWith(u, p, f, commands, nil, dryRun|runsCommand)
 	if err != nil {
 		return err
 	}

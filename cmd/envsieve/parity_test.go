@@ -213,14 +213,13 @@ func TestParity(t *testing.T) {
 			// 3. The library.
 			la := argv(filepath.Join(home, "lib.env"))
 			l, err := launch.Build(ctx, &launch.Host{Key: func() ([]byte, error) { return key, nil }, Shim: shimPath,
-				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true},
-				launch.Options{Policy: pol, Parent: parent, Request: sieve.Request{Commands: [][]string{la}, Profile: tc.profile, Secrets: tc.secrets}})
+				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true, Server: true},
+				launch.Options{Policy: pol, Parent: parent, Dir: home, Request: sieve.Request{Commands: [][]string{la}, Profile: tc.profile, Secrets: tc.secrets}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer l.Cleanup()
 			var lout bytes.Buffer
-			if err := runLibrary(l, la, home, &lout); err != nil {
+			if err := runLibrary(l, &lout); err != nil {
 				t.Fatal(err)
 			}
 			viaLib := readOutcome(t, filepath.Join(home, "lib.env"), lout.String(), filepath.Join(home, "lib.jsonl"))
@@ -248,39 +247,15 @@ func TestParity(t *testing.T) {
 	}
 }
 
-// runLibrary runs a built launch as a library user would: the shim, the
-// output filters, a child process.
-func runLibrary(l *launch.Plan, argv []string, dir string, out *bytes.Buffer) error {
-	path, err := launch.Resolve(argv[0], l.Result, l.Request.Path)
-	if err != nil {
-		return err
-	}
-	alog, err := l.OpenAudit(argv)
-	if err != nil {
-		return err
-	}
-	defer alog.Close()
-	sh, err := l.StartShim(path, alog)
-	if err != nil {
-		return err
-	}
-	defer sh.Close()
-	set, err := l.RedactionSet()
-	if err != nil {
-		return err
-	}
+// runLibrary runs a built launch as a library user would: Start and Wait.
+func runLibrary(l *launch.Plan, out *bytes.Buffer) error {
 	var errb bytes.Buffer
-	stdout, stderr, closers, err := l.Filter(out, &errb, set)
+	run, err := l.Start(context.Background(), launch.Stdio{Stdout: out, Stderr: &errb})
 	if err != nil {
 		return err
 	}
-	c := &launch.Cmd{Path: path, Args: argv, Env: l.Env, Dir: dir, Stdout: stdout, Stderr: stderr, ExtraFiles: l.ExtraFiles()}
-	err = c.Run()
-	for _, cl := range closers {
-		cl()
-	}
-	if err != nil {
-		return fmt.Errorf("library run: %w; stderr %q", err, errb.String())
+	if status, err := run.Wait(); err != nil || status != 0 {
+		return fmt.Errorf("library run: status %d, %v; stderr %q", status, err, errb.String())
 	}
 	return nil
 }
