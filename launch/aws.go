@@ -262,11 +262,6 @@ func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 	return st
 }
 
-// AWSEnvState is [AWSEnvPreview] of the plan's result, parent and policy.
-func (l *Plan) AWSEnvState(home string, broker, noBroker bool) *AWSState {
-	return AWSEnvPreview(l.Result.Env, l.opt.Parent, l.opt.Policy, home, broker, noBroker)
-}
-
 // AWSConfigPreview says, for explain, which profiles of ~/.aws/config
 // under home get their keys by means envsieve does not fake
 // (login.AWSConfigFetchers), each "not faked" with what the tree can do

@@ -29,8 +29,7 @@ func ExampleBuild() {
 	for _, kv := range l.Env {
 		fmt.Println(kv)
 	}
-	masked, _ := l.MaskedNames()
-	fmt.Println("masked in its output:", masked)
+	fmt.Println("masked in its output:", l.Decision().Masked)
 	// ENVSIEVE_TREE=1 marks the child as inside an envsieve tree: an
 	// envsieve started there only narrows.
 	//

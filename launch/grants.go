@@ -112,7 +112,10 @@ func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		return nil, nil
 	}
-	lib, static, err := h.FindShim(path)
+	lib, static, err := l.shimLib, l.shimStatic, l.shimErr
+	if !l.shimFound {
+		lib, static, err = h.FindShim(path)
+	}
 	if errors.Is(err, shim.ErrNotFound) {
 		if needHide {
 			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", ErrShimNeeded, strings.Join(res.Hide, ", "), err)

@@ -257,7 +257,7 @@ func (l *Plan) openAudit(argv []string) (*audit.Log, error) {
 		alog.Brokered(l.brokered)
 	}
 	if p.Redact.Enabled {
-		alog.Redaction(l.MaskedNames())
+		alog.Redaction(l.maskedNames())
 	}
 	if err := l.auditFailed(alog); err != nil {
 		alog.Close()

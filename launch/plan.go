@@ -249,10 +249,21 @@ type Plan struct {
 	sealNotice       string
 	// started is set by Start: a plan starts once.
 	started bool
-	spec    *seal.Spec // the launch's seal, once sealSpec made it
-	mask    []redact.Secret
-	set     *redact.Set // compiled from mask by Start; nil masks nothing known
-	ownKey  []byte      // the launch's own key when the host has none
+	// d is the decision record (decide); sealErr why the seal cannot be
+	// made here, unshare the envsieve-init an isolated launch execs in
+	// its place ("" for none), shimLib, shimStatic and shimErr what
+	// FindShim said of the program (when shimFound).
+	d          Decision
+	sealErr    error
+	unshare    string
+	shimLib    string
+	shimStatic bool
+	shimErr    error
+	shimFound  bool
+	spec       *seal.Spec // the launch's seal, once sealSpec made it
+	mask       []redact.Secret
+	set        *redact.Set // compiled from mask by Start; nil masks nothing known
+	ownKey     []byte      // the launch's own key when the host has none
 	// broker is the running broker; brokerEnv what it put in Env, by
 	// name; brokered the names it keeps the real value of; brokerDir its
 	// private directory.
@@ -274,18 +285,6 @@ type Plan struct {
 	pinned *pin.Program
 	noRule string
 }
-
-// NoRule says why no rule grants to the launch's program although one
-// names it: it is in a place the agent's tree can write, or its bytes are
-// not those a rule pins. "" otherwise.
-func (l *Plan) NoRule() string { return l.noRule }
-
-// Policy returns the policy the plan was built under.
-func (l *Plan) Policy() *policy.Policy { return l.opt.Policy }
-
-// SecretSource returns the source that gave the named secret (for a dry
-// run, the one that would), "" when none did.
-func (l *Plan) SecretSource(name string) policy.SecretFrom { return l.sources[name] }
 
 // extraFiles returns the memory files of file-delivered secrets when the
 // host passes them as the child's descriptors 3 and on, in that order.
@@ -429,6 +428,7 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 		l.noRule = strings.Join(slices.DeleteFunc(noRule, func(s string) bool { return s == "" }), "; ")
 	}
 	l.Env = slices.Clone(l.Result.Env)
+	l.decide()
 	return l, nil
 }
 
@@ -694,9 +694,9 @@ func masked(parent []string, sensitive []redact.Secret, env []string, injected m
 	return out
 }
 
-// MaskedNames splits the names of the masked values into those redaction
+// maskedNames splits the names of the masked values into those redaction
 // masks and those too short to mask (redact.min_secret_len), each sorted.
-func (l *Plan) MaskedNames() (masked, tooShort []string) {
+func (l *Plan) maskedNames() (masked, tooShort []string) {
 	masked, tooShort = []string{}, []string{}
 	for _, s := range l.maskedValues() {
 		if len(s.Value) < l.opt.Policy.Redact.MinSecretLen {

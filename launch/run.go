@@ -18,40 +18,23 @@ import (
 	"github.com/envsieve/envsieve/shim"
 )
 
-// chooseSeal settles the launch's seal: the stronger of the options' Seal
-// and what the policy asks (sieve.Result.Seal), and the mechanism (package
-// seal): the namespaces of --isolate where this system allows them, else
-// Landlock; a server's command (Host.Server) only ever Landlock, the
-// server being its parent. Where it offers neither, `on` runs without the
-// seal, and sealNotice says so; `required` is an error and nothing starts.
+// chooseSeal takes the seal the decision record settled (decide): the
+// stronger of the options' Seal and what the policy asks, made by the
+// mechanism this system offers. Where it offers none, `on` runs without
+// the seal, and sealNotice says so; `required` is an error and nothing
+// starts.
 func (l *Plan) chooseSeal() error {
-	l.isolated = l.opt.Isolate
-	mode := l.Result.Seal.Stronger(policy.SealOff)
-	if l.opt.Seal {
-		mode = mode.Stronger(policy.SealOn)
-	}
-	if mode == policy.SealOff {
+	d := &l.d
+	l.isolated, l.sealed, l.sealBy = d.Isolate, d.Sealed, d.SealBy
+	if d.Seal == policy.SealOff {
 		return nil
 	}
-	l.sealMode = mode
-	var by seal.Mechanism
-	var err error
-	if l.host.Server {
-		by, err = seal.Landlock, seal.LandlockAvailable()
-	} else {
-		by, err = seal.Choose()
-	}
-	if err != nil {
-		if mode == policy.SealRequired {
-			return fmt.Errorf("%w: %w", ErrSealRequired, err)
+	l.sealMode = d.Seal
+	if !d.Sealed {
+		if d.Seal == policy.SealRequired {
+			return fmt.Errorf("%w: %w", ErrSealRequired, l.sealErr)
 		}
-		l.sealNotice = fmt.Sprintf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
-		return nil
-	}
-	l.sealed, l.sealBy = true, by
-	if by == seal.Namespaces {
-		l.sealIsolates = !l.isolated
-		l.isolated = true
+		l.sealNotice = fmt.Sprintf("seal: not available here (%v): the command runs without it, and can read your credential files", l.sealErr)
 	}
 	return nil
 }

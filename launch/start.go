@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,11 +112,15 @@ func (l *Plan) program() (string, []string, error) {
 // with the seal's event, the redaction set compiled.
 func (r *Running) prepare() (argv []string, set bool, err error) {
 	l := r.l
-	path, argv, err := l.program()
+	path, argv, err := l.d.Program, l.d.Argv, l.d.ProgramErr
 	if err != nil {
 		return nil, false, err
 	}
 	r.path = path
+	if b, err := json.Marshal(&l.d); err == nil {
+		// Names and choices only: no path, argument or value.
+		l.host.debugf("decision: %s", b)
+	}
 	// The seal first: a sealed launch's credential files are fakes whose
 	// real values the broker keeps.
 	if err := l.chooseSeal(); err != nil {
@@ -158,18 +163,11 @@ func (r *Running) startSingle(stdio Stdio) error {
 	}
 	path, alog := r.path, r.alog
 	// Registering the forwarded signals overlaps the shim's set-up when the
-	// launcher is likely to stay resident. It is never undone: the launcher
-	// exits when the child has, and a late signal cannot cut its clean-up.
-	//
-	// An isolated launch that needs the launcher for nothing else execs
-	// envsieve-init in its place (unshareInit), which makes the namespaces
-	// itself: no Go launcher stays resident, and nothing is registered.
-	unshare := ""
-	if !masks && l.files == nil && l.opt.NoShim && l.broker == nil && l.sshAgent == nil {
-		unshare = l.unshareInit()
-	}
+	// launcher stays resident. It is never undone: the launcher exits when
+	// the child has, and a late signal cannot cut its clean-up.
+	d := &l.d
 	var sigs *Signals
-	if masks || l.files != nil || (l.isolated && unshare == "") || !l.opt.NoShim || l.broker != nil || l.sshAgent != nil {
+	if d.Resident {
 		sigs = NotifySignals()
 	}
 	prog := path
@@ -185,14 +183,19 @@ func (r *Running) startSingle(stdio Stdio) error {
 		r.sweep = sweepSocketDirs(l.host.socketDir())
 	}
 	sh := r.sh
-	// A launch sealed by Landlock is never in place: its tree needs a
-	// reaper and a launcher to outlive it (reap_linux.go).
-	inPlace := !masks && l.files == nil && sh == nil && l.broker == nil && l.sshAgent == nil
-	if inPlace && !l.isolated && !l.sealed {
-		return l.execInPlace(path, argv, alog)
+	// In place or resident, as the decision record says (decide). A
+	// broker it did not foresee keeps the launcher resident all the same.
+	inPlace := !d.Resident
+	if inPlace && (masks || l.files != nil || sh != nil || l.broker != nil || l.sshAgent != nil) {
+		l.host.debugf("the launcher stays resident: the decision said in place")
+		inPlace, d.Resident = false, true
+		sigs = NotifySignals()
 	}
-	if inPlace && unshare != "" {
-		return l.execUnshared(unshare, path, argv, alog)
+	if inPlace && l.unshare != "" {
+		return l.execUnshared(l.unshare, path, argv, alog)
+	}
+	if inPlace {
+		return l.execInPlace(path, argv, alog)
 	}
 	c, err := l.command(path, argv)
 	if err != nil {
@@ -293,9 +296,6 @@ func (r *Running) startSingle(stdio Stdio) error {
 			l.sealed = false
 		} else {
 			return fmt.Errorf("%w: %w; and %v", ErrSealRequired, err, lerr)
-		}
-		if inPlace && !l.sealed {
-			return l.execInPlace(path, argv, alog)
 		}
 		if c, err = l.command(path, argv); err != nil {
 			return err
