@@ -52,6 +52,8 @@ var parityCases = []parityCase{
 		script: `echo "rule=$MYAPP_RULE"`},
 	{name: "block_iteration", shim: true, policy: "version: 1\nallow: [\"MYAPP_*\"]\nblock_iteration: true\nhide: [MYAPP_MODE]\n",
 		script: `env | grep -c '^MYAPP_MODE=' || true`},
+	{name: "broker", policy: "version: 1\nallow: [\"MYAPP_*\", GITHUB_TOKEN]\nbrokered: [GITHUB_TOKEN]\nredact: {enabled: true}\n",
+		script: `printenv GITHUB_TOKEN; echo "proxy: ${HTTPS_PROXY:+set}"`},
 	{name: "seal", policy: "version: 1\nseal: on\nallow: [\"MYAPP_*\"]\nredact: {enabled: true}\n",
 		script: `cat "$HOME/.git-credentials" 2>/dev/null | wc -c`},
 }
@@ -79,6 +81,14 @@ func parityParent(t *testing.T, home, shim string) []string {
 		"ENVSIEVE_SHIM=" + shim,
 	}
 }
+
+// brokerPort and brokerDir match what differs from one broker to the
+// next in the variables it sets: its port and the launch's proxy
+// credential, and its private directory.
+var (
+	brokerPort = regexp.MustCompile(`(envsieve:)?(?:[0-9a-f]+@)?127\.0\.0\.1:[0-9]+`)
+	brokerDir  = regexp.MustCompile(`envsieve-broker-[0-9]+`)
+)
 
 // parityOutcome is what one way produced.
 type parityOutcome struct {
@@ -176,6 +186,8 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 		case fdPath.MatchString(v):
 			v = "/dev/fd/N"
 		}
+		// A broker's port and private directory are its own.
+		v = brokerDir.ReplaceAllString(brokerPort.ReplaceAllString(v, "${1}127.0.0.1:PORT"), "envsieve-broker-N")
 		o.env = append(o.env, k+"="+v)
 	}
 	sort.Strings(o.env)
@@ -187,7 +199,7 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 				t.Fatalf("audit line %q", line)
 			}
 			switch ev["msg"] {
-			case "decision", "inject", "redaction", "seal":
+			case "decision", "inject", "redaction", "seal", "brokered":
 				delete(ev, "time")
 				delete(ev, "launch")
 				delete(ev, "mechanism") // the door's (doorFields)
@@ -320,7 +332,8 @@ func TestParity(t *testing.T) {
 			// 3. The library.
 			la := argv(filepath.Join(dumps, "lib.env"))
 			l, err := launch.Build(ctx, &launch.Host{Key: func() ([]byte, error) { return key, nil }, Shim: shimPath,
-				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true, Server: true},
+				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true, Server: true,
+				Broker: daemon.StartBroker},
 				launch.Options{Policy: pol, Parent: parent, Dir: home, Request: sieve.Request{Commands: [][]string{la}, Profile: tc.profile, Secrets: tc.secrets}})
 			if err != nil {
 				t.Fatal(err)
