@@ -469,7 +469,6 @@ func (r *Running) Signal(sig os.Signal) error {
 // not be waited for. Call it once.
 func (r *Running) Wait() (int, error) {
 	defer r.release()
-	defer close(r.done)
 	if r.cmd != nil {
 		return r.waitServer()
 	}
@@ -534,6 +533,7 @@ func (r *Running) ProcessState() *os.ProcessState { return r.state }
 // release ends what a launch holds once its program has exited, or when
 // it failed to start.
 func (r *Running) release() {
+	close(r.done)
 	for _, c := range r.closers {
 		_ = c()
 	}
