@@ -275,11 +275,6 @@ func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 	return st
 }
 
-// AWSEnvState is [AWSEnvPreview] of the plan's result, parent and policy.
-func (l *Plan) AWSEnvState(home string, broker, noBroker bool) *AWSState {
-	return AWSEnvPreview(l.Result.Env, l.opt.Parent, l.opt.Policy, home, broker, noBroker)
-}
-
 // AWSConfigPreview says, for explain, what a launch's tree gets of the
 // profiles of ~/.aws/config under home that fetch their keys
 // (credential_process, IAM Identity Center): in a sealed launch with a

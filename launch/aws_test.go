@@ -122,7 +122,7 @@ func TestAWSEnvKeys(t *testing.T) {
 			}
 			l := &Plan{host: h, opt: Options{Policy: pol, NoBroker: c.noBroker, Parent: parent}, ownKey: []byte("0123456789abcdef0123456789abcdef"),
 				Result: &sieve.Result{Env: c.env}, Env: slices.Clone(c.env)}
-			err = l.StartBroker()
+			err = l.startBroker()
 			defer l.stopBroker()
 			if !errors.Is(err, c.wantErr) {
 				t.Fatalf("StartBroker: %v, want %v", err, c.wantErr)
@@ -169,8 +169,8 @@ func TestAWSEnvKeys(t *testing.T) {
 				if _, ok := req.Secrets["AWS_SECRET_ACCESS_KEY"]; ok {
 					t.Error("the secret is swapped as a plain value too")
 				}
-				if !slices.Contains(l.BrokeredNames(), "AWS_SECRET_ACCESS_KEY") {
-					t.Errorf("brokered names: %v", l.BrokeredNames())
+				if !slices.Contains(l.brokeredNames(), "AWS_SECRET_ACCESS_KEY") {
+					t.Errorf("brokered names: %v", l.brokeredNames())
 				}
 			case "real":
 				if env["AWS_SECRET_ACCESS_KEY"] != realSecret {

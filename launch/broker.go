@@ -118,14 +118,14 @@ func (l *Plan) brokerCandidates() map[string]string {
 	return out
 }
 
-// StartBroker starts the launch's broker when the result brokers a key:
+// startBroker starts the launch's broker when the result brokers a key:
 // the child's environment then holds fakes, and the broker's variables,
-// in place of the real values. Call it before [Plan.OpenAudit], which
+// in place of the real values. Call it before Plan.openAudit, which
 // records what it brokers and, from then on, what the broker does. It is
 // a no-op when nothing is brokered; an error (wrapping ErrNoBroker when no
 // broker can run) when something is and no broker starts: a brokered
 // value is never handed over for real instead.
-func (l *Plan) StartBroker() error {
+func (l *Plan) startBroker() error {
 	if l.broker != nil {
 		return nil
 	}
@@ -402,9 +402,9 @@ func nodeOptions(env []string, set map[string]string) {
 	}
 }
 
-// BrokeredNames returns, sorted, the names whose real value the broker
+// brokeredNames returns, sorted, the names whose real value the broker
 // keeps (the child and its exec-time grants hold fakes).
-func (l *Plan) BrokeredNames() []string { return slices.Clone(l.brokered) }
+func (l *Plan) brokeredNames() []string { return slices.Clone(l.brokered) }
 
 // overlay returns env with the values of set replacing or added to its
 // entries, sorted by key.

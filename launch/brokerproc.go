@@ -16,7 +16,14 @@ import (
 // as its credential broker (see [BrokerProcess]).
 const BrokerArg = "__broker"
 
-// brokerReply is the broker process's first line.
+// The pipe between a launcher and its broker process carries, one JSON
+// value a line: the launcher's BrokerRequest; the broker's brokerReply;
+// then a BrokerEvent per thing the broker does, until the launcher closes
+// its end. Both ends are in this file: BrokerProcess is the launcher's,
+// ServeBroker the broker's.
+
+// brokerReply is the broker process's first line: the child's variables,
+// or why the broker did not start.
 type brokerReply struct {
 	Env   map[string]string `json:"env"`
 	Error string            `json:"error,omitempty"`
@@ -117,4 +124,48 @@ func BrokerProcess(program string) func(BrokerRequest, func(BrokerEvent)) (Broke
 		}()
 		return b, nil
 	}
+}
+
+// testOnlyKeepDumpable keeps a test's own process dumpable when it serves
+// a broker in process.
+var testOnlyKeepDumpable bool
+
+// ServeBroker is the broker's end of the pipe (the hidden verb
+// `envsieve-daemon __broker`): it makes the process non-dumpable (the
+// real values live in it), reads the request from in, starts the broker
+// with start, answers the child's variables on out, then writes one line
+// per event until in closes (the launcher is done, or died). A broker
+// that cannot start is answered as an error line, for the launcher to
+// report; ServeBroker itself fails only when the process cannot be made
+// non-dumpable.
+func ServeBroker(in io.Reader, out io.Writer, start func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error)) error {
+	if !testOnlyKeepDumpable {
+		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	r := bufio.NewReader(in)
+	dec := json.NewDecoder(r)
+	var mu sync.Mutex
+	enc := json.NewEncoder(out)
+	send := func(v any) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(v)
+	}
+	var req BrokerRequest
+	if err := dec.Decode(&req); err != nil {
+		send(brokerReply{Error: "broker: read the request: " + err.Error()})
+		return nil
+	}
+	b, err := start(req, func(e BrokerEvent) { send(e) })
+	if err != nil {
+		send(brokerReply{Error: err.Error()})
+		return nil
+	}
+	defer b.Close()
+	send(brokerReply{Env: b.ChildEnv()})
+	// Until the launcher closes its end (or dies).
+	_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), r))
+	return nil
 }

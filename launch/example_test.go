@@ -29,8 +29,7 @@ func ExampleBuild() {
 	for _, kv := range l.Env {
 		fmt.Println(kv)
 	}
-	masked, _ := l.MaskedNames()
-	fmt.Println("masked in its output:", masked)
+	fmt.Println("masked in its output:", l.Decision().Masked)
 	// ENVSIEVE_TREE=1 marks the child as inside an envsieve tree: an
 	// envsieve started there only narrows.
 	//
@@ -43,25 +42,25 @@ func ExampleBuild() {
 
 // Run a command as `envsieve run` does, under the user's policy: in place
 // (exec) when nothing needs the launcher afterwards, else supervised, with
-// its output masked, its file secrets removed and the shim served.
-func ExamplePlan_Run() {
+// its output masked, its file secrets removed and the shim served. A
+// program that hosts launches side by side (a server) sets Host.Server:
+// each command is then its child, and Start returns at once.
+func ExamplePlan_Start() {
 	p, err := policy.Default()
 	if err != nil {
 		log.Fatal(err)
 	}
-	argv := []string{"claude"}
 	l, err := launch.Build(context.Background(), &launch.Host{Report: nil, Stderr: os.Stderr}, launch.Options{
-		Policy: p, Parent: os.Environ(), Request: sieve.Request{Commands: [][]string{argv}, Profile: "claude"},
+		Policy: p, Parent: os.Environ(), Request: sieve.Request{Commands: [][]string{{"claude"}}, Profile: "claude"},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	path, err := launch.Resolve(argv[0], l.Result, l.Request.Path)
+	run, err := l.Start(context.Background(), launch.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	if err != nil {
-		l.Cleanup()
 		log.Fatal(err)
 	}
-	status, err := l.Run(path, argv)
+	status, err := run.Wait()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ type ShimRun struct {
 	// variables), hidden the keys the shim hides in the first program.
 	base   map[string]string
 	hidden map[string]bool
-	// ready is closed when StartShim has finished the launch's environment
+	// ready is closed when startShim has finished the launch's environment
 	// (l.Env, tree): a start request waits for it, which also orders
 	// those writes before its reads.
 	ready chan struct{}
@@ -91,13 +91,13 @@ const maxLogged = 10000
 // load. Use errors.Is.
 var ErrShimNeeded = errors.New("the shim is needed")
 
-// StartShim decides whether the shim is used for the program at path and,
+// startShim decides whether the shim is used for the program at path and,
 // when it is, starts its socket and adds its variables to the plan's Env
 // (the engine's result is not changed). It returns nil when the shim is off: --no-shim or not built
 // (an error instead when the policy hides keys). A statically linked program
 // cannot load it: the launcher says which settings therefore do not hold in
 // it, and still serves the dynamic programs it starts.
-func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
+func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
 	res := l.Result
 	h := l.host
 	needHide := res.BlockIteration && len(res.Hide) > 0
@@ -113,7 +113,10 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		return nil, nil
 	}
-	lib, static, err := h.FindShim(path)
+	lib, static, err := l.shimLib, l.shimStatic, l.shimErr
+	if !l.shimFound {
+		lib, static, err = h.FindShim(path)
+	}
 	if errors.Is(err, shim.ErrNotFound) {
 		if needHide {
 			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", ErrShimNeeded, strings.Join(res.Hide, ", "), err)
@@ -128,7 +131,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := shim.LocateInit(lib); err != nil && l.opt.Isolate && (grants || needHide) {
+	if _, err := shim.LocateInit(lib); err != nil && l.isolated && (grants || needHide) {
 		h.warnMissing(alog, err, "envsieve makes the namespaces itself, a slower start")
 	}
 	if static {
@@ -152,7 +155,7 @@ func (l *Plan) StartShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		alog.Warn(msg)
 	}
-	s := &ShimRun{l: l, alog: alog, grants: grants, sealed: l.opt.Seal, base: map[string]string{}, hidden: map[string]bool{},
+	s := &ShimRun{l: l, alog: alog, grants: grants, sealed: l.sealed, base: map[string]string{}, hidden: map[string]bool{},
 		reads: map[string]bool{}, logged: map[string]bool{}, granted: map[string]bool{}, statics: map[string]bool{},
 		decision: map[string]*sieve.Decision{}}
 	for _, kv := range l.Env {
@@ -458,7 +461,7 @@ func (s *ShimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
 	}
-	if s.ready != nil { // nil only in a ShimRun not made by StartShim
+	if s.ready != nil { // nil only in a ShimRun not made by startShim
 		<-s.ready
 	}
 	// No grant the audit log could not record (audit: {on_error: fail}).

@@ -1,15 +1,16 @@
 // Package launch starts programs with an environment built by the sieve
 // engine. It is the edge where the engine's pure result meets the operating
-// system, and it owns one launch from request to exit: [Build] fetches the
-// request's secrets from the sources the policy names (file-delivered ones
-// as sealed memory files) and builds the environment; the [Plan] it
-// returns knows the values to mask in the child's output ([Plan.Masked],
-// [Plan.Filter]), records the launch in the audit log ([Plan.OpenAudit]),
-// serves the shim and its exec-time grants ([Plan.StartShim]), and runs
-// the program in place or as a resident, non-dumpable launcher
-// ([Plan.Run]). `envsieve run`, `envsieve sh` and every command of an
-// envsieve-daemon session are launches of this package, with one set of
-// semantics; a [Host] says where each finds its secrets, keys and files.
+// system, and it owns one launch from request to exit, in two steps:
+// [Build] fetches the request's secrets from the sources the policy names
+// (file-delivered ones as sealed memory files) and builds the environment;
+// [Plan.Start] settles the seal, starts the broker, opens the audit log,
+// serves the shim and its exec-time grants, and starts the program with
+// its output masked, in place or as the child of a resident, non-dumpable
+// launcher; [Running.Wait] ends it. `envsieve run`, `envsieve sh`, every
+// command of an envsieve-daemon session and a library caller take these
+// same two steps, with one set of semantics; a [Host] says where each finds
+// its secrets, keys and files, and whether it is a server that runs
+// launches side by side ([Host.Server]).
 //
 // The lower layer is os/exec's: [LookPath] in the child's PATH, [Exec] in
 // place, [Cmd] as a child process, [Supervise] as a resident launcher,

@@ -180,7 +180,7 @@ var toolVars = map[string]struct {
 // files stay masked). A file that cannot be read or understood stays
 // masked, and the debug output says why (never a value).
 func (l *Plan) fakeLogins() (*loginFakes, error) {
-	if l.logins != nil || !l.opt.Seal || l.host.Home == "" || l.opt.NoBroker || l.host.Broker == nil {
+	if l.logins != nil || !l.sealed || l.host.Home == "" || l.opt.NoBroker || l.host.Broker == nil {
 		return l.logins, nil
 	}
 	key, err := l.key()
@@ -355,10 +355,10 @@ func (l *Plan) removeLogins() {
 	}
 }
 
-// LoginStates returns what the sealed tree sees of each credential file
+// loginStates returns what the sealed tree sees of each credential file
 // package login understands (fake or masked, and the hosts bound), once
 // the broker started; nil before, or when the launch fakes none.
-func (l *Plan) LoginStates() []LoginState {
+func (l *Plan) loginStates() []LoginState {
 	if l.logins == nil {
 		return nil
 	}

@@ -18,7 +18,7 @@ func loginPlan(home string) *Plan {
 	var w warnings
 	return &Plan{host: &Host{Home: home, Report: &w,
 		Broker: func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error) { return nil, nil }},
-		opt: Options{Seal: true}, ownKey: []byte("0123456789abcdef0123456789abcdef"), Result: &sieve.Result{}}
+		opt: Options{Seal: true}, sealed: true, ownKey: []byte("0123456789abcdef0123456789abcdef"), Result: &sieve.Result{}}
 }
 
 // TestFakeLogins: a credential file package login understands becomes a
@@ -49,7 +49,7 @@ func TestFakeLogins(t *testing.T) {
 		t.Errorf("the fake file holds the real value or lost the rest (%v)", err)
 	}
 	var seen []string
-	for _, st := range l.LoginStates() {
+	for _, st := range l.loginStates() {
 		seen = append(seen, st.Seen+" "+filepath.Base(st.Path)+" "+strings.Join(st.Hosts, ","))
 		if strings.Contains(st.Why, real) {
 			t.Errorf("why holds the value")
@@ -65,7 +65,7 @@ func TestFakeLogins(t *testing.T) {
 		t.Errorf("the broker request: %d secrets, bindings %+v", len(req.Secrets), req.Bindings)
 	}
 	unsealed := loginPlan(home)
-	unsealed.opt.Seal = false
+	unsealed.opt.Seal, unsealed.sealed = false, false
 	if lf, _ := unsealed.fakeLogins(); lf != nil {
 		t.Error("an unsealed launch faked a file")
 	}
@@ -217,8 +217,8 @@ func TestLoginBrokerFails(t *testing.T) {
 	var w warnings
 	l := &Plan{host: &Host{Home: home, Report: &w, SocketDir: t.TempDir(),
 		Broker: func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error) { return nil, errors.New("no broker today") }},
-		opt: Options{Seal: true, Policy: pol}, ownKey: []byte("0123456789abcdef0123456789abcdef"), Result: &sieve.Result{}}
-	if err := l.StartBroker(); err != nil {
+		opt: Options{Seal: true, Policy: pol}, sealed: true, ownKey: []byte("0123456789abcdef0123456789abcdef"), Result: &sieve.Result{}}
+	if err := l.startBroker(); err != nil {
 		t.Fatalf("StartBroker: %v", err)
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "stay masked") {

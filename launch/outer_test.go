@@ -112,7 +112,7 @@ func TestNestedOuterView(t *testing.T) {
 	l.logins = &loginFakes{outer: true, passed: []string{p}, fake: map[string]string{}, names: map[string]bool{}}
 	l.opt.Parent = []string{"HTTPS_PROXY=http://127.0.0.1:4000", "SSL_CERT_FILE=/tmp/envsieve-broker-1/bundle.pem", "PATH=/bin"}
 	l.Env = []string{"PATH=/bin"}
-	if err := l.StartBroker(); err != nil {
+	if err := l.startBroker(); err != nil {
 		t.Fatal(err)
 	}
 	if started != 0 {

@@ -21,20 +21,21 @@ func TestAuditMasksArgv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv := []string{"sh", "-c", "curl -H 'Authorization: token " + token + "' https://example.invalid"}
-	l, err := launch.Build(context.Background(), &launch.Host{AuditPath: logPath}, launch.Options{
+	argv := []string{"sh", "-c", ": curl -H 'Authorization: token " + token + "' https://example.invalid"}
+	l, err := launch.Build(context.Background(), &launch.Host{AuditPath: logPath, Server: true}, launch.Options{
 		Policy: p, Parent: []string{"PATH=/usr/bin:/bin", "GITHUB_TOKEN=" + token},
 		Request: sieve.Request{Commands: [][]string{argv}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Cleanup()
-	alog, err := l.OpenAudit(argv)
+	run, err := l.Start(context.Background(), launch.Stdio{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	alog.Close()
+	if status, err := run.Wait(); status != 0 || err != nil {
+		t.Fatalf("the launch: status %d, %v", status, err)
+	}
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)

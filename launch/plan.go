@@ -66,6 +66,15 @@ type Host struct {
 	// SocketDir holds the shim's socket: a directory the commands of an
 	// agent's own sandbox still see; "" means os.TempDir().
 	SocketDir string
+	// Server says the launcher is a long-lived server that runs launches
+	// side by side as its own children (the daemon): [Plan.Start] never
+	// replaces it (no exec in place), starts the program in a process
+	// group of its own that a cancelled context kills whole, makes the
+	// seal by Landlock only (no namespaces: the server is the program's
+	// parent), and neither forwards the server's signals nor makes it a
+	// subreaper or non-dumpable. false is a launcher that runs one launch
+	// (run, sh): it stays resident only when something needs it.
+	Server bool
 	// ExtraFiles passes file-delivered secrets as the child's descriptors
 	// 3 and on (a server that runs launches side by side, so none
 	// inherits another's); false makes them inheritable as they are (a
@@ -155,6 +164,13 @@ type Options struct {
 	// first command is found in Parent's PATH, Build fills Path and
 	// Untrusted from the program found (internal/trust).
 	Request sieve.Request
+	// Argv is the command line [Plan.Start] runs when it is not the
+	// request's first command: a shell that runs the request's commands
+	// (sh, a daemon's shell string), looked up in the child's PATH. nil
+	// runs Request.Commands[0], looked up with [Resolve].
+	Argv []string
+	// Dir is the program's working directory; "" means the launcher's.
+	Dir string
 	// DryRun fetches no secret that has a side effect (explain): only
 	// `from: env` secrets are read, and nothing is written.
 	DryRun bool
@@ -178,6 +194,9 @@ type Options struct {
 	// key), when the caller has them already (a daemon session computes
 	// them once); nil computes them from Parent.
 	Sensitive []redact.Secret
+	// RedactCache, when set, keeps the redaction sets of a series of
+	// launches (a daemon session's); nil compiles each launch's own.
+	RedactCache *RedactCache
 	// EnvFile holds the values of an env file (run --env-file), by name:
 	// each is its name's source, whatever the policy names (the name must
 	// still be requested, and the engine's deny and masking apply). nil
@@ -197,7 +216,7 @@ type Plan struct {
 	// Result is the engine's result. It is never changed.
 	Result *sieve.Result
 	// Env is the child's environment: the result's, plus the shim's
-	// variables once [Plan.StartShim] has added them.
+	// variables once Plan.startShim has added them.
 	Env []string
 	// Request is the request the result was built for.
 	Request sieve.Request
@@ -216,15 +235,35 @@ type Plan struct {
 	files *secret.Files
 	// fds holds the memory files of file-delivered secrets.
 	fds []*os.File
-	// sealMode is the seal the launch settled on (ChooseSeal), sealBy
+	// sealMode is the seal the launch settled on (chooseSeal), sealBy
 	// how it is made, and sealIsolates whether it alone isolates the
 	// launch (the options did not ask for --isolate).
 	sealMode     policy.SealMode
 	sealBy       seal.Mechanism
 	sealIsolates bool
-	sealed       *seal.Spec // the launch's seal, once sealSpec made it
-	mask         []redact.Secret
-	ownKey       []byte // the launch's own key when the host has none
+	// sealed says the launch's tree is sealed, isolated that it runs in
+	// namespaces of its own (chooseSeal settles both from the options,
+	// which are never changed); sealNotice says why a seal the launch
+	// asked for (`on`) is not made, "" when it is or none was asked.
+	sealed, isolated bool
+	sealNotice       string
+	// started is set by Start: a plan starts once.
+	started bool
+	// d is the decision record (decide); sealErr why the seal cannot be
+	// made here, unshare the envsieve-init an isolated launch execs in
+	// its place ("" for none), shimLib, shimStatic and shimErr what
+	// FindShim said of the program (when shimFound).
+	d          Decision
+	sealErr    error
+	unshare    string
+	shimLib    string
+	shimStatic bool
+	shimErr    error
+	shimFound  bool
+	spec       *seal.Spec // the launch's seal, once sealSpec made it
+	mask       []redact.Secret
+	set        *redact.Set // compiled from mask by Start; nil masks nothing known
+	ownKey     []byte      // the launch's own key when the host has none
 	// broker is the running broker; brokerEnv what it put in Env, by
 	// name; brokered the names it keeps the real value of; brokerDir its
 	// private directory.
@@ -247,40 +286,14 @@ type Plan struct {
 	noRule string
 }
 
-// NoRule says why no rule grants to the launch's program although one
-// names it: it is in a place the agent's tree can write, or its bytes are
-// not those a rule pins. "" otherwise.
-func (l *Plan) NoRule() string { return l.noRule }
-
-// Policy returns the policy the plan was built under.
-func (l *Plan) Policy() *policy.Policy { return l.opt.Policy }
-
-// Injected returns the names of the secrets fetched for the launch, sorted.
-func (l *Plan) Injected() []string {
-	names := make([]string, 0, len(l.injected))
-	for n := range l.injected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// SecretSource returns the source that gave the named secret (for a dry
-// run, the one that would), "" when none did.
-func (l *Plan) SecretSource(name string) policy.SecretFrom { return l.sources[name] }
-
-// ExtraFiles returns the memory files of file-delivered secrets when the
+// extraFiles returns the memory files of file-delivered secrets when the
 // host passes them as the child's descriptors 3 and on, in that order.
-func (l *Plan) ExtraFiles() []*os.File {
+func (l *Plan) extraFiles() []*os.File {
 	if !l.host.ExtraFiles {
 		return nil
 	}
 	return l.fds
 }
-
-// HoldsFiles reports whether file-delivered secrets must be removed after
-// the child exits (so the launcher cannot exec in place).
-func (l *Plan) HoldsFiles() bool { return l.files != nil }
 
 // Cleanup removes file-delivered secrets and closes their memory files.
 // It is safe on a nil Plan and more than once.
@@ -415,6 +428,7 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 		l.noRule = strings.Join(slices.DeleteFunc(noRule, func(s string) bool { return s == "" }), "; ")
 	}
 	l.Env = slices.Clone(l.Result.Env)
+	l.decide()
 	return l, nil
 }
 
@@ -625,11 +639,11 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 	return values, files, nil
 }
 
-// Masked returns the values to mask in the child's output: every
+// maskedValues returns the values to mask in the child's output: every
 // sensitive value of the parent environment (by name or by value, the
 // first copy of each key) that the child's environment does not hold, and
 // every injected secret. It is computed once per plan.
-func (l *Plan) Masked() []redact.Secret {
+func (l *Plan) maskedValues() []redact.Secret {
 	if l.mask == nil {
 		l.mask = masked(l.opt.Parent, l.opt.Sensitive, l.Result.Env, l.injected)
 	}
@@ -680,11 +694,11 @@ func masked(parent []string, sensitive []redact.Secret, env []string, injected m
 	return out
 }
 
-// MaskedNames splits the names of the masked values into those redaction
+// maskedNames splits the names of the masked values into those redaction
 // masks and those too short to mask (redact.min_secret_len), each sorted.
-func (l *Plan) MaskedNames() (masked, tooShort []string) {
+func (l *Plan) maskedNames() (masked, tooShort []string) {
 	masked, tooShort = []string{}, []string{}
-	for _, s := range l.Masked() {
+	for _, s := range l.maskedValues() {
 		if len(s.Value) < l.opt.Policy.Redact.MinSecretLen {
 			tooShort = append(tooShort, s.Name)
 		} else {
@@ -696,5 +710,5 @@ func (l *Plan) MaskedNames() (masked, tooShort []string) {
 	return masked, tooShort
 }
 
-// Masking reports whether the launch masks its child's output.
-func (l *Plan) Masking() bool { return l.opt.Policy.Redact.Enabled || l.opt.ForceMask }
+// masking reports whether the launch masks its child's output.
+func (l *Plan) masking() bool { return l.opt.Policy.Redact.Enabled || l.opt.ForceMask }

@@ -407,7 +407,7 @@ const shimDirPrefix = "envsieve-shim-"
 
 // socketDirs are the socket directories a launcher makes in its socket
 // directory, by prefix, with the name of the socket that listens while it
-// lives: the shim's, and the ssh agent filter's (StartSSHAgent).
+// lives: the shim's, and the ssh agent filter's (startSSHAgent).
 var socketDirs = map[string]string{shimDirPrefix: "s", sshDirPrefix: "agent.sock"}
 
 // staleAfter is how old a socket directory must be before it may be

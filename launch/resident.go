@@ -48,6 +48,9 @@ type Resident struct {
 	// abort, when it delivers, ends the launch: the child is killed,
 	// then its tree, and Supervise returns 125 with the error.
 	abort <-chan error
+	// in is the child's stdin when it is not a file (Stdin nil): a
+	// library caller's reader, copied by os/exec.
+	in io.Reader
 }
 
 // Signals is a resident launcher's registration for the signals it
@@ -83,64 +86,101 @@ func NotifySignals() *Signals {
 // terminal's SIGINT and SIGQUIT already reach it: those two are forwarded
 // only when stdin is not a terminal, so that a Ctrl-C is not delivered twice.
 func Supervise(c *Cmd, r Resident) (int, error) {
-	if c.Env == nil {
-		return 0, ErrNilEnv
-	}
-	own := r.Signals == nil
-	if own {
-		r.Signals = NotifySignals()
-	}
-	<-r.Signals.ready
-	sigs := r.Signals.c
-	if own {
-		defer signal.Stop(sigs)
-	}
-	if r.tree == nil {
-		// An error leaves what the child detaches to the system's init.
-		r.tree, _ = holdTree()
-	}
-	c.tied = true
-	var (
-		ptmx, slave *os.File
-		err         error
-	)
-	if r.PTY {
-		ptmx, slave, err = c.startPTY(r.TTY)
-	} else {
-		c.Stdin, c.Stdout, c.Stderr = r.Stdin, r.Stdout, r.Stderr
-		err = c.Start()
-	}
+	s, err := superviseStart(c, r)
 	if err != nil {
 		return 0, err
 	}
-	proc := c.cmd.Process
+	return s.wait()
+}
+
+// supervised is a child Supervise started, and what it holds until the
+// child exits.
+type supervised struct {
+	c           *Cmd
+	r           Resident
+	own         bool // the signals are Supervise's own registration
+	sigs        chan os.Signal
+	ptmx, slave *os.File
+	proc        *os.Process
+	stdinTTY    bool
+	restore     func()
+	copies      sync.WaitGroup
+	copied      atomic.Int64
+}
+
+// superviseStart is the first half of Supervise: it starts c, and fails
+// with nothing left running.
+func superviseStart(c *Cmd, r Resident) (*supervised, error) {
+	if c.Env == nil {
+		return nil, ErrNilEnv
+	}
+	s := &supervised{c: c, r: r, own: r.Signals == nil, restore: func() {}}
+	if s.own {
+		s.r.Signals = NotifySignals()
+	}
+	<-s.r.Signals.ready
+	s.sigs = s.r.Signals.c
+	if s.r.tree == nil {
+		// An error leaves what the child detaches to the system's init.
+		s.r.tree, _ = holdTree()
+	}
+	c.tied = true
+	var err error
+	if r.PTY {
+		s.ptmx, s.slave, err = c.startPTY(r.TTY)
+	} else {
+		c.Stdin, c.Stdout, c.Stderr = r.Stdin, r.Stdout, r.Stderr
+		if r.Stdin == nil {
+			c.Stdin = r.in
+		}
+		err = c.Start()
+	}
+	if err != nil {
+		s.stopSignals()
+		return nil, err
+	}
+	s.proc = c.cmd.Process
 	if r.AfterStart != nil {
 		if err := r.AfterStart(); err != nil {
-			_ = proc.Kill()
+			_ = s.proc.Kill()
 			_ = c.Wait()
-			return 0, err
+			s.stopSignals()
+			return nil, err
 		}
 	}
-	stdinTTY := r.Stdin != nil && term.IsTerminal(int(r.Stdin.Fd()))
-	var copies sync.WaitGroup
-	var copied atomic.Int64
-	if ptmx != nil {
+	s.stdinTTY = r.Stdin != nil && term.IsTerminal(int(r.Stdin.Fd()))
+	if s.ptmx != nil {
 		if r.TTY != nil && term.IsTerminal(int(r.TTY.Fd())) {
 			if old, err := term.MakeRaw(int(r.TTY.Fd())); err == nil {
-				defer term.Restore(int(r.TTY.Fd()), old)
+				s.restore = func() { _ = term.Restore(int(r.TTY.Fd()), old) }
 			}
 		}
 		if r.Stdin != nil {
-			go func() { _, _ = io.Copy(ptmx, r.Stdin) }()
+			go func() { _, _ = io.Copy(s.ptmx, r.Stdin) }()
 		}
-		copies.Add(1)
+		s.copies.Add(1)
 		go func() {
-			defer copies.Done()
+			defer s.copies.Done()
 			// Reading the pty fails with EIO once every holder of the
 			// slave side has closed it: that is the end of the stream.
-			_, _ = io.Copy(&progressWriter{w: r.Stdout, n: &copied}, ptmx)
+			_, _ = io.Copy(&progressWriter{w: r.Stdout, n: &s.copied}, s.ptmx)
 		}()
 	}
+	return s, nil
+}
+
+func (s *supervised) stopSignals() {
+	if s.own {
+		signal.Stop(s.sigs)
+	}
+}
+
+// wait is the second half of Supervise: it forwards signals until the
+// child exits, and returns its status.
+func (s *supervised) wait() (int, error) {
+	defer s.stopSignals()
+	defer s.restore()
+	c, r, proc, ptmx := s.c, s.r, s.proc, s.ptmx
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	var aborted error
@@ -151,20 +191,20 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 				aborted = err
 				_ = proc.Kill()
 			}
-		case sig := <-sigs:
-			s := sig.(syscall.Signal)
+		case sig := <-s.sigs:
+			g := sig.(syscall.Signal)
 			switch {
-			case s == sigWinch:
+			case g == sigWinch:
 				if ptmx != nil && r.TTY != nil {
 					_ = pty.InheritSize(r.TTY, ptmx)
 				}
 				if ptmx == nil {
-					_ = proc.Signal(s)
+					_ = proc.Signal(g)
 				}
-			case (s == syscall.SIGINT || s == syscall.SIGQUIT) && ptmx == nil && stdinTTY:
+			case (g == syscall.SIGINT || g == syscall.SIGQUIT) && ptmx == nil && s.stdinTTY:
 				// The terminal sent it to the whole process group already.
 			default:
-				_ = proc.Signal(s)
+				_ = proc.Signal(g)
 			}
 		case werr := <-done:
 			// Nothing the child started outlives it: ended before the
@@ -176,14 +216,14 @@ func Supervise(c *Cmd, r Resident) (int, error) {
 				// not hang up the moment the child exits: Linux may drop
 				// what the child wrote just before exiting when the last
 				// slave closes. Wait until the output is quiet, then close.
-				for last, quiet := copied.Load(), 0; quiet < 4; quiet++ {
+				for last, quiet := s.copied.Load(), 0; quiet < 4; quiet++ {
 					time.Sleep(10 * time.Millisecond)
-					if n := copied.Load(); n != last {
+					if n := s.copied.Load(); n != last {
 						last, quiet = n, 0
 					}
 				}
-				slave.Close()
-				copies.Wait()
+				s.slave.Close()
+				s.copies.Wait()
 				ptmx.Close()
 			}
 			if aborted != nil {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/term"
-
 	"github.com/envsieve/envsieve/audit"
 	"github.com/envsieve/envsieve/internal/pin"
 	"github.com/envsieve/envsieve/policy"
@@ -20,33 +18,23 @@ import (
 	"github.com/envsieve/envsieve/shim"
 )
 
-// ChooseSeal settles the launch's seal: the stronger of the options' Seal
-// and what the policy asks (sieve.Result.Seal), and the mechanism (package
-// seal): the namespaces of --isolate where this system allows them, else
-// Landlock. Where it offers neither, `on` runs without the seal, with a
-// warning; `required` is an error and nothing starts.
-func (l *Plan) ChooseSeal() error {
-	mode := l.Result.Seal.Stronger(policy.SealOff)
-	if l.opt.Seal {
-		mode = mode.Stronger(policy.SealOn)
-	}
-	if mode == policy.SealOff {
+// chooseSeal takes the seal the decision record settled (decide): the
+// stronger of the options' Seal and what the policy asks, made by the
+// mechanism this system offers. Where it offers none, `on` runs without
+// the seal, and sealNotice says so; `required` is an error and nothing
+// starts.
+func (l *Plan) chooseSeal() error {
+	d := &l.d
+	l.isolated, l.sealed, l.sealBy = d.Isolate, d.Sealed, d.SealBy
+	if d.Seal == policy.SealOff {
 		return nil
 	}
-	l.sealMode = mode
-	by, err := seal.Choose()
-	if err != nil {
-		if mode == policy.SealRequired {
-			return fmt.Errorf("seal: required by the policy, and not available here: %w", err)
+	l.sealMode = d.Seal
+	if !d.Sealed {
+		if d.Seal == policy.SealRequired {
+			return fmt.Errorf("%w: %w", ErrSealRequired, l.sealErr)
 		}
-		l.host.warnf("seal: not available here (%v): the command runs without it, and can read your credential files", err)
-		l.opt.Seal = false
-		return nil
-	}
-	l.opt.Seal, l.sealBy = true, by
-	if by == seal.Namespaces {
-		l.sealIsolates = !l.opt.Isolate
-		l.opt.Isolate = true
+		l.sealNotice = fmt.Sprintf("seal: not available here (%v): the command runs without it, and can read your credential files", l.sealErr)
 	}
 	return nil
 }
@@ -57,7 +45,7 @@ func (l *Plan) ChooseSeal() error {
 // granted programs (the domain keeps the tree from reading or tracing
 // them; without it the shim declines every start), else c itself.
 func (l *Plan) scope(c *Cmd, sh *ShimRun) (*Cmd, error) {
-	if l.opt.Seal && l.sealBy == seal.Landlock {
+	if l.sealed && l.sealBy == seal.Landlock {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return nil, err
@@ -105,10 +93,10 @@ func (l *Plan) isolateInit() string {
 // and, when the namespaces were the seal's own choice, Landlock here, for
 // the init to fall back to if they are refused all the same.
 func (l *Plan) unshareInit() string {
-	if !l.opt.Isolate || !noSeccomp() {
+	if !l.isolated || !noSeccomp() {
 		return ""
 	}
-	if l.opt.Seal && l.sealIsolates && seal.LandlockAvailable() != nil {
+	if l.sealed && l.sealIsolates && seal.LandlockAvailable() != nil {
 		return ""
 	}
 	return l.isolateInit()
@@ -125,7 +113,7 @@ func (l *Plan) unshareInit() string {
 func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) error {
 	env := initEnv(l.Env)
 	fallback := "-"
-	if l.opt.Seal {
+	if l.sealed {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return err
@@ -184,8 +172,8 @@ func (l *Plan) auditFailed(alog *audit.Log) error {
 // Nix, a read-only container, CI), neither can the tree, which runs as
 // the same user with less: the launch goes on with what exists.
 func (l *Plan) sealSpec() (seal.Spec, error) {
-	if l.sealed != nil {
-		return *l.sealed, nil
+	if l.spec != nil {
+		return *l.spec, nil
 	}
 	if l.host.ConfigDir != "" {
 		if err := os.MkdirAll(l.host.ConfigDir, 0o700); err != nil && !cannotWrite(err) {
@@ -230,7 +218,7 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		spec.Write = writes
 		spec.Hold = seal.HoldDirs(spec.Mask, l.host.Home)
 	}
-	l.sealed = &spec
+	l.spec = &spec
 	return spec, nil
 }
 
@@ -297,7 +285,9 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 		make, named bool   // make it when missing; named by the policy
 	}
 	var places []place
-	if wd, err := os.Getwd(); err == nil {
+	if wd, err := os.Getwd(); l.opt.Dir != "" {
+		places = append(places, place{path: l.opt.Dir, what: "the working directory"})
+	} else if err == nil {
 		places = append(places, place{path: wd, what: "the working directory"})
 	}
 	tmp := "/tmp"
@@ -377,7 +367,7 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 // the launcher afterwards; sealed (by Landlock: namespaces isolate), this
 // thread first enters the seal's domain. It returns only on failure.
 func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
-	if l.opt.Seal {
+	if l.sealed {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return err
@@ -412,7 +402,7 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 // inherited: at its own number, or as an extra file where the host passes
 // those (a number of the launcher's could then be another's in the child).
 func (l *Plan) command(path string, argv []string) (*Cmd, error) {
-	files := l.ExtraFiles()
+	files := l.extraFiles()
 	if l.pinned != nil {
 		if l.host.ExtraFiles {
 			files = append(slices.Clone(files), l.pinned.File)
@@ -426,222 +416,3 @@ func (l *Plan) command(path string, argv []string) (*Cmd, error) {
 	}
 	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}, nil
 }
-
-// Run runs the planned launch of the program at path (found with
-// [Resolve]) with the launcher's own stdin, stdout and stderr: in place
-// (exec) when nothing needs the launcher afterwards, else as a resident,
-// non-dumpable launcher that masks the child's output, serves the shim,
-// and removes file-delivered secrets when the child exits. It returns only
-// on failure (nothing was started) or with the child's exit status; the
-// plan is cleaned up either way.
-func (l *Plan) Run(path string, argv []string) (int, error) {
-	defer l.Cleanup()
-	// The seal first: a sealed launch's credential files are fakes whose
-	// real values the broker keeps.
-	if err := l.ChooseSeal(); err != nil {
-		return 0, err
-	}
-	if err := l.StartBroker(); err != nil {
-		return 0, err
-	}
-	if err := l.StartSSHAgent(); err != nil {
-		return 0, err
-	}
-	alog, err := l.OpenAudit(argv)
-	if err != nil {
-		return 0, err
-	}
-	defer alog.Close()
-	set, err := l.RedactionSet()
-	if err != nil {
-		return 0, err
-	}
-	if l.sealMode != "" {
-		if l.opt.Seal {
-			alog.Seal(string(l.sealMode), string(l.sealBy), "")
-		} else {
-			alog.Seal(string(l.sealMode), "none", "not available here")
-		}
-	}
-	// Registering the forwarded signals overlaps the shim's set-up when the
-	// launcher is likely to stay resident. It is never undone: the launcher
-	// exits when the child has, and a late signal cannot cut its clean-up.
-	//
-	// An isolated launch that needs the launcher for nothing else execs
-	// envsieve-init in its place (unshareInit), which makes the namespaces
-	// itself: no Go launcher stays resident, and nothing is registered.
-	unshare := ""
-	if set == nil && l.files == nil && l.opt.NoShim && l.broker == nil && l.sshAgent == nil {
-		unshare = l.unshareInit()
-	}
-	var sigs *Signals
-	if set != nil || l.files != nil || (l.opt.Isolate && unshare == "") || !l.opt.NoShim || l.broker != nil || l.sshAgent != nil {
-		sigs = NotifySignals()
-	}
-	prog := path
-	if l.pinned != nil {
-		prog = l.pinned.Path()
-	}
-	sh, err := l.StartShim(prog, alog)
-	if err != nil {
-		return 0, err
-	}
-	defer sh.Close()
-	if sh != nil {
-		// The socket directories of launchers killed before they could
-		// remove them, while this launch runs.
-		defer sweepSocketDirs(l.host.socketDir())()
-	}
-	// A launch sealed by Landlock is never in place: its tree needs a
-	// reaper and a launcher to outlive it (reap_linux.go).
-	inPlace := set == nil && l.files == nil && sh == nil && l.broker == nil && l.sshAgent == nil &&
-		(l.logins == nil || len(l.logins.views) == 0) // an agent's view is synced back after (agentviews.go)
-	if inPlace && !l.opt.Isolate && !l.opt.Seal {
-		return 0, l.execInPlace(path, argv, alog)
-	}
-	if inPlace && unshare != "" {
-		return 0, l.execUnshared(unshare, path, argv, alog)
-	}
-	c, err := l.command(path, argv)
-	if err != nil {
-		return 0, err
-	}
-	r := Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: sigs}
-	if !l.opt.Policy.AuditWarn {
-		// The audit log fails closed: a write that fails ends the launch.
-		abort := make(chan error, 1)
-		alog.OnFail(func(err error) {
-			abort <- fmt.Errorf("%w: the launch is ended (audit: {on_error: fail}, the default)", err)
-		})
-		r.abort = abort
-	}
-	if r.tree, err = holdTree(); err != nil {
-		l.host.debugf("lifetime: %v", err)
-	}
-	switch {
-	case l.opt.Isolate:
-		// The child's uid map is written from here, which a non-dumpable
-		// launcher cannot do; the child cannot see the launcher in its own
-		// pid namespace anyway, so the launcher turns non-dumpable just
-		// after the start. Nor can it see what the launcher starts for
-		// exec-time grants.
-		if l.opt.Seal {
-			spec, err := l.sealSpec()
-			if err != nil {
-				return 0, err
-			}
-			if c, err = isolateSealedWith(c, spec, l.isolateInit()); err != nil {
-				return 0, err
-			}
-			l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
-		} else if c, err = isolateWith(c, l.isolateInit()); err != nil {
-			return 0, err
-		}
-		r.AfterStart = MakeNonDumpable
-	default:
-		if c, err = l.scope(c, sh); err != nil {
-			return 0, err
-		}
-		if err := MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
-			l.host.warnf("%v", err)
-		} else if err != nil {
-			return 0, err
-		}
-	}
-	var closers []func() error
-	if set != nil {
-		out, errw, cl, err := l.Filter(os.Stdout, os.Stderr, set)
-		if err != nil {
-			return 0, err
-		}
-		r.Stdout, r.Stderr, closers = out, errw, cl
-		if term.IsTerminal(int(os.Stdout.Fd())) {
-			r.PTY, r.TTY = true, os.Stdout
-		}
-	}
-	if err := l.auditFailed(alog); err != nil {
-		return 0, err
-	}
-	l.host.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v",
-		set != nil, l.opt.Policy.Redact.Entropy, r.PTY, l.files != nil, l.opt.Isolate, sh != nil)
-	status, err := Supervise(c, r)
-	if errors.Is(err, ErrNamespaces) && l.opt.Seal && l.sealIsolates {
-		// The kernel's switches allowed them, and something else refused
-		// them (a container's seccomp filter): seal with Landlock, or
-		// where it cannot, run `on` without the seal.
-		l.opt.Isolate = false
-		if lerr := seal.LandlockAvailable(); lerr == nil {
-			l.sealBy = seal.Landlock
-			l.host.debugf("seal: user namespaces refused (%v): sealing with Landlock", err)
-			alog.Seal(string(l.sealMode), string(l.sealBy), "user namespaces refused at the start")
-		} else if l.sealMode == policy.SealOn {
-			l.host.warnf("seal: not available here (%v; and %v): the command runs without it, and can read your credential files", err, lerr)
-			alog.Seal(string(l.sealMode), "none", "user namespaces refused at the start, and no Landlock")
-			l.opt.Seal = false
-		} else {
-			return 0, fmt.Errorf("seal: required by the policy, and not available here: %w; and %v", err, lerr)
-		}
-		if inPlace && !l.opt.Seal {
-			return 0, l.execInPlace(path, argv, alog)
-		}
-		if c, err = l.command(path, argv); err != nil {
-			return 0, err
-		}
-		if c, err = l.scope(c, sh); err != nil {
-			return 0, err
-		}
-		r.AfterStart = nil
-		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-			return 0, err
-		}
-		status, err = Supervise(c, r)
-	}
-	for _, c := range closers {
-		c()
-	}
-	sh.Close()
-	// What the programs started for grants left, once the shim is closed
-	// and starts no more.
-	if n, terr := r.tree.end(); terr != nil {
-		l.host.warnf("%v", terr)
-		alog.Warn(terr.Error())
-	} else if n > 0 {
-		l.host.debugf("lifetime: %d processes left by the launch's tree killed", n)
-	}
-	if err == nil {
-		sh.ExplainFailure(status)
-	}
-	alog.Exit(status, err)
-	return status, err
-}
-
-// ChooseServerSeal settles the seal of a command a resident server starts
-// (the daemon's session/exec): mode is what the policy asks. Such a
-// command is sealed by Landlock (the server is its parent; no namespaces).
-// Where Landlock cannot seal, `required` is an error and nothing may
-// start; `on` runs unsealed, and notice says so for the client. Call it
-// before StartShim: the programs started for rules are sealed with it.
-func (l *Plan) ChooseServerSeal(mode policy.SealMode) (notice string, err error) {
-	if mode.Stronger(policy.SealOff) == policy.SealOff {
-		return "", nil
-	}
-	l.sealMode = mode
-	if lerr := seal.LandlockAvailable(); lerr != nil {
-		if mode == policy.SealRequired {
-			return "", fmt.Errorf("seal: required by the policy, and not available here: %w", lerr)
-		}
-		return fmt.Sprintf("seal: not available here (%v): the command runs without it, and can read your credential files", lerr), nil
-	}
-	l.opt.Seal, l.sealBy = true, seal.Landlock
-	return "", nil
-}
-
-// Scoped returns c as a resident server's command: sealed by Landlock when
-// ChooseServerSeal sealed the launch (an error then means nothing may
-// start), else in a Landlock domain of its own when the shim may start
-// granted programs, else c itself.
-func (l *Plan) Scoped(c *Cmd, sh *ShimRun) (*Cmd, error) { return l.scope(c, sh) }
-
-// Sealed reports whether the launch's tree is sealed (ChooseSeal or
-// ChooseServerSeal made the seal).
-func (l *Plan) Sealed() bool { return l.opt.Seal }

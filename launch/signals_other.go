@@ -5,6 +5,7 @@ package launch
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -18,3 +19,6 @@ const sigWinch = syscall.Signal(-1)
 func controllingTerminal(*syscall.SysProcAttr) error {
 	return errors.New("a terminal for the child (pty) is not supported on this system")
 }
+
+// ownGroup: a cancellation kills the command only here.
+func ownGroup(*exec.Cmd) {}

@@ -4,6 +4,7 @@ package launch
 
 import (
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -19,4 +20,11 @@ const sigWinch = syscall.SIGWINCH
 func controllingTerminal(a *syscall.SysProcAttr) error {
 	a.Setsid, a.Setctty = true, true
 	return nil
+}
+
+// ownGroup runs cmd in a process group of its own, which a cancellation
+// of its context kills whole (a server's command: Host.Server).
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }

@@ -74,7 +74,7 @@ func TestDefaultSource(t *testing.T) {
 			if !slices.Contains(l.Env, tc.secret+"="+tc.want) {
 				t.Errorf("the child has no %s from the expected source", tc.secret)
 			}
-			if got := l.SecretSource(tc.secret); got != tc.from {
+			if got := l.Decision().Sources[tc.secret]; got != tc.from {
 				t.Errorf("source %q, want %q", got, tc.from)
 			}
 		})

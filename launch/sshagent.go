@@ -20,14 +20,14 @@ var knownHostsFiles = []string{"~/.ssh/known_hosts", "/etc/ssh/ssh_known_hosts"}
 // killed launcher left (sweepSocketDirs).
 const sshDirPrefix = "envsieve-ssh-"
 
-// StartSSHAgent puts envsieve's filtering ssh agent (package sshfilter)
+// startSSHAgent puts envsieve's filtering ssh agent (package sshfilter)
 // in place of the user's when the child's environment carries
 // SSH_AUTH_SOCK: a goroutine of the launcher serves a socket in a private
 // directory and forwards to the user's agent only the keys and hosts of
 // the policy's ssh: settings; the child's SSH_AUTH_SOCK names that
 // socket. Without SSH_AUTH_SOCK nothing changes. Call it before
-// [Plan.OpenAudit], which from then on records each refusal.
-func (l *Plan) StartSSHAgent() error {
+// Plan.openAudit, which from then on records each refusal.
+func (l *Plan) startSSHAgent() error {
 	if l.sshAgent != nil || l.opt.Policy == nil {
 		return nil
 	}

@@ -133,27 +133,15 @@ type shimJSON struct {
 	Hide    []string `json:"hide"`
 }
 
-func shimDoc(h *launch.Host, f *policyFlags, l *launch.Plan, path string) shimJSON {
-	doc := shimJSON{RulesAt: "launch", Hide: []string{}}
+// shimDoc says what the launch's decision record says of the shim.
+func shimDoc(p *policy.Policy, l *launch.Plan) shimJSON {
+	d := l.Decision()
+	doc := shimJSON{RulesAt: "launch", Hide: []string{}, Loads: d.Shim, Why: d.ShimWhy}
 	if l.Result.BlockIteration && len(l.Result.Hide) > 0 {
 		doc.Hide = l.Result.Hide
 	}
-	switch {
-	case f.noShim:
-		doc.Why = "--no-shim"
-	case path == "":
-		doc.Why = "the program is not found"
-	default:
-		if _, static, err := h.FindShim(path); err != nil {
-			doc.Why = err.Error()
-		} else if static {
-			doc.Why = "the program is statically linked"
-		} else {
-			doc.Loads = true
-			if len(l.Policy().Rules) > 0 {
-				doc.RulesAt = "exec"
-			}
-		}
+	if d.Shim && len(p.Rules) > 0 {
+		doc.RulesAt = "exec"
 	}
 	return doc
 }
@@ -170,11 +158,10 @@ type redactJSON struct {
 	TooShort []string `json:"too_short"`
 }
 
-func redactDoc(l *launch.Plan) redactJSON {
-	p := l.Policy()
+func redactDoc(p *policy.Policy, d *launch.Decision) redactJSON {
 	r := redactJSON{Enabled: p.Redact.Enabled, MinSecretLen: p.Redact.MinSecretLen, Masked: []string{}, TooShort: []string{}}
 	if r.Enabled {
-		r.Masked, r.TooShort = l.MaskedNames()
+		r.Masked, r.TooShort = d.Masked, d.TooShort
 	}
 	r.Hidden = r.Masked
 	return r
@@ -282,49 +269,39 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	if len(argv) > 0 {
 		commands = [][]string{argv}
 	}
-	l, err := buildWith(u, p, f, commands, dryRun|runsCommand)
+	l, err := buildWith(u, p, f, commands, nil, dryRun|runsCommand)
 	if err != nil {
 		return err
 	}
 	l.Cleanup() // explain starts nothing
-	res := l.Result
-	path := ""
-	if len(argv) > 0 {
-		if path, err = launch.Resolve(argv[0], res, l.Request.Path); err != nil {
-			u.Warnf("%v", err)
-		}
+	// What explain prints is the launch's decision record: the one run,
+	// sh and the daemon start from.
+	res, d := l.Result, l.Decision()
+	path := d.Program
+	if len(argv) > 0 && d.ProgramErr != nil {
+		u.Warnf("%v", d.ProgramErr)
 	}
 	doc := explainDoc(p, res, argv, path)
-	doc.NoRule = l.NoRule()
+	doc.NoRule = d.NoRule
 	doc.Nested = cli.Nested()
-	doc.Redact = redactDoc(l)
-	doc.Secrets = secretsDoc(p, res, f.noBroker, l.SecretSource)
-	doc.Shim = shimDoc(host(u, f), f, l, path)
+	doc.Redact = redactDoc(p, d)
+	doc.Secrets = secretsDoc(p, res, f.noBroker, func(n string) policy.SecretFrom { return d.Sources[n] })
+	doc.Shim = shimDoc(p, l)
 	if doc.Rule != nil {
 		doc.Rule.Children = "lose"
 		if !doc.Shim.Loads {
 			doc.Rule.Children = "keep"
 		}
 	}
-	doc.Seal.Mode = res.Seal.Stronger(policy.SealOff)
+	doc.Seal.Mode = d.Seal
 	doc.Seal.Mask = res.SealMask
 	doc.Seal.Write = res.SealWrite
-	if f.seal {
-		doc.Seal.Mode = doc.Seal.Mode.Stronger(policy.SealOn)
-	}
-	if by, err := seal.Choose(); err != nil {
-		doc.Seal.Why = err.Error()
-	} else {
-		doc.Seal.Available, doc.Seal.Mechanism = true, by
-		if nsErr := seal.Available(); nsErr != nil {
-			doc.Seal.Why = nsErr.Error()
-		}
-	}
+	doc.Seal.Available, doc.Seal.Mechanism, doc.Seal.Why = d.SealBy != "", d.SealBy, d.SealWhy
 	doc.SSH = sshDoc(p, res.Env)
 	h := host(u, f)
 	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
-	doc.AWSEnv = l.AWSEnvState(h.Home, h.Broker != nil, f.noBroker)
+	doc.AWSEnv = d.AWSEnv
 	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available, h.Broker != nil && !f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)

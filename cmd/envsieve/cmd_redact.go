@@ -30,28 +30,19 @@ named, as [MASKED:xxxxxxxx]. Useful to clean a log before an agent reads it.`,
 			// Masking is what this verb is for, whatever redact.enabled
 			// says; the policy itself is never changed.
 			f.forceMask = true
-			l, err := buildWith(u, p, &f, nil, 0)
+			l, err := buildWith(u, p, &f, nil, nil, 0)
 			if err != nil {
 				return err
 			}
 			l.Cleanup()
-			set, err := l.RedactionSet()
-			if err != nil {
-				return err
-			}
-			w, _, closers, err := l.Filter(u.Out, io.Discard, set)
+			w, _, flush, err := l.Filter(u.Out, io.Discard)
 			if err != nil {
 				return err
 			}
 			if _, err := io.Copy(w, os.Stdin); err != nil {
 				return fmt.Errorf("redact: %w", err)
 			}
-			for _, c := range closers {
-				if err := c(); err != nil {
-					return err
-				}
-			}
-			return nil
+			return flush()
 		},
 	}
 	f.register(c.Flags(), flagRequest)

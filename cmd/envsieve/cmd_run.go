@@ -32,11 +32,11 @@ executed, 127 when it is not found.`,
   envsieve run --env-file .env -- npm start`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, argv []string) error {
-			l, path, err := build(u, &f, argv)
+			l, err := build(u, &f, argv)
 			if err != nil {
 				return err
 			}
-			return start(l, path, argv)
+			return start(l)
 		},
 	}
 	c.Flags().SetInterspersed(false)

@@ -207,21 +207,16 @@ for still holds.`,
 					u.Debugf("sh: the string cannot be analysed statically: no rule applies")
 				}
 			}
-			l, err := buildWith(u, p, &a.flags, commands, 0)
-			if err != nil {
-				return err
-			}
 			argv := append([]string{shell}, a.opts...)
 			if a.hasC {
 				argv = append(argv, "-c", a.command)
 			}
 			argv = append(argv, a.rest...)
-			path, err := launch.LookPath(shell, l.Result.Env)
+			l, err := buildWith(u, p, &a.flags, commands, argv, 0)
 			if err != nil {
-				l.Cleanup()
 				return err
 			}
-			return start(l, path, argv)
+			return start(l)
 		},
 	}
 	// sh parses its own arguments (parseShArgs), as a shell does; these

@@ -123,23 +123,14 @@ func host(u *cli.UI, f *policyFlags) *launch.Host {
 	return h
 }
 
-// build loads the policy and builds the launch of argv. The program path is
-// found in the child's PATH.
-func build(u *cli.UI, f *policyFlags, argv []string) (*launch.Plan, string, error) {
+// build loads the policy and builds the launch of argv; Start finds the
+// program in the child's PATH.
+func build(u *cli.UI, f *policyFlags, argv []string) (*launch.Plan, error) {
 	p, err := cli.LoadPolicy(u, f.policy)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	l, err := buildWith(u, p, f, [][]string{argv}, runsCommand)
-	if err != nil {
-		return nil, "", err
-	}
-	path, err := launch.Resolve(argv[0], l.Result, l.Request.Path)
-	if err != nil {
-		l.Cleanup()
-		return nil, "", err
-	}
-	return l, path, nil
+	return buildWith(u, p, f, [][]string{argv}, nil, runsCommand)
 }
 
 // How a launch is built: whether it runs its first command itself (run,
@@ -150,8 +141,10 @@ const (
 )
 
 // buildWith builds the launch of commands under a loaded policy. On success
-// the caller owns the plan's Cleanup. how is a set of the flags above.
-func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string, how int) (*launch.Plan, error) {
+// the caller owns the plan's Cleanup. shell is the command line that runs
+// the commands when it is not the first of them (launch.Options.Argv); how
+// is a set of the flags above.
+func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string, shell []string, how int) (*launch.Plan, error) {
 	req, err := f.request(commands)
 	if err != nil {
 		return nil, err
@@ -163,7 +156,7 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	req.Secrets = append(req.Secrets, names...)
 	parent := os.Environ()
 	l, err := launch.Build(context.Background(), host(u, f), launch.Options{
-		Policy: p, Parent: parent, Request: req, DryRun: how&dryRun != 0, RunsCommand: how&runsCommand != 0,
+		Policy: p, Parent: parent, Request: req, Argv: shell, DryRun: how&dryRun != 0, RunsCommand: how&runsCommand != 0,
 		Isolate: f.isolate, Seal: f.seal, NoShim: f.noShim, NoBroker: f.noBroker, ForceMask: f.forceMask,
 		EnvFile: envFile,
 	})
@@ -174,10 +167,15 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 	return l, nil
 }
 
-// start runs a built launch (launch.Plan.Run) and turns the child's exit
-// status into the CLI's.
-func start(l *launch.Plan, path string, argv []string) error {
-	status, err := l.Run(path, argv)
+// start runs a built launch (launch.Plan.Start) with the launcher's own
+// stdin, stdout and stderr, and turns the child's exit status into the
+// CLI's. It returns only on failure when the launch execs in place.
+func start(l *launch.Plan) error {
+	r, err := l.Start(context.Background(), launch.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	if err != nil {
+		return err
+	}
+	status, err := r.Wait()
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/envsieve/envsieve/internal/daemon"
@@ -50,6 +52,10 @@ var parityCases = []parityCase{
 		script: `echo "rule=$MYAPP_RULE"`},
 	{name: "block_iteration", shim: true, policy: "version: 1\nallow: [\"MYAPP_*\"]\nblock_iteration: true\nhide: [MYAPP_MODE]\n",
 		script: `env | grep -c '^MYAPP_MODE=' || true`},
+	{name: "broker", policy: "version: 1\nallow: [\"MYAPP_*\", GITHUB_TOKEN]\nbrokered: [GITHUB_TOKEN]\nredact: {enabled: true}\n",
+		script: `printenv GITHUB_TOKEN; echo "proxy: ${HTTPS_PROXY:+set}"`},
+	{name: "seal", policy: "version: 1\nseal: on\nallow: [\"MYAPP_*\"]\nredact: {enabled: true}\n",
+		script: `cat "$HOME/.git-credentials" 2>/dev/null | wc -c`},
 }
 
 // parityParent is the environment every way starts from.
@@ -76,11 +82,91 @@ func parityParent(t *testing.T, home, shim string) []string {
 	}
 }
 
+// brokerPort and brokerDir match what differs from one broker to the
+// next in the variables it sets: its port and the launch's proxy
+// credential, and its private directory.
+var (
+	brokerPort = regexp.MustCompile(`(envsieve:)?(?:[0-9a-f]+@)?127\.0\.0\.1:[0-9]+`)
+	brokerDir  = regexp.MustCompile(`envsieve-broker-[0-9]+`)
+)
+
 // parityOutcome is what one way produced.
 type parityOutcome struct {
 	env    []string // sorted; shim plumbing dropped, /dev/fd/N normalised
 	output string
-	audit  []string // decision, inject and redaction events, sorted
+	audit  []string // decision, inject, redaction and seal events, sorted
+	// decision is the launch's decision record (launch.Decision) as
+	// JSON, without the fields that depend on the door (doorFields).
+	decision string
+	// door are those fields.
+	door map[string]any
+}
+
+// doorFields are the fields of the decision record that depend on the
+// door, not the request: a server (the daemon, the library here) runs
+// every command as its child and seals by Landlock only
+// (launch.Host.Server); a single launch (run, sh) may exec in place and
+// seal by namespaces.
+var doorFields = []string{"seal_by", "seal_why", "resident", "isolate"}
+
+// decisionOf splits a decision record's JSON into the fields every door
+// shares and the door's own.
+func decisionOf(t *testing.T, raw string) (string, map[string]any) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("decision record %q: %v", raw, err)
+	}
+	door := map[string]any{}
+	for _, f := range doorFields {
+		door[f] = m[f]
+		delete(m, f)
+	}
+	b, _ := json.Marshal(m)
+	return string(b), door
+}
+
+// debugDecision finds the decision record in a launcher's debug output.
+func debugDecision(t *testing.T, stderr string) string {
+	t.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if _, rec, ok := strings.Cut(line, "] decision: "); ok {
+			return rec
+		}
+	}
+	t.Fatalf("no decision record in the debug output:\n%s", stderr)
+	return ""
+}
+
+// syncBuffer is a bytes.Buffer the daemon's goroutines write while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// decisions returns the decision records of the daemon's log, in order.
+func (s *syncBuffer) decisions(t *testing.T) []string {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		if msg, _ := ev["msg"].(string); strings.HasPrefix(msg, "decision: ") {
+			out = append(out, strings.TrimPrefix(msg, "decision: "))
+		}
+	}
+	return out
 }
 
 var fdPath = regexp.MustCompile(`^/dev/fd/[0-9]+$`)
@@ -100,6 +186,8 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 		case fdPath.MatchString(v):
 			v = "/dev/fd/N"
 		}
+		// A broker's port and private directory are its own.
+		v = brokerDir.ReplaceAllString(brokerPort.ReplaceAllString(v, "${1}127.0.0.1:PORT"), "envsieve-broker-N")
 		o.env = append(o.env, k+"="+v)
 	}
 	sort.Strings(o.env)
@@ -111,9 +199,11 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 				t.Fatalf("audit line %q", line)
 			}
 			switch ev["msg"] {
-			case "decision", "inject", "redaction":
+			case "decision", "inject", "redaction", "seal", "brokered":
 				delete(ev, "time")
 				delete(ev, "launch")
+				delete(ev, "mechanism") // the door's (doorFields)
+				delete(ev, "why")
 				b, _ := json.Marshal(ev)
 				o.audit = append(o.audit, string(b))
 			}
@@ -124,21 +214,29 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 }
 
 // TestParity: the same request through `envsieve run`, through the daemon
-// and through the launch package gives the same child environment, the
-// same masked output for the same child output, and the same audit
-// decisions: the three are one launch.
+// and through the launch package gives the same decision record
+// (launch.Decision, but for the fields that depend on the door), the same
+// child environment, the same masked output for the same child output,
+// and the same audit events (decisions, injections, redaction, seal): the
+// three are one launch. A shell string through `envsieve sh` and through
+// the daemon's shell form is compared the same way (sh takes no
+// --secret: requests that name secrets go through run only).
 func TestParity(t *testing.T) {
 	lib := shimtest.Lib(t)
 	for _, tc := range parityCases {
 		t.Run(tc.name, func(t *testing.T) {
 			home := t.TempDir()
+			dumps := t.TempDir() // outside HOME, which a seal keeps read-only
 			for _, d := range []string{".config", ".data", ".run"} {
 				if err := os.Mkdir(filepath.Join(home, d), 0o700); err != nil {
 					t.Fatal(err)
 				}
 			}
 			polFile := filepath.Join(home, "policy.yaml")
-			if err := os.WriteFile(polFile, []byte(tc.policy), 0o600); err != nil {
+			// sh takes no --audit: the policy names its log, which every
+			// other way overrides.
+			polText := tc.policy + "audit: {path: " + filepath.Join(home, "sh.jsonl") + "}\n"
+			if err := os.WriteFile(polFile, []byte(polText), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			pol, err := policy.Load(polFile)
@@ -149,9 +247,25 @@ func TestParity(t *testing.T) {
 			if tc.shim {
 				shimPath = lib
 			}
-			parent := parityParent(t, home, shimPath)
-			argv := func(dump string) []string {
-				return []string{"/bin/sh", "-c", "envdump -o " + dump + "; " + tc.script}
+			parent := append(parityParent(t, home, shimPath), "ENVSIEVE_DEBUG=1")
+			script := func(dump string) string { return "envdump -o " + dump + "; " + tc.script }
+			argv := func(dump string) []string { return []string{"/bin/sh", "-c", script(dump)} }
+			envsieve := func(name string, args ...string) (stdout, stderr string) {
+				t.Helper()
+				cmd := exec.Command(binary(t, "envsieve"), args...)
+				cmd.Env, cmd.Dir = parent, home
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil {
+					t.Fatalf("envsieve %s: %v; stderr %q", name, err, errb.String())
+				}
+				return out.String(), errb.String()
+			}
+			outcome := func(name, stdout, decision string) parityOutcome {
+				t.Helper()
+				o := readOutcome(t, filepath.Join(dumps, name+".env"), stdout, filepath.Join(home, name+".jsonl"))
+				o.decision, o.door = decisionOf(t, decision)
+				return o
 			}
 
 			// 1. envsieve run.
@@ -162,23 +276,19 @@ func TestParity(t *testing.T) {
 			for _, s := range tc.secrets {
 				args = append(args, "--secret", s)
 			}
-			args = append(append(args, "--"), argv(filepath.Join(home, "run.env"))...)
-			cmd := exec.Command(binary(t, "envsieve"), args...)
-			cmd.Env, cmd.Dir = parent, home
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("envsieve run: %v; stderr %q", err, errb.String())
-			}
-			viaRun := readOutcome(t, filepath.Join(home, "run.env"), out.String(), filepath.Join(home, "run.jsonl"))
+			args = append(append(args, "--"), argv(filepath.Join(dumps, "run.env"))...)
+			out, errs := envsieve("run", args...)
+			viaRun := outcome("run", out, debugDecision(t, errs))
 			key, err := secret.InstallKey(filepath.Join(home, ".data", "envsieve", "redact.key"))
 			if err != nil {
 				t.Fatalf("install key: %v", err)
 			}
 
 			// 2. The daemon, with the same environment as its own.
+			dlog := &syncBuffer{}
 			srv, err := daemon.New(daemon.Config{Policy: pol, Env: parent, RedactKey: key, Shim: shimPath,
-				AuditPath: filepath.Join(home, "daemon.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run")})
+				AuditPath: filepath.Join(home, "daemon.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"),
+				Log: slog.New(slog.NewJSONHandler(dlog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,40 +313,67 @@ func TestParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var dout, derr bytes.Buffer
-			res, err := c.Exec(ctx, daemon.ExecParams{SessionID: sid, Argv: argv(filepath.Join(home, "daemon.env")), Secrets: tc.secrets}, &dout, &derr)
-			if err != nil || res.ExitCode != 0 {
-				t.Fatalf("daemon exec: %v %+v; stderr %q", err, res, derr.String())
+			daemonExec := func(name string, p daemon.ExecParams) parityOutcome {
+				t.Helper()
+				var dout, derr bytes.Buffer
+				p.SessionID = sid
+				res, err := c.Exec(ctx, p, &dout, &derr)
+				if err != nil || res.ExitCode != 0 {
+					t.Fatalf("daemon exec: %v %+v; stderr %q", err, res, derr.String())
+				}
+				recs := dlog.decisions(t)
+				if len(recs) == 0 {
+					t.Fatal("no decision record in the daemon's log")
+				}
+				return outcome(name, dout.String(), recs[len(recs)-1])
 			}
-			viaDaemon := readOutcome(t, filepath.Join(home, "daemon.env"), dout.String(), filepath.Join(home, "daemon.jsonl"))
+			viaDaemon := daemonExec("daemon", daemon.ExecParams{Argv: argv(filepath.Join(dumps, "daemon.env")), Secrets: tc.secrets})
 
 			// 3. The library.
-			la := argv(filepath.Join(home, "lib.env"))
+			la := argv(filepath.Join(dumps, "lib.env"))
 			l, err := launch.Build(ctx, &launch.Host{Key: func() ([]byte, error) { return key, nil }, Shim: shimPath,
-				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true},
-				launch.Options{Policy: pol, Parent: parent, Request: sieve.Request{Commands: [][]string{la}, Profile: tc.profile, Secrets: tc.secrets}})
+				AuditPath: filepath.Join(home, "lib.jsonl"), Home: home, RuntimeDir: filepath.Join(home, ".run"), ExtraFiles: true, Server: true,
+				Broker: daemon.StartBroker},
+				launch.Options{Policy: pol, Parent: parent, Dir: home, Request: sieve.Request{Commands: [][]string{la}, Profile: tc.profile, Secrets: tc.secrets}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer l.Cleanup()
-			var lout bytes.Buffer
-			if err := runLibrary(l, la, home, &lout); err != nil {
+			rec, err := json.Marshal(l.Decision())
+			if err != nil {
 				t.Fatal(err)
 			}
-			viaLib := readOutcome(t, filepath.Join(home, "lib.env"), lout.String(), filepath.Join(home, "lib.jsonl"))
+			var lout bytes.Buffer
+			if err := runLibrary(l, &lout); err != nil {
+				t.Fatal(err)
+			}
+			viaLib := outcome("lib", lout.String(), string(rec))
 
-			for _, way := range []struct {
-				name string
-				o    parityOutcome
-			}{{"the daemon", viaDaemon}, {"the library", viaLib}} {
-				if !slices.Equal(way.o.env, viaRun.env) {
-					t.Errorf("%s: child environment differs from envsieve run's:\n%s", way.name, diffLines(viaRun.env, way.o.env))
+			compare := func(base string, want parityOutcome, ways map[string]parityOutcome) {
+				t.Helper()
+				for name, o := range ways {
+					if o.decision != want.decision {
+						t.Errorf("%s: decision record differs from %s's:\n  %s\n  %s", name, base, want.decision, o.decision)
+					}
+					if !slices.Equal(o.env, want.env) {
+						t.Errorf("%s: child environment differs from %s's:\n%s", name, base, diffLines(want.env, o.env))
+					}
+					if o.output != want.output {
+						t.Errorf("%s: output %q, %s's %q", name, o.output, base, want.output)
+					}
+					if !slices.Equal(o.audit, want.audit) {
+						t.Errorf("%s: audit events differ from %s's:\n%s", name, base, diffLines(want.audit, o.audit))
+					}
 				}
-				if way.o.output != viaRun.output {
-					t.Errorf("%s: output %q, envsieve run's %q", way.name, way.o.output, viaRun.output)
+			}
+			compare("envsieve run", viaRun, map[string]parityOutcome{"the daemon": viaDaemon, "the library": viaLib})
+			// The door's own fields: a server's command is always its
+			// child, sealed by Landlock when sealed.
+			for name, o := range map[string]parityOutcome{"the daemon": viaDaemon, "the library": viaLib} {
+				if o.door["resident"] != true || o.door["isolate"] != false {
+					t.Errorf("%s: a server's command is a resident child, never isolated: %v", name, o.door)
 				}
-				if !slices.Equal(way.o.audit, viaRun.audit) {
-					t.Errorf("%s: audit events differ from envsieve run's:\n%s", way.name, diffLines(viaRun.audit, way.o.audit))
+				if sb := o.door["seal_by"]; sb != nil && sb != "landlock" {
+					t.Errorf("%s: a server's command is sealed by %v, want landlock", name, sb)
 				}
 			}
 			for _, c := range canaries() {
@@ -244,43 +381,37 @@ func TestParity(t *testing.T) {
 					t.Errorf("a canary value (%d bytes) is in the output", len(c))
 				}
 			}
+
+			// 4. envsieve sh, against the daemon's shell form.
+			if len(tc.secrets) > 0 {
+				return
+			}
+			args = []string{"sh", "--policy", polFile, "--no-seal"}
+			if tc.profile != "" {
+				args = append(args, "--profile", tc.profile)
+			}
+			out, errs = envsieve("sh", append(args, "-c", script(filepath.Join(dumps, "sh.env")))...)
+			viaSh := outcome("sh", out, debugDecision(t, errs))
+			// The daemon's shell form writes its own log: the policy's
+			// path is the sh's, so it is renamed out of the way first.
+			if err := os.Rename(filepath.Join(home, "daemon.jsonl"), filepath.Join(home, "daemon-argv.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+			viaShell := daemonExec("daemon", daemon.ExecParams{Shell: script(filepath.Join(dumps, "daemon.env"))})
+			compare("envsieve sh", viaSh, map[string]parityOutcome{"the daemon's shell form": viaShell})
 		})
 	}
 }
 
-// runLibrary runs a built launch as a library user would: the shim, the
-// output filters, a child process.
-func runLibrary(l *launch.Plan, argv []string, dir string, out *bytes.Buffer) error {
-	path, err := launch.Resolve(argv[0], l.Result, l.Request.Path)
-	if err != nil {
-		return err
-	}
-	alog, err := l.OpenAudit(argv)
-	if err != nil {
-		return err
-	}
-	defer alog.Close()
-	sh, err := l.StartShim(path, alog)
-	if err != nil {
-		return err
-	}
-	defer sh.Close()
-	set, err := l.RedactionSet()
-	if err != nil {
-		return err
-	}
+// runLibrary runs a built launch as a library user would: Start and Wait.
+func runLibrary(l *launch.Plan, out *bytes.Buffer) error {
 	var errb bytes.Buffer
-	stdout, stderr, closers, err := l.Filter(out, &errb, set)
+	run, err := l.Start(context.Background(), launch.Stdio{Stdout: out, Stderr: &errb})
 	if err != nil {
 		return err
 	}
-	c := &launch.Cmd{Path: path, Args: argv, Env: l.Env, Dir: dir, Stdout: stdout, Stderr: stderr, ExtraFiles: l.ExtraFiles()}
-	err = c.Run()
-	for _, cl := range closers {
-		cl()
-	}
-	if err != nil {
-		return fmt.Errorf("library run: %w; stderr %q", err, errb.String())
+	if status, err := run.Wait(); err != nil || status != 0 {
+		return fmt.Errorf("library run: status %d, %v; stderr %q", status, err, errb.String())
 	}
 	return nil
 }

@@ -1,19 +1,17 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -21,7 +19,6 @@ import (
 
 	"github.com/envsieve/envsieve/internal/shellcmd"
 	"github.com/envsieve/envsieve/launch"
-	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/sieve"
 )
@@ -30,7 +27,8 @@ import (
 const defaultShell = "/bin/sh"
 
 // waitDelay bounds how long an exec waits for its output pipes after the
-// command exits (a background grandchild may hold them).
+// command exits (a background grandchild may hold them): package launch's
+// for a server's command (launch.Host.Server).
 const waitDelay = 2 * time.Second
 
 func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, error) {
@@ -76,75 +74,24 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	defer s.release(ss, execID)
 
 	pol := s.cfg.Policy
-	var argv []string
+	// A shell string runs in the policy's shell (launch.Options.Argv),
+	// and a rule applies only to the commands it parses to.
+	var shellArgv []string
 	var commands [][]string
+	argv0 := ""
 	if p.Shell != "" {
 		shell := pol.Shell
 		if shell == "" {
 			shell = defaultShell
 		}
-		argv = []string{shell, "-c", p.Shell}
+		shellArgv, argv0 = []string{shell, "-c", p.Shell}, shell
 		if cmds, ok := shellcmd.Commands(p.Shell); ok {
 			commands = cmds
 		}
 	} else {
-		argv = p.Argv
-		commands = [][]string{argv}
+		commands, argv0 = [][]string{p.Argv}, p.Argv[0]
 	}
 	req := sieve.Request{Commands: commands, Profile: ss.profile, Tool: p.Tool, Secrets: p.Secrets}
-	// One launch, as `envsieve run` makes it (package launch): the
-	// session's snapshot is the parent, the daemon's own environment the
-	// first of the two layers (buildEnv), and the secrets come from the
-	// daemon's sources. A rule that matches by path is chosen for the
-	// program the client's own PATH finds.
-	var client *sieve.Result
-	l, err := launch.Build(ectx, s.host(), launch.Options{
-		Policy: pol, Parent: ss.snapshot, Request: req, Sensitive: ss.masked,
-		Builder: func(in sieve.Input) (*sieve.Result, error) {
-			b, err := s.buildEnv(ss, in.Request, in.SecretValues, in.SecretFiles)
-			if err != nil {
-				return nil, err
-			}
-			if client == nil {
-				client = b.Client
-			}
-			res := *b.Client
-			res.Env = b.Env
-			return &res, nil
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer l.Cleanup()
-	// The daemon seals its commands as `envsieve run` does, by Landlock
-	// (it is their parent). Where it cannot, a profile that requires the
-	// seal gets no command, and one that asks for it gets it unsealed with
-	// a notice on the command's stderr and in the daemon's log. The seal
-	// first: a sealed command's credential files are fakes the broker
-	// keeps the real values of.
-	sealNotice, err := l.ChooseServerSeal(client.Seal)
-	if err != nil {
-		return nil, rpcError(CodeExecFailed, "session/exec: "+err.Error())
-	}
-	if sealNotice != "" {
-		s.log.Warn("exec unsealed: "+sealNotice, "session_id", ss.id)
-	}
-	if err := l.StartBroker(); err != nil {
-		return nil, err
-	}
-	if err := l.StartSSHAgent(); err != nil {
-		return nil, err
-	}
-	var path string
-	if p.Shell != "" {
-		path, err = launch.LookPath(argv[0], l.Result.Env)
-	} else {
-		path, err = launch.Resolve(argv[0], l.Result, l.Request.Path)
-	}
-	if err != nil {
-		return nil, err
-	}
 	cwd := p.Cwd
 	if cwd == "" {
 		cwd = "/"
@@ -156,164 +103,63 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	} else if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
 		return nil, rpcError(CodeExecFailed, fmt.Sprintf("cwd %s: not a directory", cwd))
 	}
-	set, err := s.redactionSet(ss, l)
+	// One launch, as `envsieve run` makes it (package launch): the
+	// session's snapshot is the parent, the daemon's own environment the
+	// first of the two layers (buildEnv), and the secrets come from the
+	// daemon's sources. A rule that matches by path is chosen for the
+	// program the client's own PATH finds.
+	l, err := launch.Build(ectx, s.host(ss), launch.Options{
+		Policy: pol, Parent: ss.snapshot, Request: req, Argv: shellArgv, Dir: cwd,
+		Sensitive: ss.masked, RedactCache: &ss.sets,
+		Builder: func(in sieve.Input) (*sieve.Result, error) {
+			b, err := s.buildEnv(ss, in.Request, in.SecretValues, in.SecretFiles)
+			if err != nil {
+				return nil, err
+			}
+			res := *b.Client
+			res.Env = b.Env
+			return &res, nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	alog, err := l.OpenAudit(argv)
-	if err != nil {
-		return nil, err
-	}
-	defer alog.Close()
-	// The audit log fails closed, as for `envsieve run`: a command whose
-	// log cannot be written does not start, and one whose log fails while
-	// it runs is ended, its client told why; under `audit: {on_error:
-	// warn}` it runs on, and the client is told on its stderr.
-	if err := alog.Err(); err != nil && !pol.AuditWarn {
-		return nil, fmt.Errorf("%w: nothing was started (audit: {on_error: fail}, the default)", err)
-	}
-	if !pol.AuditWarn {
-		alog.OnFail(func(err error) { cancel(&auditFailed{err}) })
-	}
-	switch {
-	case l.Sealed():
-		alog.Seal(string(client.Seal), "landlock", "")
-	case sealNotice != "":
-		alog.Seal(string(client.Seal), "none", "not available here")
-	}
-	// The shim, as for `envsieve run`: hiding (block_iteration), access
-	// reports and exec-time grants in the command's tree.
-	sh, err := l.StartShim(path, alog)
-	if err != nil {
-		return nil, err
-	}
-	defer sh.Close()
-
-	srv := jrpc2.ServerFromContext(ctx)
-	outN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stdout"}}
-	errN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stderr"}}
-	stdout, stderr, closers, err := l.Filter(outN, errN, set)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, outN.Close, errN.Close)
-	// Under `audit: {on_error: warn}` the client is told on its stderr
-	// when a write first fails, while the command runs, as `envsieve run`
-	// tells its user; the stderr pump shares the writer's lock.
-	cerr := &clientStderr{w: stderr}
-	stderr = cerr
-	if pol.AuditWarn {
-		alog.WarnTo(cerr)
-	}
-	if sealNotice != "" {
-		// The client is told, as `envsieve run` tells its user.
-		fmt.Fprintf(stderr, "envsieve: warning: %s\n", sealNotice)
-	}
-
-	if l.Env == nil {
-		return nil, launch.ErrNilEnv // never inherit the daemon's environment
-	}
-	// The command's stdout and stderr are pipes this exec reads itself
-	// (pumps): os/exec's own copying gives up WaitDelay after the command
-	// exits even when it is only slow to deliver (a busy client), and
-	// output would be lost. A pump gives up only when it has waited that
-	// long for bytes that do not come (a background grandchild holds the
-	// pipe).
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("stderr pipe: %w", err)
-	}
-	defer outR.Close()
-	defer errR.Close()
-	cmd := exec.CommandContext(ectx, path)
-	cmd.Args = argv
-	cmd.Env = l.Env
-	// As for `envsieve run`: sealed by Landlock when the profile asks;
-	// else, when rules may grant, in a Landlock domain of its own that
-	// keeps the command from reading or tracing the programs the daemon
-	// starts for them (which share the command's seal).
-	sc, err := l.Scoped(&launch.Cmd{Path: path, Args: argv, Env: l.Env}, sh)
-	if err != nil {
-		outW.Close()
-		errW.Close()
-		return nil, err
-	}
-	cmd.Path, cmd.Args, cmd.Env = sc.Path, sc.Args, sc.Env
-	cmd.Dir = cwd
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.ExtraFiles = l.ExtraFiles() // file-delivered secrets, as /dev/fd/3 and on
-	var stdinW *os.File
-	if len(stdin) > 0 {
-		stdinR, w, err := os.Pipe()
-		if err != nil {
-			outW.Close()
-			errW.Close()
-			return nil, fmt.Errorf("stdin pipe: %w", err)
-		}
-		cmd.Stdin, stdinW = stdinR, w
-		defer stdinR.Close()
-		defer stdinW.Close()
-	}
-	ownProcessGroup(cmd)
 	if p.Timeout > 0 {
 		t := time.AfterFunc(time.Duration(p.Timeout*float64(time.Second)), func() { cancel(errTimeout) })
 		defer t.Stop()
 	}
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if f, ok := cmd.Stdin.(*os.File); ok {
-		f.Close()
+	var in io.Reader
+	if len(stdin) > 0 {
+		in = bytes.NewReader(stdin)
 	}
+	// The daemon seals its commands as `envsieve run` does, by Landlock
+	// (it is their parent: launch.Host.Server). Where it cannot, a profile
+	// that requires the seal gets no command, and one that asks for it
+	// gets it unsealed with a notice on the command's stderr, in the
+	// daemon's log and in the audit log. The audit log fails closed, as
+	// for `envsieve run`.
+	srv := jrpc2.ServerFromContext(ctx)
+	outN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stdout"}}
+	errN := &outWriter{srv: srv, note: Output{SessionID: ss.id, ExecID: execID, Stream: "stderr"}}
+	run, err := l.Start(ectx, launch.Stdio{Stdin: in, Stdout: outN, Stderr: errN})
 	if err != nil {
-		if af := auditCause(ectx); af != nil {
-			return nil, af
+		if errors.Is(err, launch.ErrSealRequired) {
+			return nil, rpcError(CodeExecFailed, "session/exec: "+err.Error())
 		}
-		err = launch.StartError(path, err)
-		alog.Exit(125, err)
 		return nil, err
 	}
-	alog.Exec(path)
-	if stdinW != nil {
-		go func() {
-			// Closed by the deferred Close when the command ends
-			// without reading it all.
-			_, _ = stdinW.Write(stdin)
-			stdinW.Close()
-		}()
+	status, werr := run.Wait()
+	outN.Close()
+	errN.Close()
+	if werr != nil {
+		return nil, werr
 	}
-	pumps := []*pump{newPump(outR, stdout), newPump(errR, stderr)}
-	werr := cmd.Wait()
-	exited := time.Now()
-	for _, pm := range pumps {
-		pm.finish(exited, waitDelay)
-	}
-	// The client's stream ends here: a warning past this point is said in
-	// the daemon's log only, and the count is in the exit event.
-	cerr.end()
-	for _, closeFn := range closers {
-		_ = closeFn()
-	}
-	sh.Close()
-	st := cmd.ProcessState
-	if st == nil {
-		err := fmt.Errorf("wait for %s: %w", filepath.Base(path), werr)
-		alog.Exit(125, err)
-		return nil, err
-	}
-	res := &ExecResult{ExecID: execID, ExitCode: st.ExitCode()}
-	if sig, name, ok := killedBy(st); ok {
-		res.ExitCode, res.Signal = 128+sig, name
-	}
-	alog.Exit(res.ExitCode, nil)
-	if af := auditCause(ectx); af != nil {
-		return nil, af
+	res := &ExecResult{ExecID: execID, ExitCode: status}
+	if st := run.ProcessState(); st != nil {
+		res.ExitCode = st.ExitCode()
+		if sig, name, ok := killedBy(st); ok {
+			res.ExitCode, res.Signal = 128+sig, name
+		}
 	}
 	switch context.Cause(ectx) {
 	case errTimeout:
@@ -321,7 +167,7 @@ func (c *conn) sessionExec(ctx context.Context, p *ExecParams) (*ExecResult, err
 	case errCancelled, errShutdown:
 		res.Cancelled = true
 	}
-	s.log.Debug("exec", "session_id", ss.id, "exec_id", execID, "program", filepath.Base(path), "exit_code", res.ExitCode)
+	s.log.Debug("exec", "session_id", ss.id, "exec_id", execID, "program", filepath.Base(argv0), "exit_code", res.ExitCode)
 	return res, nil
 }
 
@@ -392,9 +238,11 @@ func (s *Server) release(ss *session, execID string) {
 // host is what a launch of the daemon needs: its own sources, key and
 // directories. File-delivered secrets are the command's descriptors 3 and
 // on, never inherited by another session's command.
-func (s *Server) host() *launch.Host {
+func (s *Server) host(ss *session) *launch.Host {
 	store := s.cfg.Store
 	h := &launch.Host{
+		Report:     logReport{s.log.With("session_id", ss.id)},
+		Server:     true,
 		Stderr:     s.cfg.HelperStderr,
 		Key:        func() ([]byte, error) { return s.key, nil },
 		HelperEnv:  s.cfg.Env,
@@ -415,115 +263,11 @@ func (s *Server) host() *launch.Host {
 	return h
 }
 
-// redactionSet compiles the values to mask in a command's output
-// (launch.Plan.Masked: the snapshot's sensitive values that the command's
-// environment does not hold, and every injected secret: only values the
-// session could hold). The daemon's own values are never masked in a
-// session's output: masking them would make the redactor an oracle for
-// values the session cannot read. A session keeps the last few compiled
-// sets, so repeated commands compile nothing. nil means nothing to mask.
-func (s *Server) redactionSet(ss *session, l *launch.Plan) (*redact.Set, error) {
-	if !l.Masking() {
-		return nil, nil
-	}
-	hide := l.Masked()
-	if len(hide) == 0 {
-		return nil, nil
-	}
-	digest := maskDigest(hide)
-	s.mu.Lock()
-	for _, c := range ss.setLRU {
-		if c.digest == digest {
-			s.mu.Unlock()
-			return c.set, nil
-		}
-	}
-	s.mu.Unlock()
-	set, err := l.RedactionSet()
-	if err != nil {
-		return nil, err
-	}
-	if len(l.Injected()) == 0 {
-		s.mu.Lock()
-		ss.setLRU = append(ss.setLRU, cachedSet{digest: digest, set: set})
-		if len(ss.setLRU) > 4 {
-			ss.setLRU = slices.Delete(ss.setLRU, 0, 1)
-		}
-		s.mu.Unlock()
-	}
-	return set, nil
-}
+// logReport puts what a launch has to say in the daemon's log.
+type logReport struct{ log *slog.Logger }
 
-// maskDigest is an exact key for a list of masked values: names and values,
-// length-prefixed. It never leaves the process.
-func maskDigest(hide []redact.Secret) string {
-	var b []byte
-	for _, h := range hide {
-		b = strconv.AppendInt(b, int64(len(h.Name)), 10)
-		b = append(b, ':')
-		b = append(b, h.Name...)
-		b = strconv.AppendInt(b, int64(len(h.Value)), 10)
-		b = append(b, ':')
-		b = append(b, h.Value...)
-	}
-	return string(b)
-}
-
-// pump copies a command's output pipe to its filter chain.
-type pump struct {
-	r *os.File
-	w io.Writer
-	// reading is when the pump began waiting in Read, in Unix
-	// nanoseconds; 0 while it writes downstream.
-	reading atomic.Int64
-	done    chan struct{}
-}
-
-func newPump(r *os.File, w io.Writer) *pump {
-	p := &pump{r: r, w: w, done: make(chan struct{})}
-	go p.run()
-	return p
-}
-
-func (p *pump) run() {
-	defer close(p.done)
-	buf := make([]byte, 32<<10)
-	for {
-		p.reading.Store(time.Now().UnixNano())
-		n, err := p.r.Read(buf)
-		p.reading.Store(0)
-		if n > 0 {
-			if _, werr := p.w.Write(buf[:n]); werr != nil {
-				return // the client is gone; closing the pipe ends the writers
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// finish waits for the pump to reach the end of its pipe, once the command
-// has exited. A pump that has waited in vain for more than idle since the
-// exit (a background process holds the pipe and writes nothing) is stopped;
-// one that is busy delivering output is not.
-func (p *pump) finish(exited time.Time, idle time.Duration) {
-	tick := time.NewTicker(idle / 20)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-tick.C:
-			since := p.reading.Load()
-			if since != 0 && time.Since(time.Unix(0, max(since, exited.UnixNano()))) > idle {
-				_ = p.r.SetReadDeadline(time.Now())
-				<-p.done
-				return
-			}
-		}
-	}
-}
+func (r logReport) Debugf(format string, args ...any) { r.log.Debug(fmt.Sprintf(format, args...)) }
+func (r logReport) Warnf(format string, args ...any)  { r.log.Warn(fmt.Sprintf(format, args...)) }
 
 // outWriter sends each write as a session/output notification. A UTF-8
 // character cut at the end of a write is held until the next one, so that
@@ -588,47 +332,4 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return len(b)
-}
-
-// clientStderr is the command's stderr stream to its client, shared by
-// the stderr pump and the audit log's warning; after end, writes go
-// nowhere.
-type clientStderr struct {
-	mu    sync.Mutex
-	w     io.Writer
-	ended bool
-}
-
-func (c *clientStderr) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended {
-		return len(p), nil
-	}
-	return c.w.Write(p)
-}
-
-func (c *clientStderr) end() {
-	c.mu.Lock()
-	c.ended = true
-	c.mu.Unlock()
-}
-
-// auditFailed ends a command whose audit log failed (audit: {on_error:
-// fail}, the default): the error its client gets.
-type auditFailed struct{ err error }
-
-func (e *auditFailed) Error() string {
-	return e.err.Error() + ": the command was ended (audit: {on_error: fail}, the default)"
-}
-
-func (e *auditFailed) Unwrap() error { return e.err }
-
-// auditCause returns the audit failure that ended ctx, or nil.
-func auditCause(ctx context.Context) error {
-	var af *auditFailed
-	if errors.As(context.Cause(ctx), &af) {
-		return af
-	}
-	return nil
 }

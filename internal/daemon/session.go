@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/redact"
 	"github.com/envsieve/envsieve/sieve"
@@ -28,18 +29,13 @@ type session struct {
 	execs  map[string]*running
 	nextID int
 	closed bool
-	setLRU []cachedSet
+	// sets keeps the session's last compiled redaction sets.
+	sets launch.RedactCache
 }
 
 // running is one command in flight.
 type running struct {
 	cancel context.CancelCauseFunc
-}
-
-// cachedSet is a compiled redaction set and the digest of what it hides.
-type cachedSet struct {
-	digest string
-	set    *redact.Set
 }
 
 func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewResult, error) {

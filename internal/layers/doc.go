@@ -3,6 +3,7 @@
 // foundation packages under internal/ reach no process, network or
 // program-side package; the pure engine (with internal/compiled, the
 // compiled policy it reads) links no YAML parser, not even through package
-// policy; launch reaches no daemon; nothing but the two programs reaches
-// cmd/internal.
+// policy; launch reaches no daemon; the credential broker links nothing of
+// the project but its own packages and the SigV4 signer; nothing but the
+// two programs reaches cmd/internal.
 package layers

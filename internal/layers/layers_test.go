@@ -60,12 +60,13 @@ func listPackages(t *testing.T) map[string]*pkg {
 }
 
 // rule forbids the packages matching from from depending on what
-// matches to: directly when direct, else anywhere in their dependencies.
-// The packages of allow are exempt.
+// matches to but not but: directly when direct, else anywhere in their
+// dependencies. The packages of allow are exempt.
 type rule struct {
 	why    string
 	from   []string
 	to     []string
+	but    []string
 	direct bool
 	allow  []string
 }
@@ -109,6 +110,12 @@ var rules = []rule{
 		to:   m("internal/daemon", "cmd/..."),
 	},
 	{
+		why:  "the credential broker holds the real values: it links nothing of the project but its own packages and the SigV4 signer, so what runs beside the secrets stays small and reviewable",
+		from: m("internal/broker/..."),
+		to:   m("..."),
+		but:  m("internal/broker/...", "internal/fake", "internal/sigv4"),
+	},
+	{
 		why:    "only the policy and the readers of tools' YAML files (login: gh's hosts.yml, yarn's .yarnrc.yml) parse YAML; the engine gets compiled values",
 		from:   []string{module + "/..."},
 		to:     []string{"github.com/goccy/go-yaml/..."},
@@ -140,7 +147,7 @@ func TestLayers(t *testing.T) {
 				deps, verb = p.Imports, "imports"
 			}
 			for _, d := range deps {
-				if matches(r.to, d) && d != path {
+				if matches(r.to, d) && !matches(r.but, d) && d != path {
 					t.Errorf("%s %s %s: %s", path, verb, d, r.why)
 				}
 			}
@@ -157,7 +164,10 @@ func TestLayersRuleCatches(t *testing.T) {
 			from = strings.TrimSuffix(from, "/...") + "/x"
 		}
 		to := strings.TrimSuffix(r.to[len(r.to)-1], "/...")
-		if !matches(r.from, from) || !matches(r.to, to) {
+		if to == module {
+			to = module + "/launch" // a package of the module, not the module
+		}
+		if !matches(r.from, from) || !matches(r.to, to) || matches(r.but, to) {
 			t.Errorf("rule %q: %s -> %s not matched", r.why, from, to)
 		}
 	}
