@@ -246,7 +246,7 @@ func (b *builder) secret(rs rawSecret) *Secret {
 		b.d.errorAt(rs.Name.Pos, "secrets: %q is not a variable name", rs.Name.V)
 		return nil
 	}
-	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, FromDefault: rs.From == nil, Deliver: DeliverEnv}
+	s := &Secret{Name: rs.Name.V, Pos: rs.Name.Pos, From: FromEnv, FromDefault: rs.From == nil, Deliver: deliverEnv}
 	if rs.From != nil {
 		switch f := SecretFrom(rs.From.V); f {
 		case FromEnv, FromStore, FromCommand, FromKeychain, FromOp:
@@ -303,7 +303,7 @@ func (b *builder) secret(rs rawSecret) *Secret {
 	}
 	if rs.Deliver != nil {
 		switch dl := Delivery(rs.Deliver.V); dl {
-		case DeliverEnv, DeliverFile:
+		case deliverEnv, DeliverFile:
 			s.Deliver = dl
 		default:
 			b.d.errorAt(rs.Deliver.Pos, "%s: deliver: want env or file, got %q", what, rs.Deliver.V)
@@ -484,7 +484,7 @@ func (b *builder) level(name string, r *rawLevel) *Level {
 	}
 	if r.ClientEnv != nil {
 		switch ce := ClientEnv(r.ClientEnv.V); ce {
-		case ClientFiltered, ClientFull:
+		case clientFiltered, ClientFull:
 			l.ClientEnv = &ce
 		default:
 			b.d.errorAt(r.ClientEnv.Pos, "%s: client_env: want filtered or full, got %q", name, r.ClientEnv.V)

@@ -67,15 +67,15 @@ const (
 	SealRequired = compiled.SealRequired
 )
 
-// DefaultBase is the base of a policy that does not name one.
-const DefaultBase = compiled.DefaultBase
+// defaultBase is the base of a policy that does not name one.
+const defaultBase = compiled.DefaultBase
 
-// DefaultLimits apply where no level of a policy sets a limit.
-var DefaultLimits = compiled.DefaultLimits
+// defaultLimits apply where no level of a policy sets a limit.
+var defaultLimits = compiled.DefaultLimits
 
 // Client environment treatments.
 const (
-	ClientFiltered = compiled.ClientFiltered
+	clientFiltered = compiled.ClientFiltered
 	ClientFull     = compiled.ClientFull
 )
 
@@ -91,12 +91,12 @@ const (
 
 // Deliveries.
 const (
-	DeliverEnv  = compiled.DeliverEnv
+	deliverEnv  = compiled.DeliverEnv
 	DeliverFile = compiled.DeliverFile
 )
 
-// DefaultSecretTimeout bounds a secret helper command.
-const DefaultSecretTimeout = compiled.DefaultSecretTimeout
+// defaultSecretTimeout bounds a secret helper command.
+const defaultSecretTimeout = compiled.DefaultSecretTimeout
 
 // ValidName reports whether s is a valid environment variable name:
 // [A-Za-z_][A-Za-z0-9_]*.

@@ -4,7 +4,7 @@
 // # Loading
 //
 // [Load] reads a file the way envsieve trusts one ([ReadFile]: a regular
-// file of the user's or root's, at most [MaxFileSize], never through a
+// file of the user's or root's, at most 1 MiB, never through a
 // symbolic link or a FIFO), then validates and compiles it. [Parse] does the
 // same from bytes, naming them for error positions. [Default] returns the
 // embedded default policy (the safe base, the proxy and tls groups, the
@@ -18,9 +18,9 @@
 // A malformed policy gives an [ErrorList] of [*Error], each with the file,
 // line and column ([Pos]) and an excerpt of the policy's own text: every bad
 // entry is reported at once, sorted by position. Use errors.As. Looking up a
-// profile the policy does not define wraps [ErrUnknownProfile]; a file that
-// is not one envsieve reads a policy from wraps [ErrNotPolicyFile]. Use
-// errors.Is. No error quotes bytes that are not the policy's own text.
+// profile the policy does not define wraps [ErrUnknownProfile] (use errors.Is);
+// a file that is not one envsieve reads a policy from is refused. No error
+// quotes bytes that are not the policy's own text.
 //
 // # Immutability
 //

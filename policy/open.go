@@ -7,19 +7,19 @@ import (
 	"os"
 )
 
-// MaxFileSize is the largest policy file envsieve reads, in bytes.
-const MaxFileSize = 1 << 20
+// maxFileSize is the largest policy file envsieve reads, in bytes.
+const maxFileSize = 1 << 20
 
-// ErrNotPolicyFile is returned (wrapped) by [ReadFile] for a path that is
+// errNotPolicyFile is returned (wrapped) by [ReadFile] for a path that is
 // not a file envsieve reads a policy from: a symbolic link, a FIFO, a
-// device, a directory, a file of another user, or one over [MaxFileSize].
+// device, a directory, a file of another user, or one over [maxFileSize].
 // Use errors.Is.
-var ErrNotPolicyFile = errors.New("not a policy file")
+var errNotPolicyFile = errors.New("not a policy file")
 
 // ReadFile reads a policy file the way envsieve trusts one: opened without
 // following a symbolic link (even as its last component), without blocking
 // (a FIFO is refused, never waited on), a regular file owned by the user
-// running envsieve or by root, at most [MaxFileSize] bytes, and read whole.
+// running envsieve or by root, at most [maxFileSize] bytes, and read whole.
 // So a parse error's excerpt only ever quotes the policy's own text: a
 // project-local .envsieve.yaml that an agent made a link to
 // /proc/self/environ is refused before a byte of it is read.
@@ -39,24 +39,24 @@ func ReadFile(path string) ([]byte, error) {
 	if err := checkOwner(fi); err != nil {
 		return nil, err
 	}
-	if fi.Size() > MaxFileSize {
-		return nil, notPolicy(fmt.Sprintf("%d bytes, over the limit of %d", fi.Size(), MaxFileSize))
+	if fi.Size() > maxFileSize {
+		return nil, notPolicy(fmt.Sprintf("%d bytes, over the limit of %d", fi.Size(), maxFileSize))
 	}
-	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	src, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(src) > MaxFileSize {
-		return nil, notPolicy(fmt.Sprintf("grew past the limit of %d bytes while read", MaxFileSize))
+	if len(src) > maxFileSize {
+		return nil, notPolicy(fmt.Sprintf("grew past the limit of %d bytes while read", maxFileSize))
 	}
 	return src, nil
 }
 
-// notPolicy is an error that wraps [ErrNotPolicyFile] with its own words.
+// notPolicy is an error that wraps [errNotPolicyFile] with its own words.
 type notPolicy string
 
 func (e notPolicy) Error() string        { return string(e) }
-func (e notPolicy) Is(target error) bool { return target == ErrNotPolicyFile }
+func (e notPolicy) Is(target error) bool { return target == errNotPolicyFile }
 
 // errSymlink is said when a policy path is a symbolic link.
 var errSymlink = notPolicy("a symbolic link: envsieve reads a policy only from a regular file (name the file itself)")

@@ -22,7 +22,7 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big.yaml")
-	if err := os.WriteFile(big, make([]byte, MaxFileSize+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, maxFileSize+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -78,8 +78,8 @@ func TestReadFile(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("ReadFile error = %v, want one containing %q", err, tt.err)
 			}
-			if tt.err != "no such file" && !errors.Is(err, ErrNotPolicyFile) {
-				t.Errorf("error %v does not wrap ErrNotPolicyFile", err)
+			if tt.err != "no such file" && !errors.Is(err, errNotPolicyFile) {
+				t.Errorf("error %v does not wrap errNotPolicyFile", err)
 			}
 			if src != nil {
 				t.Errorf("ReadFile returned %d bytes with its error", len(src))

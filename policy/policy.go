@@ -28,7 +28,7 @@ func (p *Policy) SecretSpec(name string) *Secret {
 	if s, ok := p.Secrets[name]; ok {
 		return s
 	}
-	return &Secret{Name: name, From: FromEnv, FromDefault: true, Deliver: DeliverEnv}
+	return &Secret{Name: name, From: FromEnv, FromDefault: true, Deliver: deliverEnv}
 }
 
 // Redact configures the redaction of the child's output.

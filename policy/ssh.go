@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// DefaultSSHHosts are the hosts the ssh agent filter allows when the
+// defaultSSHHosts are the hosts the ssh agent filter allows when the
 // policy names none: the common forges.
-var DefaultSSHHosts = []string{"github.com", "gitlab.com", "bitbucket.org"}
+var defaultSSHHosts = []string{"github.com", "gitlab.com", "bitbucket.org"}
 
 // SSHSettings are the policy's top-level ssh: settings, for the filtering
 // ssh agent the tree gets in place of the user's (package sshfilter).
@@ -19,7 +19,7 @@ type SSHSettings struct {
 	Keys []string
 	// Hosts are the hosts the keys may sign in to: names or globs (* and
 	// ?), each with an optional :port ("[name]:port" too), or IPv6
-	// addresses ("::1", "[::1]:2222"). Empty in the policy: DefaultSSHHosts.
+	// addresses ("::1", "[::1]:2222"). Empty in the policy: defaultSSHHosts.
 	Hosts []string
 }
 
@@ -53,7 +53,7 @@ func (b *builder) sshSettings(r *rawSSH) SSHSettings {
 		}
 	}
 	if len(s.Hosts) == 0 {
-		s.Hosts = append([]string(nil), DefaultSSHHosts...)
+		s.Hosts = append([]string(nil), defaultSSHHosts...)
 	}
 	return s
 }
