@@ -240,13 +240,13 @@ func awsStates(creds []login.Cred, home string) []AWSState {
 	return out
 }
 
-// AWSEnvPreview says, for explain, what the tree would get of the AWS key
+// awsEnvPreview says, for explain, what the tree would get of the AWS key
 // variables of env (the child's environment as the policy p admits it from
 // parent), or of parent's when only a rule of p may grant them (Grant):
 // nil when there are none. broker tells whether a broker could run,
 // noBroker whether --no-broker was given. It reads ~/.aws/config under
 // home.
-func AWSEnvPreview(env, parent []string, p *policy.Policy, home string, broker, noBroker bool) *AWSState {
+func awsEnvPreview(env, parent []string, p *policy.Policy, home string, broker, noBroker bool) *AWSState {
 	src := awsEnvSource(env, parent, p)
 	grant := len(src) != len(env)
 	env = src

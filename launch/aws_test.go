@@ -67,7 +67,7 @@ func (fakeRun) Close() error                { return nil }
 // TestAWSEnvKeys: AWS keys in the child's environment are fakes of the
 // same shape, their real values only in the broker's request (with the
 // endpoint_url hosts of the profile the environment selects); with no
-// broker the launch fails closed (ErrNoBroker), or, under --no-broker,
+// broker the launch fails closed (errNoBroker), or, under --no-broker,
 // hands them over with a warning; an id without a secret is dropped.
 func TestAWSEnvKeys(t *testing.T) {
 	realID := "ASIA" + strings.Repeat("UNIT", 4)
@@ -92,9 +92,9 @@ func TestAWSEnvKeys(t *testing.T) {
 		rule bool
 	}{
 		{name: "a rule may grant them", env: []string{"AWS_PROFILE=work", "PATH=/bin"}, rule: true, broker: "ok", wantEnv: "none"},
-		{name: "a rule may grant them, no broker", env: []string{"PATH=/bin"}, rule: true, broker: "none", wantErr: ErrNoBroker},
+		{name: "a rule may grant them, no broker", env: []string{"PATH=/bin"}, rule: true, broker: "none", wantErr: errNoBroker},
 		{name: "brokered", env: full, broker: "ok", wantEnv: "fake"},
-		{name: "no broker", env: full, broker: "none", wantErr: ErrNoBroker},
+		{name: "no broker", env: full, broker: "none", wantErr: errNoBroker},
 		{name: "broker fails", env: full, broker: "fails", wantErr: noBroker},
 		{name: "--no-broker", env: full, broker: "ok", noBroker: true, wantEnv: "real", warn: "AWS_SECRET_ACCESS_KEY"},
 		{name: "id alone", env: []string{"AWS_ACCESS_KEY_ID=" + realID, "PATH=/bin"}, broker: "ok", wantEnv: "none", warn: "without the other"},

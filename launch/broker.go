@@ -59,9 +59,9 @@ type BrokerRun interface {
 	Close() error
 }
 
-// ErrNoBroker is wrapped when secrets are to be brokered and no broker can
+// errNoBroker is wrapped when secrets are to be brokered and no broker can
 // run: the launch fails closed, and nothing starts. Use errors.Is.
-var ErrNoBroker = errors.New("no credential broker")
+var errNoBroker = errors.New("no credential broker")
 
 // brokerVars are the user's variables a broker reads (SSL_CERT_DIR: the
 // user's directories stay before the system's, broker.nodeTrust).
@@ -122,7 +122,7 @@ func (l *Plan) brokerCandidates() map[string]string {
 // the child's environment then holds fakes, and the broker's variables,
 // in place of the real values. Call it before Plan.openAudit, which
 // records what it brokers and, from then on, what the broker does. It is
-// a no-op when nothing is brokered; an error (wrapping ErrNoBroker when no
+// a no-op when nothing is brokered; an error (wrapping errNoBroker when no
 // broker can run) when something is and no broker starts: a brokered
 // value is never handed over for real instead.
 func (l *Plan) startBroker() error {
@@ -162,7 +162,7 @@ func (l *Plan) startBroker() error {
 		return nil
 	}
 	if h.Broker == nil {
-		return fmt.Errorf("%w: %s are brokered (the child gets fakes, the broker the real values), and this launcher cannot run the broker", ErrNoBroker, strings.Join(brokered, ", "))
+		return fmt.Errorf("%w: %s are brokered (the child gets fakes, the broker the real values), and this launcher cannot run the broker", errNoBroker, strings.Join(brokered, ", "))
 	}
 	key, err := l.key()
 	if err != nil {

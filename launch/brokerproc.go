@@ -74,7 +74,7 @@ func BrokerProcess(program string) func(BrokerRequest, func(BrokerEvent)) (Broke
 			return nil, err
 		}
 		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("%w: start %s: %v", ErrNoBroker, program, err)
+			return nil, fmt.Errorf("%w: start %s: %v", errNoBroker, program, err)
 		}
 		b := &brokerProc{cmd: cmd, in: in, done: make(chan struct{})}
 		fail := func(err error) (BrokerRun, error) {
@@ -84,7 +84,7 @@ func BrokerProcess(program string) func(BrokerRequest, func(BrokerEvent)) (Broke
 			return nil, err
 		}
 		if err := json.NewEncoder(in).Encode(req); err != nil {
-			return fail(fmt.Errorf("%w: send the request: %v", ErrNoBroker, err))
+			return fail(fmt.Errorf("%w: send the request: %v", errNoBroker, err))
 		}
 		r := bufio.NewReader(out)
 		line := make(chan []byte, 1)
@@ -96,11 +96,11 @@ func BrokerProcess(program string) func(BrokerRequest, func(BrokerEvent)) (Broke
 		select {
 		case first = <-line:
 		case <-time.After(10 * time.Second):
-			return fail(fmt.Errorf("%w: %s did not answer in 10s", ErrNoBroker, program))
+			return fail(fmt.Errorf("%w: %s did not answer in 10s", errNoBroker, program))
 		}
 		var rep brokerReply
 		if err := json.Unmarshal(first, &rep); err != nil {
-			return fail(fmt.Errorf("%w: %s answered %d bytes that are not its reply", ErrNoBroker, program, len(first)))
+			return fail(fmt.Errorf("%w: %s answered %d bytes that are not its reply", errNoBroker, program, len(first)))
 		}
 		if rep.Error != "" {
 			return fail(errors.New(rep.Error))

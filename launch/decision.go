@@ -85,7 +85,7 @@ type Decision struct {
 	// fetched secret, by name.
 	Sources map[string]policy.SecretFrom `json:"sources"`
 	// AWSEnv is what the tree gets of the environment's AWS keys
-	// ([AWSEnvPreview]); set for a dry run only, nil otherwise.
+	// (awsEnvPreview); set for a dry run only, nil otherwise.
 	AWSEnv *AWSState `json:"-"`
 }
 
@@ -189,7 +189,7 @@ func (l *Plan) decide() {
 	}
 	d.Resident = !inPlace
 	if o.DryRun {
-		d.AWSEnv = AWSEnvPreview(res.Env, o.Parent, o.Policy, h.Home, h.Broker != nil, o.NoBroker)
+		d.AWSEnv = awsEnvPreview(res.Env, o.Parent, o.Policy, h.Home, h.Broker != nil, o.NoBroker)
 	}
 }
 

@@ -27,10 +27,10 @@ import (
 	"github.com/envsieve/envsieve/sieve"
 )
 
-// ShimRun is the shim's side of one launch: its socket, the exec-time
+// shimRun is the shim's side of one launch: its socket, the exec-time
 // grants it answers, and what the child's processes reported through it.
-// A nil *ShimRun (no shim) is valid for all its methods.
-type ShimRun struct {
+// A nil *shimRun (no shim) is valid for all its methods.
+type shimRun struct {
 	srv  *shimwire.Server
 	l    *Plan
 	alog *audit.Log
@@ -87,9 +87,9 @@ const maxBuilt = 64
 // maxLogged bounds the access events of one launch.
 const maxLogged = 10000
 
-// ErrShimNeeded is wrapped when the policy needs the shim and it cannot
+// errShimNeeded is wrapped when the policy needs the shim and it cannot
 // load. Use errors.Is.
-var ErrShimNeeded = errors.New("the shim is needed")
+var errShimNeeded = errors.New("the shim is needed")
 
 // startShim decides whether the shim is used for the program at path and,
 // when it is, starts its socket and adds its variables to the plan's Env
@@ -97,7 +97,7 @@ var ErrShimNeeded = errors.New("the shim is needed")
 // (an error instead when the policy hides keys). A statically linked program
 // cannot load it: the launcher says which settings therefore do not hold in
 // it, and still serves the dynamic programs it starts.
-func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
+func (l *Plan) startShim(path string, alog *audit.Log) (*shimRun, error) {
 	res := l.Result
 	h := l.host
 	needHide := res.BlockIteration && len(res.Hide) > 0
@@ -109,7 +109,7 @@ func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
 	grants := len(l.opt.Policy.Rules) > 0
 	if l.opt.NoShim {
 		if needHide {
-			return nil, fmt.Errorf("block_iteration: %w to hide %s, and --no-shim turns it off", ErrShimNeeded, strings.Join(res.Hide, ", "))
+			return nil, fmt.Errorf("block_iteration: %w to hide %s, and --no-shim turns it off", errShimNeeded, strings.Join(res.Hide, ", "))
 		}
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
 	}
 	if errors.Is(err, shim.ErrNotFound) {
 		if needHide {
-			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", ErrShimNeeded, strings.Join(res.Hide, ", "), err)
+			return nil, fmt.Errorf("block_iteration: %w to hide %s: %w", errShimNeeded, strings.Join(res.Hide, ", "), err)
 		}
 		if grants {
 			h.warnMissing(alog, err, "the rules grant nothing at exec (a program they name, started in the tree, runs without its grant)")
@@ -155,7 +155,7 @@ func (l *Plan) startShim(path string, alog *audit.Log) (*ShimRun, error) {
 		}
 		alog.Warn(msg)
 	}
-	s := &ShimRun{l: l, alog: alog, grants: grants, sealed: l.sealed, base: map[string]string{}, hidden: map[string]bool{},
+	s := &shimRun{l: l, alog: alog, grants: grants, sealed: l.sealed, base: map[string]string{}, hidden: map[string]bool{},
 		reads: map[string]bool{}, logged: map[string]bool{}, granted: map[string]bool{}, statics: map[string]bool{},
 		decision: map[string]*sieve.Decision{}}
 	for _, kv := range l.Env {
@@ -367,7 +367,7 @@ func ruleDenies(p *policy.Policy) string {
 }
 
 // Close stops the socket once what the child's processes sent is read.
-func (s *ShimRun) Close() {
+func (s *shimRun) Close() {
 	if s == nil {
 		return
 	}
@@ -378,7 +378,7 @@ func (s *ShimRun) Close() {
 
 // verdict says what the policy did with a key a process accessed. The
 // caller holds s.mu.
-func (s *ShimRun) verdict(key string) string {
+func (s *shimRun) verdict(key string) string {
 	if s.granted[key] {
 		return "given"
 	}
@@ -394,7 +394,7 @@ func (s *ShimRun) verdict(key string) string {
 }
 
 // Access implements shimwire.Handler.
-func (s *ShimRun) Access(a *shimwire.Access) {
+func (s *shimRun) Access(a *shimwire.Access) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if shimwire.Reads(a.Op) {
@@ -409,7 +409,7 @@ func (s *ShimRun) Access(a *shimwire.Access) {
 }
 
 // Notice implements shimwire.Handler. A static program is noted once per path.
-func (s *ShimRun) Notice(n *shimwire.Notice) {
+func (s *shimRun) Notice(n *shimwire.Notice) {
 	reason := n.Reason
 	if reason == "static-program" {
 		s.mu.Lock()
@@ -425,7 +425,7 @@ func (s *ShimRun) Notice(n *shimwire.Notice) {
 }
 
 // Refused implements shimwire.Handler.
-func (s *ShimRun) Refused(reason string) {
+func (s *shimRun) Refused(reason string) {
 	s.mu.Lock()
 	s.refused++
 	first := s.refused == 1
@@ -436,12 +436,12 @@ func (s *ShimRun) Refused(reason string) {
 }
 
 // Grants reports whether the shim asks for exec-time grants.
-func (s *ShimRun) Grants() bool { return s != nil && s.grants }
+func (s *shimRun) Grants() bool { return s != nil && s.grants }
 
 // NoScope records that the tree cannot be kept from reading and tracing
 // what the launcher starts for it (no Landlock, no --isolate): from then on
 // every start request is declined, failing closed, and the user is told.
-func (s *ShimRun) NoScope(err error) {
+func (s *shimRun) NoScope(err error) {
 	msg := fmt.Sprintf("exec-time grants are off: %v, and without it or --isolate the agent's tree could read the environment of the programs the rules grant to", err)
 	s.l.host.warnf("%s", msg)
 	s.alog.Warn(msg)
@@ -457,11 +457,11 @@ func (s *ShimRun) NoScope(err error) {
 // "begun" and the exit status. A program no rule grants to, or one the tree
 // could have written, is declined: the caller runs it itself, with what it
 // already has.
-func (s *ShimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
+func (s *shimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	if !s.grants {
 		return nil, "the policy has no rules"
 	}
-	if s.ready != nil { // nil only in a ShimRun not made by startShim
+	if s.ready != nil { // nil only in a shimRun not made by startShim
 		<-s.ready
 	}
 	// No grant the audit log could not record (audit: {on_error: fail}).
@@ -592,7 +592,7 @@ func (s *ShimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 // granter returns the sealed thread that starts the programs of a sealed
 // launch's grants, made at the first call; an error (said once) when the
 // seal cannot be made there: every start is then declined.
-func (s *ShimRun) granter() (*granter, error) {
+func (s *shimRun) granter() (*granter, error) {
 	s.grOnce.Do(func() {
 		spec, err := s.l.sealSpec()
 		if err == nil {
@@ -616,7 +616,7 @@ func (s *ShimRun) granter() (*granter, error) {
 // (callerKeys and the working directory), each length-prefixed, so two
 // different starts never share an entry. A host Builder is not assumed
 // pure: its builds are not cached.
-func (s *ShimRun) grantEnvCached(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *shimRun) grantEnvCached(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	if s.l.opt.Builder != nil {
 		return s.grantEnv(r, req, rule)
 	}
@@ -720,7 +720,7 @@ func callerKeys(r *shimwire.StartRequest, rule *policy.Rule) (own []string, pwd 
 // variables are added, with the granted keys named so that the program's
 // children lose them. keys are the granted keys: those whose value the
 // tree was not given (s.tree).
-func (s *ShimRun) grantEnv(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
+func (s *shimRun) grantEnv(r *shimwire.StartRequest, req sieve.Request, rule *policy.Rule) (env, keys []string, err error) {
 	l := s.l
 	res, err := l.build(sieve.Input{Parent: l.opt.Parent, Policy: l.opt.Policy, Request: req,
 		SecretValues: l.secretEnv, SecretFiles: l.secretFiles})
@@ -999,7 +999,7 @@ func listed(keys []string) string {
 
 // droppedReads returns, sorted, the keys the child's processes read that
 // the policy dropped (or, in audit mode, that enforce would drop).
-func (s *ShimRun) droppedReads(verdict string) []string {
+func (s *shimRun) droppedReads(verdict string) []string {
 	if s == nil {
 		return nil
 	}
@@ -1018,7 +1018,7 @@ func (s *ShimRun) droppedReads(verdict string) []string {
 // ExplainFailure says, after a failed child, which dropped keys it read:
 // a missing variable is the cause agents most often chase in the wrong
 // place. In audit mode it warns of what enforce would have dropped.
-func (s *ShimRun) ExplainFailure(status int) {
+func (s *shimRun) ExplainFailure(status int) {
 	if s == nil {
 		return
 	}

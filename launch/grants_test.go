@@ -22,7 +22,7 @@ func TestGrantEnvCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ShimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
+	s := &shimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
 		base: map[string]string{"PATH": "/usr/bin"}, hidden: map[string]bool{}, decision: map[string]*sieve.Decision{"GITHUB_TOKEN": {Key: "GITHUB_TOKEN"}}}
 	rule := pol.Rules[0]
 	build := func(argv []string, env ...string) []string {
@@ -80,7 +80,7 @@ func TestGrantEnvMarker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &ShimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
+	s := &shimRun{l: &Plan{host: &Host{}, opt: Options{Parent: []string{"PATH=/usr/bin", "GITHUB_TOKEN=tok"}, Policy: pol}},
 		base: map[string]string{"PATH": "/usr/bin"}, hidden: map[string]bool{}, decision: map[string]*sieve.Decision{"GITHUB_TOKEN": {Key: "GITHUB_TOKEN"}}}
 	for _, callerEnv := range [][]string{{nest.Var + "=1"}, nil} {
 		r := &shimwire.StartRequest{Start: &shimwire.Start{Path: "/usr/bin/gh", Argv: []string{"gh"}, Env: callerEnv}}
@@ -160,7 +160,7 @@ func TestGrantEnvKeysWhenFirstProgramGranted(t *testing.T) {
 	l := &Plan{host: &Host{}, opt: Options{Parent: parent, Policy: pol},
 		Request: sieve.Request{Commands: [][]string{{"gh"}}, Path: "/usr/bin/gh"}}
 	// The first program's environment: the rule's keys in it.
-	s := &ShimRun{l: l, base: map[string]string{"PATH": "/usr/bin", "GITHUB_TOKEN": "tok", "MY_SECRET": "s3"},
+	s := &shimRun{l: l, base: map[string]string{"PATH": "/usr/bin", "GITHUB_TOKEN": "tok", "MY_SECRET": "s3"},
 		hidden: map[string]bool{}, decision: map[string]*sieve.Decision{}}
 	s.tree, err = l.treeEnv()
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 // [IsolateInit] before anything else runs.
 const IsolateInitArg = "__envsieve-isolate-init"
 
-// ErrNamespaces is returned (wrapped) when the kernel refuses to create the
+// errNamespaces is returned (wrapped) when the kernel refuses to create the
 // namespaces --isolate needs, and where there are none (not Linux). Use
 // errors.Is.
-var ErrNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
+var errNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
 
 // initEnv is the environment of an init: the program's, with its
 // LD_PRELOAD set aside (initPreload).

@@ -93,12 +93,12 @@ func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
 	return true, err
 }
 
-// IsolateSealed is [Isolate] with a sealed filesystem view: the init masks
+// isolateSealed is [Isolate] with a sealed filesystem view: the init masks
 // and write-protects spec's paths in the new mount namespace before the
 // program starts (see package seal).
-func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, "") }
+func isolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, "") }
 
-// isolateSealedWith is [IsolateSealed] with init as the init (see
+// isolateSealedWith is [isolateSealed] with init as the init (see
 // isolateWith).
 func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	text, err := spec.Encode()

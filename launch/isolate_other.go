@@ -11,15 +11,15 @@ import (
 )
 
 // errIsolateLinux says where --isolate works.
-var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces are Linux-only", ErrNamespaces)
+var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces are Linux-only", errNamespaces)
 
 // Isolate is Linux-only: elsewhere it returns an error wrapping
-// [ErrNamespaces], and nothing is started.
+// [errNamespaces], and nothing is started.
 func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
 
-// IsolateSealed is Linux-only: elsewhere it returns an error wrapping
-// [ErrNamespaces], and nothing is started.
-func IsolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolateLinux }
+// isolateSealed is Linux-only: elsewhere it returns an error wrapping
+// [errNamespaces], and nothing is started.
+func isolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolateLinux }
 
 func isolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
 

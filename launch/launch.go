@@ -65,8 +65,8 @@ var (
 	// ErrNotExecutable is returned for a program that exists but cannot be
 	// executed (exit status 126).
 	ErrNotExecutable = errors.New("not executable")
-	// ErrNUL is returned for an argument or environment string holding NUL.
-	ErrNUL = errors.New("holds a NUL byte")
+	// errNUL is returned for an argument or environment string holding NUL.
+	errNUL = errors.New("holds a NUL byte")
 	// ErrEmpty is returned (in a [FetchError]) for a secret whose source
 	// gives an empty value: an error, never an empty variable.
 	ErrEmpty = errors.New("its value is empty")
@@ -157,10 +157,10 @@ func Exec(path string, argv, env []string) error {
 	return execError(path, err)
 }
 
-// StartError maps the error of starting path (exec.Cmd.Start, or exec
+// wrapStartError maps the error of starting path (exec.Cmd.Start, or exec
 // in place) to the errors the exit switch knows: a *NotFoundError (127)
 // for a missing program, ErrNotExecutable (126) for one that cannot run.
-func StartError(path string, err error) error {
+func wrapStartError(path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return execError(path, pe.Err)
@@ -183,13 +183,13 @@ func execError(path string, err error) error {
 func checkNUL(argv, env []string) error {
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return fmt.Errorf("argument %d: %w", i, ErrNUL)
+			return fmt.Errorf("argument %d: %w", i, errNUL)
 		}
 	}
 	for _, kv := range env {
 		if strings.IndexByte(kv, 0) >= 0 {
 			key, _, _ := strings.Cut(kv, "=")
-			return fmt.Errorf("environment variable %s: %w", key, ErrNUL)
+			return fmt.Errorf("environment variable %s: %w", key, errNUL)
 		}
 	}
 	return nil
@@ -246,17 +246,17 @@ func Command(p *policy.Policy, parent []string, req sieve.Request, secretValues 
 	if err != nil {
 		return nil, err
 	}
-	path, err := Resolve(argv[0], res, req.Path)
+	path, err := resolveProgram(argv[0], res, req.Path)
 	if err != nil {
 		return nil, err
 	}
 	return &Cmd{Path: path, Args: argv, Env: res.Env, Result: res}, nil
 }
 
-// Resolve looks the program up in the built environment's PATH and checks that
+// resolveProgram looks the program up in the built environment's PATH and checks that
 // a rule chosen by path still matches the program that will run: the child's
 // PATH may find another binary than the one the rule was chosen for.
-func Resolve(prog string, res *sieve.Result, rulePath string) (string, error) {
+func resolveProgram(prog string, res *sieve.Result, rulePath string) (string, error) {
 	path, err := LookPath(prog, res.Env)
 	if err != nil {
 		return "", err
@@ -274,10 +274,10 @@ func Resolve(prog string, res *sieve.Result, rulePath string) (string, error) {
 }
 
 // Start starts the command. It fails with ErrNilEnv when Env is nil.
-func (c *Cmd) Start() error { return c.StartContext(context.Background()) }
+func (c *Cmd) Start() error { return c.startContext(context.Background()) }
 
-// StartContext is Start with a context that kills the child when done.
-func (c *Cmd) StartContext(ctx context.Context) error {
+// startContext is Start with a context that kills the child when done.
+func (c *Cmd) startContext(ctx context.Context) error {
 	if c.Env == nil {
 		return ErrNilEnv
 	}
@@ -314,9 +314,9 @@ func (c *Cmd) StartContext(ctx context.Context) error {
 
 func (c *Cmd) startError(err error) error {
 	if c.isolate && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS)) {
-		return fmt.Errorf("isolate: %w: %v (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces)", ErrNamespaces, err)
+		return fmt.Errorf("isolate: %w: %v (user namespaces may be disabled: see /proc/sys/user/max_user_namespaces)", errNamespaces, err)
 	}
-	return StartError(c.Path, err)
+	return wrapStartError(c.Path, err)
 }
 
 // Wait waits for the command to exit; see exec.Cmd.Wait.

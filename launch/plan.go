@@ -92,7 +92,7 @@ type Host struct {
 	// Broker starts a credential broker for a launch that brokers secrets
 	// (the CLI runs envsieve-daemon's broker; the daemon its own); events
 	// gets what the broker does. nil means none can run, and a launch that
-	// brokers a secret fails (ErrNoBroker).
+	// brokers a secret fails (errNoBroker).
 	Broker func(req BrokerRequest, events func(BrokerEvent)) (BrokerRun, error)
 	// AuditPath is the audit log the user named (--audit, ENVSIEVE_AUDIT);
 	// "" means the policy's audit.path, and none when that is empty too.
@@ -167,7 +167,7 @@ type Options struct {
 	// Argv is the command line [Plan.Start] runs when it is not the
 	// request's first command: a shell that runs the request's commands
 	// (sh, a daemon's shell string), looked up in the child's PATH. nil
-	// runs Request.Commands[0], looked up with [Resolve].
+	// runs Request.Commands[0], looked up in the built PATH.
 	Argv []string
 	// Dir is the program's working directory; "" means the launcher's.
 	Dir string

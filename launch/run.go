@@ -44,13 +44,13 @@ func (l *Plan) chooseSeal() error {
 // start), else in a Landlock domain of its own when the shim may start
 // granted programs (the domain keeps the tree from reading or tracing
 // them; without it the shim declines every start), else c itself.
-func (l *Plan) scope(c *Cmd, sh *ShimRun) (*Cmd, error) {
+func (l *Plan) scope(c *Cmd, sh *shimRun) (*Cmd, error) {
 	if l.sealed && l.sealBy == seal.Landlock {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return nil, err
 		}
-		sc, err := ScopeSealed(c, spec)
+		sc, err := scopeSealed(c, spec)
 		if err != nil {
 			return nil, err
 		}

@@ -9,11 +9,11 @@ import (
 	"github.com/envsieve/envsieve/seal"
 )
 
-// Scope is Linux-only: elsewhere it is an error wrapping ErrNoScope.
-func Scope(c *Cmd) (*Cmd, error) { return nil, fmt.Errorf("%w here", ErrNoScope) }
+// Scope is Linux-only: elsewhere it is an error wrapping errNoScope.
+func Scope(c *Cmd) (*Cmd, error) { return nil, fmt.Errorf("%w here", errNoScope) }
 
-// ScopeSealed is Linux-only: elsewhere it is an error wrapping ErrNoScope.
-func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, fmt.Errorf("%w here", ErrNoScope) }
+// scopeSealed is Linux-only: elsewhere it is an error wrapping errNoScope.
+func scopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, fmt.Errorf("%w here", errNoScope) }
 
 // ScopeInit is Linux-only.
 func ScopeInit(args []string) int {

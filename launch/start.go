@@ -46,7 +46,7 @@ type Running struct {
 	l       *Plan
 	path    string
 	alog    *audit.Log
-	sh      *ShimRun
+	sh      *shimRun
 	closers []func() error
 	sweep   func()
 	stderr  io.Writer // the program's stderr as masked, for a server's notes
@@ -104,7 +104,7 @@ func (l *Plan) program() (string, []string, error) {
 		return "", nil, errors.New("launch: no command")
 	}
 	argv := l.Request.Commands[0]
-	path, err := Resolve(argv[0], l.Result, l.Request.Path)
+	path, err := resolveProgram(argv[0], l.Result, l.Request.Path)
 	return path, argv, err
 }
 
@@ -283,7 +283,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 	l.host.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v",
 		masks, l.opt.Policy.Redact.Entropy, res.PTY, l.files != nil, l.isolated, sh != nil)
 	r.sup, err = superviseStart(c, res)
-	if errors.Is(err, ErrNamespaces) && l.sealed && l.sealIsolates {
+	if errors.Is(err, errNamespaces) && l.sealed && l.sealIsolates {
 		// The kernel's switches allowed them, and something else refused
 		// them (a container's seccomp filter): seal with Landlock, or
 		// where it cannot, run `on` without the seal.
@@ -416,7 +416,7 @@ func (r *Running) startServer(stdio Stdio) error {
 		if af := auditCause(ctx); af != nil {
 			return af
 		}
-		err = StartError(path, err)
+		err = wrapStartError(path, err)
 		alog.Exit(125, err)
 		return err
 	}

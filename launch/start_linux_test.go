@@ -77,8 +77,8 @@ func TestStartGranted(t *testing.T) {
 // the launcher starts (no Landlock, no --isolate), every start request is
 // declined and nothing starts.
 func TestStartWithoutScope(t *testing.T) {
-	s := &ShimRun{l: &Plan{host: &Host{}}, grants: true}
-	s.NoScope(ErrNoScope)
+	s := &shimRun{l: &Plan{host: &Host{}}, grants: true}
+	s.NoScope(errNoScope)
 	p, why := s.Start(&shimwire.StartRequest{Start: &shimwire.Start{Path: "/bin/true", Argv: []string{"true"}}})
 	if p != nil {
 		p.Kill()
@@ -87,7 +87,7 @@ func TestStartWithoutScope(t *testing.T) {
 	if why != "grants are off" {
 		t.Errorf("declined for %q", why)
 	}
-	if !errors.Is(s.noScope, ErrNoScope) {
+	if !errors.Is(s.noScope, errNoScope) {
 		t.Errorf("noScope = %v", s.noScope)
 	}
 }

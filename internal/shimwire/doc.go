@@ -3,7 +3,7 @@
 // launcher sets for the shim ([EnvSock], [EnvHide], ...), the wire messages
 // and their parser, the launcher's answers, and the launcher's end of the
 // socket ([Listen], [Server]), which hands what the tree sends to a
-// [Handler] (package launch's ShimRun). Both ends ship together, so the
+// [Handler] (package launch's shimRun). Both ends ship together, so the
 // protocol is no promise to anyone else and lives under internal/; package
 // shim keeps what finds and configures the library (docs/shim.md).
 //
