@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/compiled"
 	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/pin"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 )
 
 // installFix says how to put the parts of envsieve that are not Go where

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/redact"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/detect"
 	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/pin"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/pin"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"

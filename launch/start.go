@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/envsieve/envsieve/audit"
+	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 )
