@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/envsieve/envsieve/internal/login"
+	"github.com/envsieve/envsieve/internal/memfd"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
-	"github.com/envsieve/envsieve/secret"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -174,7 +174,7 @@ func (l *Plan) decide() {
 	// envsieve-init (unshareInit); a launch sealed by Landlock never does,
 	// as its tree needs a reaper and a launcher to outlive it.
 	masks := d.Masking && len(d.Masked) > 0
-	files := l.files != nil || o.DryRun && !secret.MemfdSupported && slices.ContainsFunc(res.Injected, func(n string) bool {
+	files := l.files != nil || o.DryRun && !memfd.Supported && slices.ContainsFunc(res.Injected, func(n string) bool {
 		return o.Policy.SecretSpec(n).Deliver == policy.DeliverFile
 	})
 	inPlace := !h.Server && !masks && !files && !d.ShimServed && !d.Broker && !d.SSHAgent

@@ -14,6 +14,7 @@ import (
 
 	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/detect"
+	"github.com/envsieve/envsieve/internal/memfd"
 	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/pin"
 	"github.com/envsieve/envsieve/internal/sshfilter"
@@ -609,8 +610,8 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 		if files == nil {
 			files = map[string]string{}
 		}
-		if secret.MemfdSupported {
-			f, err := secret.Memfd(name, v)
+		if memfd.Supported {
+			f, err := memfd.New(name, v)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -619,7 +620,7 @@ func (l *Plan) fetch(ctx context.Context, names []string) (values, files map[str
 				files[name] = secret.FDPath(2 + len(l.fds))
 				continue
 			}
-			if err := secret.Inherit(f); err != nil {
+			if err := memfd.Inherit(f); err != nil {
 				return nil, nil, err
 			}
 			files[name] = secret.FDPath(int(f.Fd()))

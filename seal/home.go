@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// Bounds of SSHPrivateKeys: how deep it looks in ~/.ssh, how many entries
+// Bounds of sshPrivateKeys: how deep it looks in ~/.ssh, how many entries
 // it examines, and how much of each file it reads.
 const (
 	sshMaxDepth   = 2 // ~/.ssh/KEY and ~/.ssh/DIR/KEY
@@ -43,7 +43,7 @@ func isPrivateKey(head []byte) bool {
 	return false
 }
 
-// SSHPrivateKeys returns the files of home's .ssh directory whose content
+// sshPrivateKeys returns the files of home's .ssh directory whose content
 // is a private key, whatever their names (~/.ssh/work, ~/.ssh/keys/deploy),
 // sorted. It is bounded: two levels deep, at most a few hundred entries,
 // the first 4 KiB of each regular file. A subdirectory reached through a
@@ -51,7 +51,7 @@ func isPrivateKey(head []byte) bool {
 // it leads (only a regular file is read: no FIFO, device or directory),
 // and is returned as its own path, which a mask follows. Unreadable
 // entries are skipped: this widens the seal and never fails it.
-func SSHPrivateKeys(home string) []string {
+func sshPrivateKeys(home string) []string {
 	if home == "" {
 		return nil
 	}

@@ -97,14 +97,14 @@ func TestSSHPrivateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := SSHPrivateKeys(home)
+	got := sshPrivateKeys(home)
 	var want []string
 	for _, n := range []string{"client.pem", "export.ssh2", "github_deploy", "id_ed25519", "keys/deploy", "legacy",
 		"linked", "misnamed.pub", "putty.ppk", "vault.key", "work"} {
 		want = append(want, filepath.Join(ssh, n))
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("SSHPrivateKeys:\n got %q\nwant %q", got, want)
+		t.Errorf("sshPrivateKeys:\n got %q\nwant %q", got, want)
 	}
 
 	s := Default(home, "", "", nil)
@@ -132,16 +132,16 @@ func TestSSHPrivateKeys(t *testing.T) {
 // and a HOME without .ssh gives nothing.
 func TestSSHPrivateKeysBounded(t *testing.T) {
 	home := t.TempDir()
-	if got := SSHPrivateKeys(home); len(got) != 0 {
+	if got := sshPrivateKeys(home); len(got) != 0 {
 		t.Errorf("no .ssh: %q", got)
 	}
-	if got := SSHPrivateKeys(""); len(got) != 0 {
+	if got := sshPrivateKeys(""); len(got) != 0 {
 		t.Errorf("no HOME: %q", got)
 	}
 	for i := 0; i < sshMaxEntries+50; i++ {
 		write(t, filepath.Join(home, ".ssh", "k", fmt.Sprintf("f%04d", i)), armoured("-----BEGIN OPENSSH PRIVATE KEY-----"))
 	}
-	if got := SSHPrivateKeys(home); len(got) == 0 || len(got) >= sshMaxEntries {
+	if got := sshPrivateKeys(home); len(got) == 0 || len(got) >= sshMaxEntries {
 		t.Errorf("found %d keys, want fewer than %d and some", len(got), sshMaxEntries)
 	}
 }

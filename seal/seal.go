@@ -139,7 +139,7 @@ var credentialFiles = []string{
 	".config/rclone/rclone.conf", ".s3cfg", ".boto",
 
 	// SSH private keys by their usual names; seal.Default adds the keys
-	// of other names that SSHPrivateKeys finds by their content.
+	// of other names that sshPrivateKeys finds by their content.
 	".ssh/id_rsa", ".ssh/id_ecdsa", ".ssh/id_ed25519", ".ssh/id_dsa", ".ssh/id_ecdsa_sk", ".ssh/id_ed25519_sk",
 
 	// Key stores and password managers: GnuPG, pass, the desktop keyring
@@ -171,7 +171,7 @@ var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", 
 
 // Default returns envsieve's seal for a user: the built-in credential files
 // under home, the agents' login files there that exist (agentLoginFiles),
-// and the SSH private keys found there by content ([SSHPrivateKeys]), envsieve's store (in configDir) and its data directory (the
+// and the SSH private keys found there by content ([sshPrivateKeys]), envsieve's store (in configDir) and its data directory (the
 // store's key, the install key), masked; configDir (the policy) read-only;
 // extra paths masked too. Empty arguments are skipped.
 func Default(home, configDir, dataDir string, extra []string) Spec {
@@ -180,7 +180,7 @@ func Default(home, configDir, dataDir string, extra []string) Spec {
 		for _, f := range credentialFiles {
 			s.Mask = append(s.Mask, filepath.Join(home, f))
 		}
-		s.Mask = appendNew(s.Mask, SSHPrivateKeys(home)...)
+		s.Mask = appendNew(s.Mask, sshPrivateKeys(home)...)
 		for _, f := range agentLoginFiles {
 			if p := filepath.Join(home, f); exists(p) {
 				s.Mask = append(s.Mask, p)

@@ -96,17 +96,17 @@ var rules = []rule{
 	{
 		why:  "the engine and its detectors are pure: no processes, no network, no program-side package",
 		from: m("sieve", "internal/detect", "internal/pattern", "redact"),
-		to:   append([]string{"os/exec", "net", "net/http", "crypto/tls"}, m("launch", "internal/daemon", "internal/audit", "secret", "shim", "seal", "cmd/...")...),
+		to:   append([]string{"os/exec", "net", "net/http", "crypto/tls"}, m("launch", "internal/daemon", "internal/audit", "secret", "internal/memfd", "shim", "seal", "cmd/...")...),
 	},
 	{
 		why:    "foundation packages import no other envsieve package outside the foundation",
 		from:   m("internal/detect", "internal/pattern", "internal/envknob", "internal/shellcmd", "internal/peercred", "internal/trust", "internal/compiled"),
-		to:     m("sieve", "policy", "launch", "internal/daemon", "internal/audit", "secret", "shim", "seal", "redact", "cmd/..."),
+		to:     m("sieve", "policy", "launch", "internal/daemon", "internal/audit", "secret", "internal/memfd", "shim", "seal", "redact", "cmd/..."),
 		direct: true,
 	},
 	{
 		why:  "the launch is used by the daemon, never the other way",
-		from: m("launch", "policy", "sieve", "internal/audit", "secret", "shim", "seal", "redact"),
+		from: m("launch", "policy", "sieve", "internal/audit", "secret", "internal/memfd", "shim", "seal", "redact"),
 		to:   m("internal/daemon", "cmd/..."),
 	},
 	{

@@ -1,6 +1,6 @@
 //go:build linux
 
-package secret
+package memfd
 
 import (
 	"io"
@@ -15,7 +15,7 @@ import (
 // /proc/self/fd/N (what /dev/fd/N does), and nothing can change it.
 func TestMemfd(t *testing.T) {
 	const v = "memfd-value-9d2c"
-	f, err := Memfd("T", v)
+	f, err := New("T", v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package secret
+package memfd
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Memfd returns a read-only descriptor of an anonymous memory file holding
+// New returns a read-only descriptor of an anonymous memory file holding
 // value, sealed so that nothing can change, grow or shrink it. No other
 // process can open it by a path: a child gets it only by inheriting the
-// descriptor (see [Inherit]) and opens it as "/dev/fd/N" ([FDPath]). It
+// descriptor (see [Inherit]) and opens it as "/dev/fd/N" (secret.FDPath). It
 // never touches a disk, and nothing is left behind when every holder exits.
 // The descriptor is close-on-exec until the caller says otherwise.
-func Memfd(name, value string) (*os.File, error) {
+func New(name, value string) (*os.File, error) {
 	fd, err := unix.MemfdCreate("envsieve-"+name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("secret %s: memfd: %w", name, err)
@@ -45,6 +45,6 @@ func Inherit(f *os.File) error {
 	return err
 }
 
-// MemfdSupported reports whether this system delivers secrets as memory
+// Supported reports whether this system delivers secrets as memory
 // files.
-const MemfdSupported = true
+const Supported = true

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package secret
+package memfd
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 // errNoMemfd is returned where there are no sealed memory files.
 var errNoMemfd = errors.New("memory files (memfd) are Linux-only: secrets are delivered in a private directory")
 
-// Memfd is Linux-only; here it returns an error.
-func Memfd(name, value string) (*os.File, error) { return nil, errNoMemfd }
+// New is Linux-only; here it returns an error.
+func New(name, value string) (*os.File, error) { return nil, errNoMemfd }
 
 // Inherit is Linux-only; here it returns an error.
 func Inherit(f *os.File) error { return errNoMemfd }
 
-// MemfdSupported reports whether this system delivers secrets as memory
+// Supported reports whether this system delivers secrets as memory
 // files.
-const MemfdSupported = false
+const Supported = false
