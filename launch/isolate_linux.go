@@ -93,13 +93,9 @@ func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
 	return true, err
 }
 
-// isolateSealed is [Isolate] with a sealed filesystem view: the init masks
-// and write-protects spec's paths in the new mount namespace before the
-// program starts (see package seal).
-func isolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return isolateSealedWith(c, spec, "") }
-
-// isolateSealedWith is [isolateSealed] with init as the init (see
-// isolateWith).
+// isolateSealedWith is [Isolate] with a sealed filesystem view and init as
+// the init (see isolateWith): the init masks and write-protects spec's paths
+// in the new mount namespace before the program starts (see package seal).
 func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	text, err := spec.Encode()
 	if err != nil {

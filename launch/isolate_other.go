@@ -17,10 +17,6 @@ var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces 
 // [errNamespaces], and nothing is started.
 func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
 
-// isolateSealed is Linux-only: elsewhere it returns an error wrapping
-// [errNamespaces], and nothing is started.
-func isolateSealed(c *Cmd, spec seal.Spec) (*Cmd, error) { return nil, errIsolateLinux }
-
 func isolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
 
 func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {

@@ -67,12 +67,6 @@ const (
 	SealRequired = compiled.SealRequired
 )
 
-// defaultBase is the base of a policy that does not name one.
-const defaultBase = compiled.DefaultBase
-
-// defaultLimits apply where no level of a policy sets a limit.
-var defaultLimits = compiled.DefaultLimits
-
 // Client environment treatments.
 const (
 	clientFiltered = compiled.ClientFiltered
@@ -94,9 +88,6 @@ const (
 	deliverEnv  = compiled.DeliverEnv
 	DeliverFile = compiled.DeliverFile
 )
-
-// defaultSecretTimeout bounds a secret helper command.
-const defaultSecretTimeout = compiled.DefaultSecretTimeout
 
 // ValidName reports whether s is a valid environment variable name:
 // [A-Za-z_][A-Za-z0-9_]*.
