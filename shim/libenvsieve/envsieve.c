@@ -977,6 +977,29 @@ static pid_t g_fork_pid;
 
 static void fork_child(void) { g_fork_pid = (pid_t)syscall(SYS_getpid); }
 
+/* fork_prepare runs in the parent before its first fork: it binds the libc
+ * functions a forked child's exec goes through (lazy binding would
+ * otherwise look each up again in every child, from pages fork does not
+ * copy: ~12 page faults per exec of a bash loop, docs/benchmarks.md
+ * "The shim per exec"). Each call fails at once, with no effect. A process
+ * that never forks pays nothing. */
+static atomic_int g_forked;
+static void fork_prepare(void) {
+	/* A load first: a write after a fork would copy the page each time. */
+	if (atomic_load_explicit(&g_forked, memory_order_relaxed) || atomic_exchange(&g_forked, 1))
+		return;
+	int saved = errno;
+	char c;
+	const char *volatile empty = "";
+	volatile size_t none = 0;
+	if (syscall(SYS_getpid) < 0 || pread(-1, &c, 0, 0) >= 0 || close(-1) == 0 || open(empty, O_RDONLY | O_CLOEXEC) >= 0 ||
+	    access(empty, X_OK) == 0 || strrchr(empty, '/') != NULL || strlen(empty) != 0 || getpid() < 0 ||
+	    memcmp(empty, empty, none) != 0 || strncmp(empty, empty, none) != 0 || memmem(empty, none, empty, none) == NULL) {
+		/* every test is false, so every call is made; none has an effect */
+	}
+	errno = saved;
+}
+
 #define START_HERE_MAX_RSS (32L << 20) /* bytes of the caller's image kept while the program runs */
 
 /* may_start_here reports whether this process can make the start request
@@ -1531,7 +1554,7 @@ static void init(void) {
 	if (!atomic_compare_exchange_strong(&g_state, &expect, 1))
 		return;
 	resolve_real();
-	pthread_atfork(NULL, NULL, fork_child);
+	pthread_atfork(fork_prepare, NULL, fork_child);
 	g_secure = getauxval(AT_SECURE) != 0;
 	dl_iterate_phdr(readonly_segments, NULL);
 	keep_launcher();
