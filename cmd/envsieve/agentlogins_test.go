@@ -28,6 +28,8 @@ import (
 // shell word that names the file where the agent in the tree reads it
 // (its state dir's variable, else the default).
 type agentLogin struct {
+	// name names the case when one profile has several.
+	name                    string
 	profile, rel, agentPath string
 	file                    func(reals []string) string
 	// token returns the access token of the file's JSON.
@@ -46,6 +48,27 @@ var agentLogins = []agentLogin{
 		file: func(r []string) string {
 			return `{"claudeAiOauth":{"accessToken":"` + r[0] + `","refreshToken":"` + r[1] +
 				`","expiresAt":1000,"scopes":["user:inference"],"subscriptionType":"max"}}`
+		},
+		token: func(b []byte) string {
+			var f struct {
+				O struct{ AccessToken string } `json:"claudeAiOauth"`
+			}
+			json.Unmarshal(b, &f)
+			return f.O.AccessToken
+		},
+	},
+	{
+		// Claude Code's login with the tokens of an MCP server the user
+		// logged in to (mcpOAuth): the server's access token, refresh
+		// token and client secret are all r[2] and more.
+		name: "claude-mcp", profile: "claude", rel: ".claude/.credentials.json",
+		agentPath: `"${CLAUDE_CONFIG_DIR:-$HOME/.claude}/.credentials.json"`,
+		file: func(r []string) string {
+			return `{"claudeAiOauth":{"accessToken":"` + r[0] + `","refreshToken":"` + r[1] +
+				`","expiresAt":1000,"scopes":["user:inference"],"subscriptionType":"max"},` +
+				`"mcpOAuth":{"linear|0123abcd":{"serverName":"linear","serverUrl":"https://mcp.linear.app/sse","accessToken":"` + r[2] +
+				`","refreshToken":"` + r[2] + `R","expiresAt":1000,"scope":"read","clientId":"c1","clientSecret":"` + r[2] + `C"},` +
+				`"local|4567":{"serverName":"local","accessToken":"` + r[2] + `L"}}}`
 		},
 		token: func(b []byte) string {
 			var f struct {
@@ -104,7 +127,11 @@ func TestAgentLoginFiles(t *testing.T) {
 		// c-init: the namespaces made by envsieve-init (init.c), which
 		// holds the state dir as seal.Apply does.
 		for _, mech := range []string{"namespaces", "c-init", "landlock"} {
-			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech) })
+			name := ag.profile
+			if ag.name != "" {
+				name = ag.name
+			}
+			t.Run(name+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech) })
 		}
 	}
 }
@@ -781,7 +808,8 @@ func TestAgentLoginViewKeepsMasks(t *testing.T) {
 }
 
 // TestAgentLoginNotUnderstood: a login file envsieve does not fake soundly
-// (Claude Code's with the MCP servers' own OAuth tokens) stays masked, and
+// (Claude Code's with an MCP server's entry holding a secret field the
+// format does not know) stays masked, and
 // the agent's launch says so; the agent's state dir still works.
 func TestAgentLoginNotUnderstood(t *testing.T) {
 	// c-init: with envsieve-init installed, a launch with no broker could
@@ -797,7 +825,7 @@ func testAgentLoginNotUnderstood(t *testing.T, mech string) {
 	real := "sk-ant-oat01-" + strings.Repeat("Nu1x", 20)
 	mcp := "mcp-" + strings.Repeat("Nu2x", 10)
 	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"),
-		`{"claudeAiOauth":{"accessToken":"`+real+`"},"mcpOAuth":{"srv|1":{"accessToken":"`+mcp+`"}}}`)
+		`{"claudeAiOauth":{"accessToken":"`+real+`"},"mcpOAuth":{"srv|1":{"accessToken":"`+real+`M","sessionToken":"`+mcp+`"}}}`)
 	argv := []string{exe, "run", "--profile", "claude", "--", "/bin/sh", "-c",
 		`cat "$HOME/.claude/.credentials.json" "$CLAUDE_CONFIG_DIR/.credentials.json"; echo x > "$CLAUDE_CONFIG_DIR/made" && echo ran`}
 	if mech == "landlock" {
