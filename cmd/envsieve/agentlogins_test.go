@@ -860,3 +860,73 @@ func testAgentLoginNotUnderstood(t *testing.T, mech string) {
 		}
 	}
 }
+
+// TestAgentMCPTokenFiles: the other files where the agents keep tokens
+// (Codex's MCP OAuth fallback .credentials.json and its provider OAuth
+// accountgateway_oauth.json; Gemini CLI's mcp-oauth-tokens.json,
+// a2a-oauth-tokens.json and its file keychain gemini-credentials.json)
+// lie in the same writable state dirs. A hostile command of a sealed
+// launch, run as an unprivileged user, reads each at its real path and
+// through the agent's view, by both seal mechanisms, with and without
+// the agent's own login beside it (a view, or none); it finds no token.
+func TestAgentMCPTokenFiles(t *testing.T) {
+	for _, tc := range []struct {
+		profile, dir, view string
+		files              []string
+	}{
+		{"codex", ".codex", `"$CODEX_HOME"`, []string{".credentials.json", "accountgateway_oauth.json"}},
+		{"gemini", ".gemini", `"$GEMINI_CLI_HOME/.gemini"`, []string{"mcp-oauth-tokens.json", "a2a-oauth-tokens.json", "gemini-credentials.json"}},
+	} {
+		for _, mech := range []string{"namespaces", "landlock"} {
+			for _, withLogin := range []bool{true, false} {
+				name := tc.profile + "/" + mech + "/nologin"
+				if withLogin {
+					name = tc.profile + "/" + mech + "/login"
+				}
+				t.Run(name, func(t *testing.T) {
+					exe, home := unprivilegedInstall(t)
+					tag := strings.ToUpper(tc.profile[:2])
+					tok := "mcp1" + strings.Repeat(tag+"m1", 20)
+					if withLogin {
+						for _, ag := range agentLogins {
+							if ag.profile == tc.profile {
+								r := []string{"acc1" + strings.Repeat(tag+"a1", 20), "ref1" + strings.Repeat(tag+"r1", 20), "sig1" + strings.Repeat(tag+"s1", 20)}
+								writeOwned(t, filepath.Join(home, ag.rel), ag.file(r))
+							}
+						}
+					}
+					script := `echo "view: "` + tc.view + `; `
+					for _, f := range tc.files {
+						writeOwned(t, filepath.Join(home, tc.dir, f), `{"server":{"token":{"accessToken":"`+tok+`"}}}`)
+						script += `cat "$HOME/` + tc.dir + `/` + f + `" 2>&1; `
+						if withLogin {
+							script += `cat ` + tc.view + `/` + f + ` 2>&1; `
+						}
+					}
+					script += `cat "$HOME/` + tc.dir + `"/* 2>&1; echo ran`
+					argv := []string{exe, "run", "--profile", tc.profile, "--", "/bin/sh", "-c", script}
+					if mech == "landlock" {
+						noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+						copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+						argv = append([]string{noNS}, argv...)
+					}
+					cmd := exec.Command(argv[0], argv[1:]...)
+					cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+					cmd.Dir = home
+					cmd.SysProcAttr = asUnprivileged()
+					out, err := cmd.CombinedOutput()
+					got := strings.ReplaceAll(string(out), tok, "<REAL>")
+					if err != nil || !strings.HasSuffix(got, "ran\n") {
+						t.Fatalf("the tree did not run: %v\n%s", err, got)
+					}
+					if strings.Contains(string(out), tok) {
+						t.Errorf("the tree read an MCP token:\n%s", got)
+					}
+					if withLogin && !strings.Contains(got, "view: "+filepath.Join(home, tc.dir, ".envsieve-view-")) {
+						t.Errorf("the tree did not read through the agent's view:\n%s", got)
+					}
+				})
+			}
+		}
+	}
+}
