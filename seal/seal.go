@@ -176,6 +176,23 @@ var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", 
 	".codex/.credentials.json", ".codex/accountgateway_oauth.json",
 	".gemini/mcp-oauth-tokens.json", ".gemini/a2a-oauth-tokens.json", ".gemini/gemini-credentials.json"}
 
+// AgentLogins returns the agents' login and token files (those
+// [Default] masks in HOME/name) that exist in dir: the state dir named
+// name (".claude", ".codex", ".gemini") moved by the user's own variable
+// (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME), where the agent then
+// keeps them. The caller masks them.
+func AgentLogins(name, dir string) []string {
+	var out []string
+	for _, f := range agentLoginFiles {
+		if d, file, _ := strings.Cut(f, "/"); d == name {
+			if p := filepath.Join(dir, file); exists(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // Default returns envsieve's seal for a user: the built-in credential files
 // under home, the agents' login files there that exist (agentLoginFiles),
 // and the SSH private keys found there by content ([SSHPrivateKeys]), envsieve's store (in configDir) and its data directory (the

@@ -930,3 +930,57 @@ func TestAgentMCPTokenFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLoginOwnDir: a user who set CLAUDE_CONFIG_DIR, CODEX_HOME or
+// GEMINI_CLI_HOME keeps the agent's login (and its MCP token files) in
+// that directory, not the default one. A hostile command of a sealed
+// launch of that agent's profile, run as an unprivileged user, reads the
+// files there, by both seal mechanisms; it finds no token.
+func TestAgentLoginOwnDir(t *testing.T) {
+	for _, tc := range []struct {
+		profile, env, sub string
+		files             []string
+	}{
+		{"claude", "CLAUDE_CONFIG_DIR", "", []string{".credentials.json"}},
+		{"codex", "CODEX_HOME", "", []string{"auth.json", ".credentials.json"}},
+		{"gemini", "GEMINI_CLI_HOME", ".gemini", []string{"oauth_creds.json", "mcp-oauth-tokens.json"}},
+	} {
+		for _, mech := range []string{"namespaces", "landlock"} {
+			t.Run(tc.profile+"/"+mech, func(t *testing.T) {
+				exe, home := unprivilegedInstall(t)
+				tok := "own1" + strings.Repeat(strings.ToUpper(tc.profile[:2])+"o1", 20)
+				own := filepath.Join(home, "agentdirs", tc.profile)
+				dir := filepath.Join(own, tc.sub)
+				script := ""
+				for _, f := range tc.files {
+					writeOwned(t, filepath.Join(dir, f), `{"accessToken":"`+tok+`"}`)
+					script += `cat "` + filepath.Join(dir, f) + `" 2>&1; `
+				}
+				for _, d := range []string{filepath.Join(home, "agentdirs"), own, dir} {
+					if err := os.Chown(d, 65534, 65534); err != nil {
+						t.Fatal(err)
+					}
+				}
+				script += `cat "` + dir + `"/* 2>&1; echo ran`
+				argv := []string{exe, "run", "--profile", tc.profile, "--", "/bin/sh", "-c", script}
+				if mech == "landlock" {
+					noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+					copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+					argv = append([]string{noNS}, argv...)
+				}
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, tc.env + "=" + own}
+				cmd.Dir = home
+				cmd.SysProcAttr = asUnprivileged()
+				out, err := cmd.CombinedOutput()
+				got := strings.ReplaceAll(string(out), tok, "<REAL>")
+				if err != nil || !strings.HasSuffix(got, "ran\n") {
+					t.Fatalf("the tree did not run: %v\n%s", err, got)
+				}
+				if strings.Contains(string(out), tok) {
+					t.Errorf("the tree read the login in the user's own state dir:\n%s", got)
+				}
+			})
+		}
+	}
+}
