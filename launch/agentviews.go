@@ -134,6 +134,51 @@ func (l *Plan) writesStateDir(dir string) bool {
 }
 
 // setIn reports whether the environment env sets the variable name.
+// ownStateDirLogins returns the agents' login and token files in the
+// state dirs the user's own variables name (CLAUDE_CONFIG_DIR, CODEX_HOME,
+// GEMINI_CLI_HOME, set in the launcher's environment or the tree's): the
+// agent keeps its login there, not at the default path, so the seal masks
+// them too (never this launch's own view, which the tree's variable names
+// then). They are not faked (no view): the agent in the tree that reads
+// its login there is not logged in. A relative value is taken from the
+// launcher's working directory.
+func (l *Plan) ownStateDirLogins() []string {
+	var out []string
+	for _, av := range agentViews {
+		for _, env := range [][]string{l.opt.Parent, l.Env} {
+			v := envValueIn(env, av.env)
+			if v == "" || (l.logins != nil && l.logins.viewVars[av.env] == v) { // this launch's own view
+				continue
+			}
+			dir, err := filepath.Abs(v)
+			if err != nil {
+				continue
+			}
+			if av.home {
+				dir = filepath.Join(dir, av.dir)
+			}
+			for _, p := range seal.AgentLogins(av.dir, dir) {
+				if !slices.Contains(out, p) {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// envValueIn returns the value of the last name=value of env.
+func envValueIn(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
 func setIn(env []string, name string) bool {
 	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }

@@ -193,6 +193,11 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		extra = append(extra, p)
 	}
 	spec := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	for _, p := range l.ownStateDirLogins() { // CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME of the user's
+		if !slices.Contains(spec.Mask, p) {
+			spec.Mask = append(spec.Mask, p)
+		}
+	}
 	if l.logins != nil {
 		spec.Mask = append(spec.Mask, l.logins.masks...) // ~/.aws/config (fakeAWSConfig)
 	}

@@ -166,8 +166,32 @@ func CredentialFiles() []string { return append([]string(nil), credentialFiles..
 // (a namespace seal's copy, Landlock's grants entry by entry), so that it
 // holds however the file is replaced outside, and the agent then works in
 // a view of its state dir that the launcher makes (docs/design.md section
-// 9.6); a state dir with no login file stays as it is.
-var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json"}
+// 9.6); a state dir with no login file stays as it is. The agents' other
+// token files (their MCP servers' OAuth tokens, from the CLIs: Codex's
+// fallback .credentials.json and provider accountgateway_oauth.json,
+// Gemini CLI's mcp-oauth-tokens.json, a2a-oauth-tokens.json and its file
+// keychain gemini-credentials.json) are masked the same way, and not
+// faked: a view links them, and the link reaches the mask.
+var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
+	".codex/.credentials.json", ".codex/accountgateway_oauth.json",
+	".gemini/mcp-oauth-tokens.json", ".gemini/a2a-oauth-tokens.json", ".gemini/gemini-credentials.json"}
+
+// AgentLogins returns the agents' login and token files (those
+// [Default] masks in HOME/name) that exist in dir: the state dir named
+// name (".claude", ".codex", ".gemini") moved by the user's own variable
+// (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME), where the agent then
+// keeps them. The caller masks them.
+func AgentLogins(name, dir string) []string {
+	var out []string
+	for _, f := range agentLoginFiles {
+		if d, file, _ := strings.Cut(f, "/"); d == name {
+			if p := filepath.Join(dir, file); exists(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
 
 // Default returns envsieve's seal for a user: the built-in credential files
 // under home, the agents' login files there that exist (agentLoginFiles),

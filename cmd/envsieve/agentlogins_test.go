@@ -28,6 +28,8 @@ import (
 // shell word that names the file where the agent in the tree reads it
 // (its state dir's variable, else the default).
 type agentLogin struct {
+	// name names the case when one profile has several.
+	name                    string
 	profile, rel, agentPath string
 	file                    func(reals []string) string
 	// token returns the access token of the file's JSON.
@@ -46,6 +48,27 @@ var agentLogins = []agentLogin{
 		file: func(r []string) string {
 			return `{"claudeAiOauth":{"accessToken":"` + r[0] + `","refreshToken":"` + r[1] +
 				`","expiresAt":1000,"scopes":["user:inference"],"subscriptionType":"max"}}`
+		},
+		token: func(b []byte) string {
+			var f struct {
+				O struct{ AccessToken string } `json:"claudeAiOauth"`
+			}
+			json.Unmarshal(b, &f)
+			return f.O.AccessToken
+		},
+	},
+	{
+		// Claude Code's login with the tokens of an MCP server the user
+		// logged in to (mcpOAuth): the server's access token, refresh
+		// token and client secret are all r[2] and more.
+		name: "claude-mcp", profile: "claude", rel: ".claude/.credentials.json",
+		agentPath: `"${CLAUDE_CONFIG_DIR:-$HOME/.claude}/.credentials.json"`,
+		file: func(r []string) string {
+			return `{"claudeAiOauth":{"accessToken":"` + r[0] + `","refreshToken":"` + r[1] +
+				`","expiresAt":1000,"scopes":["user:inference"],"subscriptionType":"max"},` +
+				`"mcpOAuth":{"linear|0123abcd":{"serverName":"linear","serverUrl":"https://mcp.linear.app/sse","accessToken":"` + r[2] +
+				`","refreshToken":"` + r[2] + `R","expiresAt":1000,"scope":"read","clientId":"c1","clientSecret":"` + r[2] + `C"},` +
+				`"local|4567":{"serverName":"local","accessToken":"` + r[2] + `L"}}}`
 		},
 		token: func(b []byte) string {
 			var f struct {
@@ -104,7 +127,11 @@ func TestAgentLoginFiles(t *testing.T) {
 		// c-init: the namespaces made by envsieve-init (init.c), which
 		// holds the state dir as seal.Apply does.
 		for _, mech := range []string{"namespaces", "c-init", "landlock"} {
-			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech) })
+			name := ag.profile
+			if ag.name != "" {
+				name = ag.name
+			}
+			t.Run(name+"/"+mech, func(t *testing.T) { testAgentLoginFile(t, ag, mech) })
 		}
 	}
 }
@@ -781,7 +808,8 @@ func TestAgentLoginViewKeepsMasks(t *testing.T) {
 }
 
 // TestAgentLoginNotUnderstood: a login file envsieve does not fake soundly
-// (Claude Code's with the MCP servers' own OAuth tokens) stays masked, and
+// (Claude Code's with an MCP server's entry holding a secret field the
+// format does not know) stays masked, and
 // the agent's launch says so; the agent's state dir still works.
 func TestAgentLoginNotUnderstood(t *testing.T) {
 	// c-init: with envsieve-init installed, a launch with no broker could
@@ -797,7 +825,7 @@ func testAgentLoginNotUnderstood(t *testing.T, mech string) {
 	real := "sk-ant-oat01-" + strings.Repeat("Nu1x", 20)
 	mcp := "mcp-" + strings.Repeat("Nu2x", 10)
 	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"),
-		`{"claudeAiOauth":{"accessToken":"`+real+`"},"mcpOAuth":{"srv|1":{"accessToken":"`+mcp+`"}}}`)
+		`{"claudeAiOauth":{"accessToken":"`+real+`"},"mcpOAuth":{"srv|1":{"accessToken":"`+real+`M","sessionToken":"`+mcp+`"}}}`)
 	argv := []string{exe, "run", "--profile", "claude", "--", "/bin/sh", "-c",
 		`cat "$HOME/.claude/.credentials.json" "$CLAUDE_CONFIG_DIR/.credentials.json"; echo x > "$CLAUDE_CONFIG_DIR/made" && echo ran`}
 	if mech == "landlock" {
@@ -829,6 +857,130 @@ func testAgentLoginNotUnderstood(t *testing.T, mech string) {
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".envsieve") {
 			t.Errorf("the launch left %s in ~/.claude", e.Name())
+		}
+	}
+}
+
+// TestAgentMCPTokenFiles: the other files where the agents keep tokens
+// (Codex's MCP OAuth fallback .credentials.json and its provider OAuth
+// accountgateway_oauth.json; Gemini CLI's mcp-oauth-tokens.json,
+// a2a-oauth-tokens.json and its file keychain gemini-credentials.json)
+// lie in the same writable state dirs. A hostile command of a sealed
+// launch, run as an unprivileged user, reads each at its real path and
+// through the agent's view, by both seal mechanisms, with and without
+// the agent's own login beside it (a view, or none); it finds no token.
+func TestAgentMCPTokenFiles(t *testing.T) {
+	for _, tc := range []struct {
+		profile, dir, view string
+		files              []string
+	}{
+		{"codex", ".codex", `"$CODEX_HOME"`, []string{".credentials.json", "accountgateway_oauth.json"}},
+		{"gemini", ".gemini", `"$GEMINI_CLI_HOME/.gemini"`, []string{"mcp-oauth-tokens.json", "a2a-oauth-tokens.json", "gemini-credentials.json"}},
+	} {
+		for _, mech := range []string{"namespaces", "landlock"} {
+			for _, withLogin := range []bool{true, false} {
+				name := tc.profile + "/" + mech + "/nologin"
+				if withLogin {
+					name = tc.profile + "/" + mech + "/login"
+				}
+				t.Run(name, func(t *testing.T) {
+					exe, home := unprivilegedInstall(t)
+					tag := strings.ToUpper(tc.profile[:2])
+					tok := "mcp1" + strings.Repeat(tag+"m1", 20)
+					if withLogin {
+						for _, ag := range agentLogins {
+							if ag.profile == tc.profile {
+								r := []string{"acc1" + strings.Repeat(tag+"a1", 20), "ref1" + strings.Repeat(tag+"r1", 20), "sig1" + strings.Repeat(tag+"s1", 20)}
+								writeOwned(t, filepath.Join(home, ag.rel), ag.file(r))
+							}
+						}
+					}
+					script := `echo "view: "` + tc.view + `; `
+					for _, f := range tc.files {
+						writeOwned(t, filepath.Join(home, tc.dir, f), `{"server":{"token":{"accessToken":"`+tok+`"}}}`)
+						script += `cat "$HOME/` + tc.dir + `/` + f + `" 2>&1; `
+						if withLogin {
+							script += `cat ` + tc.view + `/` + f + ` 2>&1; `
+						}
+					}
+					script += `cat "$HOME/` + tc.dir + `"/* 2>&1; echo ran`
+					argv := []string{exe, "run", "--profile", tc.profile, "--", "/bin/sh", "-c", script}
+					if mech == "landlock" {
+						noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+						copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+						argv = append([]string{noNS}, argv...)
+					}
+					cmd := exec.Command(argv[0], argv[1:]...)
+					cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+					cmd.Dir = home
+					cmd.SysProcAttr = asUnprivileged()
+					out, err := cmd.CombinedOutput()
+					got := strings.ReplaceAll(string(out), tok, "<REAL>")
+					if err != nil || !strings.HasSuffix(got, "ran\n") {
+						t.Fatalf("the tree did not run: %v\n%s", err, got)
+					}
+					if strings.Contains(string(out), tok) {
+						t.Errorf("the tree read an MCP token:\n%s", got)
+					}
+					if withLogin && !strings.Contains(got, "view: "+filepath.Join(home, tc.dir, ".envsieve-view-")) {
+						t.Errorf("the tree did not read through the agent's view:\n%s", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestAgentLoginOwnDir: a user who set CLAUDE_CONFIG_DIR, CODEX_HOME or
+// GEMINI_CLI_HOME keeps the agent's login (and its MCP token files) in
+// that directory, not the default one. A hostile command of a sealed
+// launch of that agent's profile, run as an unprivileged user, reads the
+// files there, by both seal mechanisms; it finds no token.
+func TestAgentLoginOwnDir(t *testing.T) {
+	for _, tc := range []struct {
+		profile, env, sub string
+		files             []string
+	}{
+		{"claude", "CLAUDE_CONFIG_DIR", "", []string{".credentials.json"}},
+		{"codex", "CODEX_HOME", "", []string{"auth.json", ".credentials.json"}},
+		{"gemini", "GEMINI_CLI_HOME", ".gemini", []string{"oauth_creds.json", "mcp-oauth-tokens.json"}},
+	} {
+		for _, mech := range []string{"namespaces", "landlock"} {
+			t.Run(tc.profile+"/"+mech, func(t *testing.T) {
+				exe, home := unprivilegedInstall(t)
+				tok := "own1" + strings.Repeat(strings.ToUpper(tc.profile[:2])+"o1", 20)
+				own := filepath.Join(home, "agentdirs", tc.profile)
+				dir := filepath.Join(own, tc.sub)
+				script := ""
+				for _, f := range tc.files {
+					writeOwned(t, filepath.Join(dir, f), `{"accessToken":"`+tok+`"}`)
+					script += `cat "` + filepath.Join(dir, f) + `" 2>&1; `
+				}
+				for _, d := range []string{filepath.Join(home, "agentdirs"), own, dir} {
+					if err := os.Chown(d, 65534, 65534); err != nil {
+						t.Fatal(err)
+					}
+				}
+				script += `cat "` + dir + `"/* 2>&1; echo ran`
+				argv := []string{exe, "run", "--profile", tc.profile, "--", "/bin/sh", "-c", script}
+				if mech == "landlock" {
+					noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+					copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+					argv = append([]string{noNS}, argv...)
+				}
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, tc.env + "=" + own}
+				cmd.Dir = home
+				cmd.SysProcAttr = asUnprivileged()
+				out, err := cmd.CombinedOutput()
+				got := strings.ReplaceAll(string(out), tok, "<REAL>")
+				if err != nil || !strings.HasSuffix(got, "ran\n") {
+					t.Fatalf("the tree did not run: %v\n%s", err, got)
+				}
+				if strings.Contains(string(out), tok) {
+					t.Errorf("the tree read the login in the user's own state dir:\n%s", got)
+				}
+			})
 		}
 	}
 }

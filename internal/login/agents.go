@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -209,8 +210,11 @@ func fakeIDToken(fake Faker, name, real string) string {
 
 // Claude Code: ~/.claude/.credentials.json,
 // {"claudeAiOauth": {"accessToken", "refreshToken", "expiresAt", "scopes",
-// "subscriptionType", ...}}. Other top-level entries (mcpOAuth: the MCP
-// servers' own OAuth tokens) are not understood: the file is masked.
+// "subscriptionType", ...}, "mcpOAuth": {KEY: {"serverName", "serverUrl",
+// "accessToken", "refreshToken", "expiresAt", "scope", "clientId",
+// "clientSecret", "discoveryState"}}}: mcpOAuth holds the tokens of the
+// MCP servers the user logged in to (fakeMCPOAuth). Other top-level
+// entries are not understood: the file is masked.
 func fakeClaude(real []byte, fake Faker) ([]byte, []Cred, error) {
 	const f = "claude-credentials"
 	m, err := parseJSONFile(f, real)
@@ -218,39 +222,124 @@ func fakeClaude(real []byte, fake Faker) ([]byte, []Cred, error) {
 		return nil, nil, err
 	}
 	for k := range m {
-		if k != "claudeAiOauth" {
+		if k != "claudeAiOauth" && k != "mcpOAuth" {
 			return nil, nil, fmt.Errorf("%s: %s: not understood", f, k)
 		}
 	}
 	o, err := m.object(f, "claudeAiOauth")
-	if err != nil || o == nil {
-		return nil, nil, fmt.Errorf("%s: no claudeAiOauth object", f)
-	}
-	if err := checkUnknown(f, "claudeAiOauth.", o, "accessToken", "refreshToken"); err != nil {
-		return nil, nil, err
-	}
-	access, err := str(f, o, "accessToken")
 	if err != nil {
 		return nil, nil, err
 	}
-	refresh, err := str(f, o, "refreshToken")
+	mcp, err := m.object(f, "mcpOAuth")
 	if err != nil {
 		return nil, nil, err
 	}
-	if access == "" {
-		return nil, nil, fmt.Errorf("%s: no accessToken", f)
+	if o == nil && mcp == nil {
+		return nil, nil, fmt.Errorf("%s: no claudeAiOauth and no mcpOAuth object", f)
 	}
 	var creds []Cred
-	aName, rName := "claude:accessToken", "claude:refreshToken"
-	o["accessToken"] = fake(aName, access)
-	creds = append(creds, Cred{Name: aName, Real: access, Hosts: claudeAPIHosts})
-	if refresh != "" {
-		o["refreshToken"] = fake(rName, refresh)
-		creds = append(creds, Cred{Name: rName, Real: refresh, Hosts: claudeTokenHosts, In: bodyIn, Paths: claudeTokenPaths,
-			Renews: map[string]string{"access_token": aName, "refresh_token": rName}})
+	if o != nil {
+		if err := checkUnknown(f, "claudeAiOauth.", o, "accessToken", "refreshToken"); err != nil {
+			return nil, nil, err
+		}
+		access, err := str(f, o, "accessToken")
+		if err != nil {
+			return nil, nil, err
+		}
+		refresh, err := str(f, o, "refreshToken")
+		if err != nil {
+			return nil, nil, err
+		}
+		if access == "" {
+			return nil, nil, fmt.Errorf("%s: no accessToken", f)
+		}
+		aName, rName := "claude:accessToken", "claude:refreshToken"
+		o["accessToken"] = fake(aName, access)
+		creds = append(creds, Cred{Name: aName, Real: access, Hosts: claudeAPIHosts})
+		if refresh != "" {
+			o["refreshToken"] = fake(rName, refresh)
+			creds = append(creds, Cred{Name: rName, Real: refresh, Hosts: claudeTokenHosts, In: bodyIn, Paths: claudeTokenPaths,
+				Renews: map[string]string{"access_token": aName, "refresh_token": rName}})
+		}
+	}
+	var unbound []string
+	if mcp != nil {
+		bound, hidden, err := fakeMCPOAuth(f, mcp, fake)
+		if err != nil {
+			return nil, nil, err
+		}
+		creds = append(creds, bound...)
+		unbound = hidden
 	}
 	out, err := m.encode(indented(real))
-	return out, creds, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// The unbound fakes are no Cred, so register's check does not see
+	// them: the same check here.
+	for _, r := range unbound {
+		if leaks(string(out), r) {
+			return nil, nil, fmt.Errorf("%s: an MCP server's secret would stay in the fake file", f)
+		}
+	}
+	return out, creds, nil
+}
+
+// fakeMCPOAuth fakes Claude Code's mcpOAuth entries, in the order of
+// their keys. An entry's accessToken is bound to the host of its
+// serverUrl (the MCP server, which takes it as a bearer token); with no
+// serverUrl that names a host it is an unbound fake. Its refreshToken and
+// clientSecret are always unbound fakes: they go to the server's
+// authorization server, whose token endpoint the file does not name
+// (discovery finds it), and a refresh the broker does not renew would
+// hand the tree a real access token. An unbound fake is swapped nowhere:
+// when the access token expires, or has no host, the MCP server needs a
+// new login in the tree. It returns the bound credentials and the real
+// values of the unbound fakes.
+func fakeMCPOAuth(f string, mcp map[string]any, fake Faker) ([]Cred, []string, error) {
+	keys := make([]string, 0, len(mcp))
+	for k := range mcp {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var creds []Cred
+	var unbound []string
+	for _, k := range keys {
+		where := "mcpOAuth[" + strconv.Quote(k) + "]."
+		e, ok := mcp[k].(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: an mcpOAuth entry is not an object", f)
+		}
+		if err := checkUnknown(f, where, e, "accessToken", "refreshToken", "clientSecret"); err != nil {
+			return nil, nil, err
+		}
+		host := ""
+		if u, ok := e["serverUrl"].(string); ok && u != "" {
+			if h, err := hostOfURL(u); err == nil {
+				host = h
+			}
+		}
+		for _, field := range []string{"accessToken", "refreshToken", "clientSecret"} {
+			v, err := str(f, e, field)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: an mcpOAuth entry: %w", f, err)
+			}
+			if v == "" {
+				continue
+			}
+			name := "claude:mcpOAuth:" + k + ":" + field
+			fv := fake(name, v)
+			e[field] = fv
+			if field == "accessToken" && host != "" {
+				creds = append(creds, Cred{Name: name, Real: v, Hosts: []string{host}})
+			} else if fv != v {
+				// fv == v only when readBack parses the fake file
+				// again (its Faker returns the value): v is a fake then.
+				unbound = append(unbound, v)
+			}
+		}
+	}
+	return creds, unbound, nil
 }
 
 // updateClaude writes renewed tokens into Claude Code's file as Claude

@@ -21,6 +21,22 @@ func jwt(claims, sig string) string {
 	return e([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + e([]byte(claims)) + "." + sig
 }
 
+// claudeMCPFile is a Claude Code login with MCP servers' tokens: one
+// with a serverUrl, one without, one whose login is pending (empty
+// accessToken).
+var claudeMCPFile = `{"claudeAiOauth":{"accessToken":"` + realAccess + `","refreshToken":"` + realRefresh + `","expiresAt":1},` +
+	`"mcpOAuth":{"linear|a1b2":{"serverName":"linear","serverUrl":"https://mcp.linear.app/sse","accessToken":"` + realKey + `",` +
+	`"refreshToken":"` + mcpRefresh + `","expiresAt":1748658860401,"scope":"read","clientId":"client-1","clientSecret":"` + mcpSecret + `",` +
+	`"discoveryState":{"authorizationServerUrl":"https://linear.app"}},` +
+	`"nourl|c3d4":{"serverName":"nourl","accessToken":"` + mcpNoURL + `","refreshToken":"` + mcpNoURL + `R","clientSecret":"` + mcpSecret + `2"},` +
+	`"pending|e5f6":{"serverName":"p","serverUrl":"https://p.example.com","accessToken":""}}}`
+
+var (
+	mcpRefresh = "mcp-refresh-" + strings.Repeat("Q7w", 12)
+	mcpSecret  = "mcp-secret-" + strings.Repeat("Z5e", 12)
+	mcpNoURL   = "mcp-nourl-" + strings.Repeat("N4u", 12)
+)
+
 var (
 	realAccess  = "sk-ant-oat01-" + strings.Repeat("A1b2", 20)
 	realRefresh = "sk-ant-ort01-" + strings.Repeat("R9z8", 20)
@@ -30,7 +46,7 @@ var (
 
 func reals(file string) []string {
 	var out []string
-	for _, r := range []string{realAccess, realRefresh, realID, realKey} {
+	for _, r := range []string{realAccess, realRefresh, realID, realKey, mcpRefresh, mcpSecret, mcpNoURL} {
 		if strings.Contains(file, r) {
 			out = append(out, r)
 		}
@@ -53,6 +69,25 @@ func TestAgentFormats(t *testing.T) {
 					t.Errorf("other fields changed: %v", o)
 				}
 			}},
+		{"claude-credentials", claudeMCPFile,
+			[]string{"claude:accessToken", "claude:refreshToken", "claude:mcpOAuth:linear|a1b2:accessToken"},
+			func(t *testing.T, out map[string]any) {
+				mcp := out["mcpOAuth"].(map[string]any)
+				l := mcp["linear|a1b2"].(map[string]any)
+				if l["serverUrl"] != "https://mcp.linear.app/sse" || l["clientId"] != "client-1" || l["scope"] != "read" {
+					t.Errorf("other fields changed: %v", l)
+				}
+				for _, k := range []string{"accessToken", "refreshToken", "clientSecret"} {
+					if !strings.HasPrefix(mcp["nourl|c3d4"].(map[string]any)[k].(string), "FAKE") || !strings.HasPrefix(l[k].(string), "FAKE") {
+						t.Errorf("%s is not a fake", k)
+					}
+				}
+				if mcp["pending|e5f6"].(map[string]any)["accessToken"] != "" {
+					t.Errorf("an empty accessToken changed")
+				}
+			}},
+		{"claude-credentials", `{"mcpOAuth":{"s|1":{"serverName":"s","serverUrl":"http://127.0.0.1:8080/mcp","accessToken":"` + realAccess + `"}}}`,
+			[]string{"claude:mcpOAuth:s|1:accessToken"}, nil},
 		{"codex-auth",
 			"{\n  \"OPENAI_API_KEY\": null,\n  \"tokens\": {\n    \"id_token\": \"" + realID + "\",\n    \"access_token\": \"" + realAccess + "\",\n    \"refresh_token\": \"" + realRefresh + "\",\n    \"account_id\": \"acct-1\"\n  },\n  \"last_refresh\": \"2026-01-01T00:00:00Z\"\n}\n",
 			[]string{"codex:access_token", "codex:refresh_token"},
@@ -118,6 +153,15 @@ func TestAgentFormatsRefuse(t *testing.T) {
 		{"claude-credentials", `{"claudeAiOauth":{"refreshToken":"x"}}`},
 		{"claude-credentials", `{"claudeAiOauth":{"accessToken":"a"},"mcpOAuth":{"s":{"accessToken":"b"}}}`},
 		{"claude-credentials", `{"claudeAiOauth":{"accessToken":"a","sessionToken":"b"}}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":{"accessToken":"` + realAccess + `","sessionToken":"` + realKey + `"}}}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":{"accessToken":"` + realAccess + `","discoveryState":{"secret":"` + realKey + `"}}}}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":"` + realAccess + `"}}`},
+		{"claude-credentials", `{"mcpOAuth":[]}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":{"refreshToken":7}}}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":{"clientSecret":"short"}}}`},
+		{"claude-credentials", `{"mcpOAuth":{"s":{"refreshToken":"` + realRefresh + `","serverName":"` + realRefresh + `"}}}`},
+		{"claude-credentials", `{"claudeAiOauth":{"accessToken":"` + realAccess + `"},"mcpXaaIdp":{}}`},
+		{"claude-credentials", `{}`},
 		{"claude-credentials", `{"claudeAiOauth":{"accessToken":7}}`},
 		{"codex-auth", `{"OPENAI_API_KEY":null,"tokens":null}`},
 		{"codex-auth", `{"tokens":{"access_token":"a","other_secret":"b"}}`},
@@ -159,6 +203,8 @@ func TestAgentUpdate(t *testing.T) {
 // what it writes parses again to the same credentials.
 func FuzzAgentFormats(f *testing.F) {
 	f.Add([]byte(`{"claudeAiOauth":{"accessToken":"` + realAccess + `","refreshToken":"` + realRefresh + `","expiresAt":1}}`))
+	f.Add([]byte(claudeMCPFile))
+	f.Add([]byte(`{"mcpOAuth":{"a":{"serverUrl":"h:1","accessToken":"x0123456789abcdef","clientSecret":"y0123456789abcdef"},"b":{"refreshToken":"x0123456789abcdef"}}}`))
 	f.Add([]byte(`{"OPENAI_API_KEY":"` + realKey + `","tokens":{"id_token":"` + realID + `","access_token":"a\u0041\/b0123456789abcdef","refresh_token":"r0123456789abcdef"}}`))
 	f.Add([]byte(`{"access_token":"ya29.x0123456789abcdef","refresh_token":"1//y0123456789abcdef","id_token":"e.y.z","expiry_date":1e3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -175,9 +221,9 @@ func FuzzAgentFormats(f *testing.F) {
 					t.Fatalf("%s: the fake file holds %s's real value encoded", name, c.Name)
 				}
 			}
-			for _, id := range idTokens(data) {
+			for _, id := range secretValues(data) {
 				if len(id) >= minSecret && bytes.Contains(out, []byte(id)) {
-					t.Fatalf("%s: the fake file holds the real id_token", name)
+					t.Fatalf("%s: the fake file holds a real id_token, or an MCP server's unbound secret", name)
 				}
 			}
 			if _, _, err := formats[name].Fake(out, hashFaker); err != nil {
@@ -187,9 +233,10 @@ func FuzzAgentFormats(f *testing.F) {
 	})
 }
 
-// idTokens returns the string values under "id_token" keys of a JSON
-// document, at any depth.
-func idTokens(data []byte) []string {
+// secretValues returns the string values under the keys of the secrets
+// a format fakes without returning a Cred (id_token; an MCP server's
+// tokens and client secret) in a JSON document, at any depth.
+func secretValues(data []byte) []string {
 	var v any
 	if json.Unmarshal(data, &v) != nil {
 		return nil
@@ -200,7 +247,7 @@ func idTokens(data []byte) []string {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, e := range v {
-				if s, ok := e.(string); ok && k == "id_token" {
+				if s, ok := e.(string); ok && contains([]string{"id_token", "accessToken", "refreshToken", "clientSecret"}, k) {
 					out = append(out, s)
 				}
 				walk(e)
@@ -218,7 +265,7 @@ func idTokens(data []byte) []string {
 // The agents' formats are in FuzzFakers too, from the seeds of
 // FuzzAgentFormats.
 func init() {
-	fuzzSeeds["claude-credentials"] = []string{`{"claudeAiOauth":{"accessToken":"` + realAccess + `","refreshToken":"` + realRefresh + `","expiresAt":1}}`}
+	fuzzSeeds["claude-credentials"] = []string{`{"claudeAiOauth":{"accessToken":"` + realAccess + `","refreshToken":"` + realRefresh + `","expiresAt":1}}`, claudeMCPFile}
 	fuzzSeeds["codex-auth"] = []string{`{"OPENAI_API_KEY":"` + realKey + `","tokens":{"id_token":"` + realID + `","access_token":"a\u0041\/b0123456789abcdef","refresh_token":"r0123456789abcdef"}}`}
 	fuzzSeeds["gemini-oauth"] = []string{`{"access_token":"ya29.x0123456789abcdef","refresh_token":"1//y0123456789abcdef","id_token":"e.y.z","expiry_date":1e3}`}
 }
