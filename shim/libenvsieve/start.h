@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,65 @@
 static int st_conn = -1;  /* the start request's own connection */
 static int st_joined;     /* the program is in this process's group */
 static long st_prog;      /* the program's pid, from "begun", when this process can see it; else 0 */
+/* The relays: for descriptors 1 and 2 that are a pipe or a socket (what a
+ * reader waits on to its end), the launcher gets the write end of a pipe
+ * of this process's, not the descriptor itself; this process keeps the
+ * read end (st_relay[k], k 0 for 1, 1 for 2; the same pipe for both when 1
+ * and 2 are the same pipe) and copies what arrives to st_relay_to[k]. A
+ * launcher stopped with the pipe holds nothing of the caller's: when this
+ * process gives up at the bound and exits, the reader sees its end. */
+static int st_relay[2] = {-1, -1};
+static int st_relay_to[2] = {1, 2};
+
+/* st_unrelay closes the relays' read ends. */
+static void st_unrelay(void) {
+	for (int k = 0; k < 2; k++)
+		if (st_relay[k] >= 0) {
+			if (k == 0 || st_relay[1] != st_relay[0])
+				close(st_relay[k]);
+			st_relay[k] = -1;
+		}
+}
+
+/* st_pump copies what the relay k holds to its descriptor: 1 while it is
+ * open, 0 once it ended (the end of file, or the reader gone: then the
+ * read end closes, and the program's next write gets EPIPE). */
+static int st_pump(int k) {
+	if (st_relay[k] < 0)
+		return 0;
+	sigset_t pipe_sig, old;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &pipe_sig, &old);
+	ssize_t n;
+	do
+		n = splice(st_relay[k], NULL, st_relay_to[k], NULL, 1 << 16, SPLICE_F_MOVE);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EPIPE) {
+		struct timespec zero = {0, 0};
+		(void)sigtimedwait(&pipe_sig, NULL, &zero);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (n > 0)
+		return 1;
+	int shared = st_relay[0] == st_relay[1];
+	close(st_relay[k]);
+	st_relay[k] = -1;
+	if (shared)
+		st_relay[0] = st_relay[1] = -1;
+	return 0;
+}
+
+/* st_drain copies what the relays hold now, without waiting for more. */
+static void st_drain(void) {
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < 1024 && st_relay[k] >= 0; i++) {
+			struct pollfd p = {.fd = st_relay[k], .events = POLLIN};
+			if (poll(&p, 1, 0) <= 0 || !st_pump(k))
+				break;
+		}
+	}
+}
 
 /* st_send sends one packet, retrying an interrupted call. */
 static int st_send(int fd, const char *buf, size_t n, int flags) {
@@ -189,14 +249,32 @@ out:
 }
 
 /* st_files sends descriptors 0-2 (those open) to the launcher, in one F
- * packet: the reply to its G. 0 when sent. */
+ * packet: the reply to its G; for 1 and 2 that are a pipe or a socket, the
+ * write end of a relay (st_relay) in their place, so that the launcher
+ * never holds what a reader waits on. 0 when sent. */
 static int st_files(void) {
-	int fds[3], nfds = 0;
+	int fds[3], nfds = 0, wr[2] = {-1, -1};
+	struct stat one = {0};
 	char pkt[8] = {WIRE_VERSION, 'F'};
 	for (int i = 0; i < 3; i++)
 		if (fcntl(i, F_GETFD) >= 0) {
 			pkt[2 + nfds] = (char)('0' + i);
-			fds[nfds++] = i;
+			fds[nfds] = i;
+			struct stat st;
+			if (i > 0 && fstat(i, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) {
+				int k = i - 1, p[2];
+				if (k == 1 && wr[0] >= 0 && st.st_dev == one.st_dev && st.st_ino == one.st_ino) {
+					st_relay[1] = st_relay[0];
+					fds[nfds] = wr[0];
+				} else if (pipe2(p, 0) == 0) {
+					st_relay[k] = p[0];
+					wr[k] = p[1];
+					fds[nfds] = p[1];
+				}
+				if (k == 0)
+					one = st;
+			}
+			nfds++;
 		}
 	pkt[2 + nfds] = 0;
 	union {
@@ -219,6 +297,9 @@ static int st_files(void) {
 	do
 		sent = sendmsg(st_conn, &m, MSG_NOSIGNAL);
 	while (sent < 0 && errno == EINTR);
+	for (int k = 0; k < 2; k++)
+		if (wr[k] >= 0)
+			close(wr[k]);
 	return sent == (ssize_t)iov.iov_len ? 0 : -1;
 }
 
@@ -237,7 +318,15 @@ static int st_files(void) {
  * and once this process closes st_conn the launcher cannot start the
  * program. After, a timeout is ST_HELD; the launcher closing the
  * connection (it closes the descriptors first) is ST_NONE. */
+static int st_decide1(char *buf, size_t cap);
 static int st_decide(char *buf, size_t cap) {
+	int got = st_decide1(buf, cap);
+	if (got != ST_BEGUN)
+		st_unrelay(); /* nothing to copy: the caller runs the program itself, or fails closed */
+	return got;
+}
+
+static int st_decide1(char *buf, size_t cap) {
 	long deadline = st_now_ms() + ANSWER_TIMEOUT_MS;
 	int sent = 0;
 	for (;;) {
@@ -338,13 +427,17 @@ __attribute__((noreturn)) static void st_wait(const char *path) {
 		if (ended >= 0) {
 			long left = ended + ANSWER_TIMEOUT_MS - st_now_ms();
 			if (left <= 0) {
+				st_drain();
 				st_say(path, "the program ended, and the launcher did not say how in time (is it stopped?)");
 				_exit(125);
 			}
 			timeout = (int)left;
 		}
-		struct pollfd p[2] = {{.fd = st_conn, .events = POLLIN}, {.fd = pfd, .events = POLLIN}};
-		int r = poll(p, pfd >= 0 && ended < 0 ? 2 : 1, timeout);
+		struct pollfd p[4] = {{.fd = st_conn, .events = POLLIN},
+		                      {.fd = pfd >= 0 && ended < 0 ? pfd : -1, .events = POLLIN},
+		                      {.fd = st_relay[0], .events = POLLIN},
+		                      {.fd = st_relay[1] != st_relay[0] ? st_relay[1] : -1, .events = POLLIN}};
+		int r = poll(p, 4, timeout);
 		if (r < 0 && errno != EINTR) {
 			st_say(path, "the launcher went away");
 			_exit(125);
@@ -357,8 +450,10 @@ __attribute__((noreturn)) static void st_wait(const char *path) {
 				continue;
 			if (n > (ssize_t)(sizeof buf - 1))
 				n = -1; /* cut short: not an answer */
-			if (n >= 4 && buf[0] == WIRE_VERSION && buf[1] == 'E' && buf[n - 1] == 0)
+			if (n >= 4 && buf[0] == WIRE_VERSION && buf[1] == 'E' && buf[n - 1] == 0) {
+				st_drain();
 				st_finish(buf + 2);
+			}
 			if (n <= 0) {
 				st_say(path, "the launcher went away");
 				_exit(125);
@@ -366,6 +461,9 @@ __attribute__((noreturn)) static void st_wait(const char *path) {
 		}
 		if (pfd >= 0 && ended < 0 && p[1].revents)
 			ended = st_now_ms();
+		for (int k = 0; k < 2; k++)
+			if (p[2 + k].fd >= 0 && p[2 + k].revents)
+				st_pump(k);
 	}
 }
 
