@@ -6,7 +6,7 @@
 // as `pass show x` or `op read op://...` ([HostKeychainArgv] and
 // [OnePasswordArgv] give the argv of the OS keychain's and 1Password's); and
 // [Store], an encrypted file managed by `envsieve secrets`. [Files] delivers values as private files instead of
-// variables. [ParseDotenv] reads a dotenv file (run --env-file) strictly:
+// variables. internal/dotenv reads a dotenv file (run --env-file) strictly:
 // a line that does not parse is an error at its line and column.
 //
 // # Security

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/internal/dotenv"
 	"github.com/envsieve/envsieve/internal/envknob"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
@@ -195,7 +196,7 @@ func kept(res *sieve.Result) int {
 	return n
 }
 
-// readEnvFiles reads dotenv files (secret.ParseDotenv) and returns their
+// readEnvFiles reads dotenv files (dotenv.Parse) and returns their
 // values by name and the names in file order; nil, nil when there are
 // none. An op:// reference is read with 1Password's op, as the `from: op`
 // source reads it (readOpRef). A name in two files, a malformed reference
@@ -213,7 +214,7 @@ func readEnvFiles(u *cli.UI, paths []string) (map[string]string, []string, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("--env-file: %w", err)
 		}
-		entries, err := secret.ParseDotenv(path, data)
+		entries, err := dotenv.Parse(path, data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--env-file: %w", err)
 		}

@@ -1,4 +1,4 @@
-package secret
+package dotenv
 
 import (
 	"errors"
@@ -10,27 +10,27 @@ func TestParseDotenv(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want []DotenvEntry
+		want []Entry
 	}{
-		{"plain", "A=1\nB=two words\n", []DotenvEntry{{"A", "1", 1, 1}, {"B", "two words", 2, 1}}},
-		{"export, blanks, comments", "# top\n\n  export A=x # note\n\texport\tB=y\n", []DotenvEntry{{"A", "x", 3, 10}, {"B", "y", 4, 9}}},
-		{"a # inside an unquoted value", "A=abc#def\n", []DotenvEntry{{"A", "abc#def", 1, 1}}},
-		{"trailing blanks", "A=v  \t\n", []DotenvEntry{{"A", "v", 1, 1}}},
-		{"crlf", "A=v\r\nB='w'\r\n", []DotenvEntry{{"A", "v", 1, 1}, {"B", "w", 2, 1}}},
-		{"no final newline", "A=v", []DotenvEntry{{"A", "v", 1, 1}}},
-		{"empty value", "A=\nB= # c\n", []DotenvEntry{{"A", "", 1, 1}, {"B", "", 2, 1}}},
-		{"single quotes are literal", `A='x\n $Y "z" # w'` + "\n", []DotenvEntry{{"A", `x\n $Y "z" # w`, 1, 1}}},
-		{"double quotes know escapes", `A="a\nb\tc\\d\"e\'f\$g h # i" # c` + "\n", []DotenvEntry{{"A", "a\nb\tc\\d\"e'f$g h # i", 1, 1}}},
-		{"multi-line quoted", "A=\"l1\nl2\"\nB='m1\nm2'\nC=3\n", []DotenvEntry{{"A", "l1\nl2", 1, 1}, {"B", "m1\nm2", 3, 1}, {"C", "3", 5, 1}}},
-		{"quotes inside an unquoted value", `A=it's"x"` + "\n", []DotenvEntry{{"A", `it's"x"`, 1, 1}}},
-		{"export as a key", "export=1\n", []DotenvEntry{{"export", "1", 1, 1}}},
+		{"plain", "A=1\nB=two words\n", []Entry{{"A", "1", 1, 1}, {"B", "two words", 2, 1}}},
+		{"export, blanks, comments", "# top\n\n  export A=x # note\n\texport\tB=y\n", []Entry{{"A", "x", 3, 10}, {"B", "y", 4, 9}}},
+		{"a # inside an unquoted value", "A=abc#def\n", []Entry{{"A", "abc#def", 1, 1}}},
+		{"trailing blanks", "A=v  \t\n", []Entry{{"A", "v", 1, 1}}},
+		{"crlf", "A=v\r\nB='w'\r\n", []Entry{{"A", "v", 1, 1}, {"B", "w", 2, 1}}},
+		{"no final newline", "A=v", []Entry{{"A", "v", 1, 1}}},
+		{"empty value", "A=\nB= # c\n", []Entry{{"A", "", 1, 1}, {"B", "", 2, 1}}},
+		{"single quotes are literal", `A='x\n $Y "z" # w'` + "\n", []Entry{{"A", `x\n $Y "z" # w`, 1, 1}}},
+		{"double quotes know escapes", `A="a\nb\tc\\d\"e\'f\$g h # i" # c` + "\n", []Entry{{"A", "a\nb\tc\\d\"e'f$g h # i", 1, 1}}},
+		{"multi-line quoted", "A=\"l1\nl2\"\nB='m1\nm2'\nC=3\n", []Entry{{"A", "l1\nl2", 1, 1}, {"B", "m1\nm2", 3, 1}, {"C", "3", 5, 1}}},
+		{"quotes inside an unquoted value", `A=it's"x"` + "\n", []Entry{{"A", `it's"x"`, 1, 1}}},
+		{"export as a key", "export=1\n", []Entry{{"export", "1", 1, 1}}},
 		{"empty file", "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseDotenv("f.env", []byte(tt.in))
+			got, err := Parse("f.env", []byte(tt.in))
 			if err != nil {
-				t.Fatalf("ParseDotenv: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %d entries, want %d: %+v", len(got), len(tt.want), got)
@@ -64,7 +64,7 @@ func TestParseDotenvErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseDotenv("f.env", []byte(tt.in))
+			_, err := Parse("f.env", []byte(tt.in))
 			var de *dotenvError
 			if !errors.As(err, &de) {
 				t.Fatalf("got %v, want a dotenvError", err)
@@ -83,7 +83,7 @@ func FuzzParseDotenv(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := ParseDotenv("f", data)
+		got, err := Parse("f", data)
 		if err != nil {
 			var de *dotenvError
 			if !errors.As(err, &de) || de.Line < 1 || de.Col < 1 {
@@ -99,7 +99,7 @@ func FuzzParseDotenv(f *testing.F) {
 			}
 			b.WriteString(e.Key + `="` + r.Replace(e.Value) + "\"\n")
 		}
-		again, err := ParseDotenv("f", []byte(b.String()))
+		again, err := Parse("f", []byte(b.String()))
 		if err != nil {
 			t.Fatalf("round trip: %v", err)
 		}

@@ -1,4 +1,7 @@
-package secret
+// Package dotenv reads dotenv files (envsieve run --env-file) strictly: a
+// line that does not parse is an error naming the file, line and column,
+// and never the value.
+package dotenv
 
 import (
 	"bytes"
@@ -6,9 +9,9 @@ import (
 	"strings"
 )
 
-// DotenvEntry is one KEY=VALUE of a dotenv file, with the line and column
+// Entry is one KEY=VALUE of a dotenv file, with the line and column
 // (1-based, in bytes) where its key starts.
-type DotenvEntry struct {
+type Entry struct {
 	Key       string
 	Value     string
 	Line, Col int
@@ -26,7 +29,7 @@ func (e *dotenvError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-// ParseDotenv parses data, the contents of the dotenv file named file (for
+// Parse parses data, the contents of the dotenv file named file (for
 // errors), as `docker run --env-file` and `op run --env-file` read one,
 // strictly:
 //
@@ -46,14 +49,14 @@ func (e *dotenvError) Error() string {
 //     position. Lines end in \n or \r\n.
 //
 // Entries come back in file order.
-func ParseDotenv(file string, data []byte) ([]DotenvEntry, error) {
+func Parse(file string, data []byte) ([]Entry, error) {
 	p := &dotenvParser{file: file, src: data, line: 1, lineStart: 0}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		p.pos = i
 		p.fixLine()
 		return nil, p.errorf("NUL byte")
 	}
-	var out []DotenvEntry
+	var out []Entry
 	seen := map[string]int{}
 	for p.pos < len(p.src) {
 		e, err := p.entry()
@@ -140,7 +143,7 @@ func (p *dotenvParser) rest(what string) error {
 
 // entry parses one line (or, with a quoted value, more); nil for a blank
 // or comment line.
-func (p *dotenvParser) entry() (*DotenvEntry, error) {
+func (p *dotenvParser) entry() (*Entry, error) {
 	p.skipBlanks()
 	if c, ok := p.peek(); !ok || c == '#' || c == '\n' || c == '\r' {
 		return nil, p.rest("a blank")
@@ -149,7 +152,7 @@ func (p *dotenvParser) entry() (*DotenvEntry, error) {
 		p.pos += 6
 		p.skipBlanks()
 	}
-	e := &DotenvEntry{Line: p.line, Col: p.pos - p.lineStart + 1}
+	e := &Entry{Line: p.line, Col: p.pos - p.lineStart + 1}
 	start := p.pos
 	for p.pos < len(p.src) && isNameByte(p.src[p.pos], p.pos == start) {
 		p.pos++
