@@ -567,6 +567,9 @@ func (s *shimRun) Start(r *shimwire.StartRequest) (shimwire.Process, string) {
 	} else {
 		p, err = startGranted(real, r.Argv, env, r, prog)
 	}
+	if err == nil {
+		seenBy(p, r.Peer)
+	}
 	l.host.debugf("grant: %s: decided in %v, started in %v", r.Path, t1.Sub(t0), time.Since(t1))
 	if errors.Is(err, errCallerGone) {
 		s.alog.NoGrant(r.PID, r.Path, "rule "+rule.Name+": "+err.Error())

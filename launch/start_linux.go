@@ -29,9 +29,13 @@ type granted struct {
 	// pid namespace (unsealed, or sealed by Landlock), else 0: under the
 	// namespace seal the tree cannot see it.
 	visible int
-	once    sync.Once
-	code    int
-	sig     int
+	// handle is a pidfd of the program for its caller, when the caller
+	// cannot see the program and has no power over it (endHandle); nil
+	// otherwise. The shim's server sends it with "begun" and closes it.
+	handle *os.File
+	once   sync.Once
+	code   int
+	sig    int
 }
 
 func (g *granted) Joined() bool { return g.joined }
@@ -41,18 +45,20 @@ func (g *granted) Joined() bool { return g.joined }
 // "begun", so that the caller sees the program end without the launcher.
 func (g *granted) CallerPID() int { return g.visible }
 
+// EndHandle hands over the program's pidfd for its caller (nil when it
+// gets none): the shim's server sends it with "begun" and closes it.
+func (g *granted) EndHandle() *os.File {
+	h := g.handle
+	g.handle = nil
+	return h
+}
+
 // ownPidNS is the inode of the launcher's pid namespace; 0 when unknown.
 var ownPidNS = sync.OnceValue(func() uint64 { return pidNS("self") })
 
 // pidNS returns the inode of the pid namespace of the process proc names
 // under /proc; 0 when unknown.
-func pidNS(proc string) uint64 {
-	var st unix.Stat_t
-	if unix.Stat("/proc/"+proc+"/ns/pid", &st) != nil {
-		return 0
-	}
-	return st.Ino
-}
+func pidNS(proc string) uint64 { return nsInode(proc, "pid") }
 
 // visiblePID returns pid when the caller (peer, as the launcher numbers
 // it) is in the launcher's pid namespace, else 0.
@@ -66,12 +72,86 @@ func visiblePID(peer, pid int) int {
 	return pid
 }
 
+// endHandle returns a pidfd of the program (a copy of pidfd, the
+// launcher's) for a caller (peer, as the launcher numbers it) that cannot
+// see it: under the namespace seal the tree is in a pid namespace and a
+// user namespace below the launcher's, and the caller learns from the
+// pidfd only that the program has ended (poll). The kernel keeps the rest
+// from it: pidfd_send_signal refuses a signaller whose pid namespace is
+// not the program's or an ancestor of it, and what would read or take
+// from the program (pidfd_getfd, process_madvise, its namespaces) asks for
+// ptrace access, which a process without capabilities in the program's
+// user namespace does not have (TestEndHandlePowers). So a caller in the
+// launcher's own pid or user namespace, or in one that is not below it,
+// gets nil: it sees the program by its pid, or not at all.
+func endHandle(peer, pidfd int) *os.File {
+	if peer <= 0 || pidfd < 0 {
+		return nil
+	}
+	proc := strconv.Itoa(peer)
+	if !belowOwn(proc, "pid") || !belowOwn(proc, "user") {
+		return nil
+	}
+	fd, err := unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(fd), "pidfd")
+}
+
+// belowOwn reports whether the namespace of kind ("pid", "user") of the
+// process proc names under /proc is strictly below the launcher's own:
+// its parent, or its parent's parent, and so on, is the launcher's.
+func belowOwn(proc, kind string) bool {
+	own := nsInode("self", kind)
+	fd, err := unix.Open("/proc/"+proc+"/ns/"+kind, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil || own == 0 {
+		if err == nil {
+			unix.Close(fd)
+		}
+		return false
+	}
+	for depth := 0; depth < 33; depth++ { // the kernel nests at most 32
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			break
+		}
+		if st.Ino == own {
+			unix.Close(fd)
+			return depth > 0
+		}
+		// NS_GET_PARENT fails (EPERM) above the launcher's own namespace.
+		parent, err := unix.IoctlRetInt(fd, unix.NS_GET_PARENT)
+		unix.Close(fd)
+		if err != nil {
+			return false
+		}
+		fd = parent
+	}
+	unix.Close(fd)
+	return false
+}
+
+// nsInode returns the inode of the namespace of kind ("pid", "user") of
+// the process proc names under /proc; 0 when unknown.
+func nsInode(proc, kind string) uint64 {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+proc+"/ns/"+kind, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
 func (g *granted) Signal(sig syscall.Signal) { g.p.Signal(sig) }
 
 func (g *granted) Kill() { g.p.Kill() }
 
 func (g *granted) Wait() (code, sig int) {
 	g.once.Do(func() {
+		if g.handle != nil { // not sent: the caller could see the program
+			g.handle.Close()
+			g.handle = nil
+		}
 		if g.pidfd != nil {
 			g.code, g.sig = g.waitPidfd()
 			return
@@ -192,9 +272,7 @@ func startGranted(path string, argv, env []string, r *shimwire.StartRequest, pro
 		attr.Sys.Pgid = pgid
 		if p, err := os.StartProcess(path, argv, attr); err == nil {
 			closeStdio(r)
-			g := newGranted(p, pidfd, true)
-			g.visible = visiblePID(r.Peer, p.Pid)
-			return g, nil
+			return newGranted(p, pidfd, true), nil
 		} else if !errors.Is(err, syscall.EPERM) {
 			return nil, err
 		}
@@ -206,9 +284,29 @@ func startGranted(path string, argv, env []string, r *shimwire.StartRequest, pro
 		return nil, err
 	}
 	closeStdio(r)
-	g := newGranted(p, pidfd, false)
-	g.visible = visiblePID(r.Peer, p.Pid)
-	return g, nil
+	return newGranted(p, pidfd, false), nil
+}
+
+// seenBy sets what the caller (peer, as the launcher numbers it) may see
+// of the program p just started: its pid (visiblePID) or, when it cannot,
+// a pidfd (endHandle). It reads the caller's /proc entry, so it runs on
+// one of the launcher's ordinary threads: from the granter's, which the
+// seal's Landlock domain confines, the kernel refuses it (a sibling
+// domain's process cannot be inspected), and the caller would see
+// nothing.
+func seenBy(p shimwire.Process, peer int) {
+	g, ok := p.(*granted)
+	if !ok {
+		return
+	}
+	if g.visible = visiblePID(peer, g.p.Pid); g.visible > 0 || g.pidfd == nil {
+		return
+	}
+	rc, err := g.pidfd.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { g.handle = endHandle(peer, int(fd)) })
 }
 
 // closeStdio closes the launcher's copies of the caller's descriptors 0-2

@@ -149,12 +149,29 @@ func TestStoppedLauncher(t *testing.T) {
 // TestStoppedLauncherBegun stops the launcher (SIGSTOP) for 15 s while a
 // granted program it started (gh, which runs for a second) runs, as an
 // unprivileged user: the program ends on its own, and its caller, which
-// sees it end (the program shares the caller's pid namespace: an unsealed
-// launch), waits at most the documented bound more for the launcher's
-// word on how it ended, then fails closed (125), with the program's
-// output, not until the launcher runs again. Once it does, the grants
-// are back.
+// sees it end without the launcher, waits at most the documented bound
+// more for the launcher's word on how it ended, then fails closed (125),
+// with the program's output, not until the launcher runs again. Once it
+// does, the grants are back. Unsealed, the caller sees the program end
+// through its pid, and so under the Landlock seal (one pid namespace);
+// under the namespace seal, where the tree cannot see the program, through
+// a pidfd of the program the launcher sends with "begun" (docs/shim.md).
 func TestStoppedLauncherBegun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		landlock bool   // under a filter that refuses user namespaces: the seal is made by Landlock
+		debug    string // what the launcher must say, so that the case cannot pass in another mode
+	}{
+		{"unsealed", nil, false, "shim: "},
+		{"sealed by Landlock", []string{"--seal"}, true, "seal: landlock;"},
+		{"sealed by namespaces", []string{"--seal"}, false, "seal: namespaces;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { stoppedLauncherBegun(t, tc.args, tc.landlock, tc.debug) })
+	}
+}
+
+func stoppedLauncherBegun(t *testing.T, args []string, landlock bool, debug string) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	work := filepath.Join(home, "work")
@@ -169,9 +186,15 @@ func TestStoppedLauncherBegun(t *testing.T) {
 	token := "tok-for-gh-only-" + strings.Repeat("d4", 6)
 	script := `i=0; while [ $i -lt 3 ]; do s=$(date +%s%N); out=$(gh); rc=$?; e=$(date +%s%N); ` +
 		`echo "exec $(( (e-s)/1000000 )) $rc $out"; i=$((i+1)); done`
-	cmd := exec.Command(exe, "run", "--policy", pol, "--", "/bin/sh", "-c", script)
+	argv := append(append([]string{exe, "run", "--policy", pol}, args...), "--", "/bin/sh", "-c", script)
+	if landlock {
+		noNS := filepath.Join(dir, "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + sys + ":/usr/bin:/bin", "HOME=" + home, "GITHUB_TOKEN=" + token,
-		"ENVSIEVE_SHIM=" + shimtest.Lib(t)}
+		"ENVSIEVE_SHIM=" + shimtest.Lib(t), "ENVSIEVE_DEBUG=1"}
 	cmd.Dir = work
 	cmd.SysProcAttr = asUnprivileged()
 	var buf bytes.Buffer
@@ -220,6 +243,7 @@ func TestStoppedLauncherBegun(t *testing.T) {
 		took := time.Duration(ms) * time.Millisecond
 		rc, rest := f[2], strings.Join(f[3:], " ")
 		if execs == 1 {
+			t.Logf("%s", line)
 			// gh ran its second, with its grant, and ended while the
 			// launcher was stopped: the caller waited the bound for the
 			// launcher's word, then failed closed.
@@ -240,5 +264,8 @@ func TestStoppedLauncherBegun(t *testing.T) {
 	}
 	if !strings.Contains(text, "did not say how") {
 		t.Errorf("the caller did not say why it failed:\n%s", text)
+	}
+	if !strings.Contains(text, debug) {
+		t.Errorf("the launch did not run in the mode under test (no %q):\n%s", debug, text)
 	}
 }

@@ -322,7 +322,13 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 	if v, ok := p.(interface{ CallerPID() int }); ok {
 		pid = v.CallerPID()
 	}
-	if _, err := c.Write(begunAt(p.Joined(), pid)); err != nil {
+	// Where the caller cannot see it (the namespace seal), a pidfd of the
+	// program instead, which it can only poll (launch's endHandle).
+	var handle *os.File
+	if v, ok := p.(interface{ EndHandle() *os.File }); ok && pid == 0 {
+		handle = v.EndHandle()
+	}
+	if err := writeBegun(c, begunAt(p.Joined(), pid), handle); err != nil {
 		p.Kill()
 	}
 	c.SetWriteDeadline(time.Time{})
@@ -354,6 +360,18 @@ func (s *Server) start1(c *net.UnixConn, h *StartHead, files []*os.File, buf []b
 	ended.Store(true)
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write(Ended(code, sig))
+}
+
+// writeBegun sends "begun" on c, with handle (then closed) as its
+// SCM_RIGHTS when it is not nil.
+func writeBegun(c *net.UnixConn, msg []byte, handle *os.File) error {
+	if handle == nil {
+		_, err := c.Write(msg)
+		return err
+	}
+	defer handle.Close()
+	_, _, err := c.WriteMsgUnix(msg, syscall.UnixRights(int(handle.Fd())), nil)
+	return err
 }
 
 // noDeadline clears c's read deadline, unless Close (which sets every

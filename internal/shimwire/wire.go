@@ -43,7 +43,9 @@ const (
 //
 //	'G' granted   (empty)              the program will start: send descriptors 0-2 ('F')
 //	'B' begun     "g" or "o", [pid]    started, in the caller's process group or its own;
-//	                                   pid as the caller's pid namespace numbers it, when it can see it
+//	                                   pid as the caller's pid namespace numbers it, when it can see it;
+//	                                   else, under the namespace seal, SCM_RIGHTS carries a pidfd of
+//	                                   the program, to poll for its end
 //	'D' declined  reason               not started: the caller runs the program itself
 //	'E' ended     "x<code>" "s<sig>"   the program's exit
 //

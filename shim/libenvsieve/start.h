@@ -32,6 +32,7 @@
 static int st_conn = -1;  /* the start request's own connection */
 static int st_joined;     /* the program is in this process's group */
 static long st_prog;      /* the program's pid, from "begun", when this process can see it; else 0 */
+static int st_pidfd = -1; /* the program's pidfd, with "begun", when this process cannot see it (the namespace seal) */
 /* The relays: for descriptors 1 and 2 that are a pipe or a socket (what a
  * reader waits on to its end), the launcher gets the write end of a pipe
  * of this process's, not the descriptor itself; this process keeps the
@@ -144,8 +145,11 @@ static long st_now_ms(void) {
 
 /* st_answer waits for one packet from the launcher, up to timeout_ms (-1:
  * forever). Its length, 0 when the launcher closed (a reset too: it closed
- * before reading all this process sent), -1 on a timeout or an error. */
-static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
+ * before reading all this process sent), -1 on a timeout or an error. The
+ * one descriptor a packet may carry (the program's pidfd, with "begun")
+ * is put in *fd, close-on-exec; -1 when none came. Any more are closed. */
+static ssize_t st_answer(char *buf, size_t cap, int timeout_ms, int *fd) {
+	*fd = -1;
 	long deadline = st_now_ms() + timeout_ms;
 	for (;;) {
 		int left = timeout_ms < 0 ? -1 : (int)(deadline - st_now_ms());
@@ -157,9 +161,32 @@ static ssize_t st_answer(char *buf, size_t cap, int timeout_ms) {
 			continue;
 		if (r <= 0)
 			return -1;
-		ssize_t n = recv(st_conn, buf, cap, MSG_TRUNC);
+		union {
+			struct cmsghdr c;
+			char space[CMSG_SPACE(sizeof(int) * 4)];
+		} u;
+		struct iovec iov = {.iov_base = buf, .iov_len = cap};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.space, .msg_controllen = sizeof u.space};
+		ssize_t n = recvmsg(st_conn, &m, MSG_TRUNC | MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
+		for (struct cmsghdr *c = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < k; i++) {
+				int got;
+				memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+				if (*fd < 0)
+					*fd = got;
+				else
+					close(got);
+			}
+		}
+		if (n >= 0 && (m.msg_flags & MSG_CTRUNC) && *fd >= 0) {
+			close(*fd); /* more than this process takes: none is trusted */
+			*fd = -1;
+		}
 		if (n < 0 && errno == ECONNRESET)
 			return 0; /* the launcher closed with what this process sent unread */
 		if (n < 0 || (size_t)n > cap)
@@ -331,11 +358,20 @@ static int st_decide1(char *buf, size_t cap) {
 	int sent = 0;
 	for (;;) {
 		long left = deadline - st_now_ms();
-		ssize_t n = left > 0 ? st_answer(buf, cap, (int)left) : -1;
+		int fd = -1;
+		ssize_t n = left > 0 ? st_answer(buf, cap, (int)left, &fd) : -1;
+		/* A descriptor comes only with "begun" (the program's pidfd). */
+		if (fd >= 0 && !(n >= 3 && buf[1] == 'B' && sent)) {
+			close(fd);
+			fd = -1;
+		}
 		if (n == 0)
 			return ST_NONE;
-		if (n < 3 || buf[0] != WIRE_VERSION || buf[n - 1] != 0)
+		if (n < 3 || buf[0] != WIRE_VERSION || buf[n - 1] != 0) {
+			if (fd >= 0)
+				close(fd);
 			return sent ? ST_HELD : ST_NONE;
+		}
 		if (buf[1] == 'G' && n == 3 && !sent) {
 			if (st_files() != 0)
 				return ST_NONE;
@@ -359,6 +395,13 @@ static int st_decide1(char *buf, size_t cap) {
 				if (digits > 0 && *p == 0)
 					st_prog = v;
 			}
+			/* The pidfd of a program this process cannot see: kept
+			 * open (not close-on-exec) past the shim's close_cloexec;
+			 * this process never execs once the program has begun. */
+			if (fd >= 0 && st_prog == 0 && fcntl(fd, F_SETFD, 0) == 0)
+				st_pidfd = fd;
+			else if (fd >= 0)
+				close(fd);
 			return ST_BEGUN;
 		}
 		return ST_BAD;
@@ -414,13 +457,15 @@ static void st_say(const char *path, const char *msg) {
 #endif
 
 /* st_wait waits, after "begun", for the program's exit and exits as it
- * did. Where this process can see the program (st_prog, a pidfd), it sees
- * the program end without the launcher, and waits for the launcher's word
- * on how it ended (E) at most ANSWER_TIMEOUT_MS more: a launcher stopped
- * then holds it no longer than that, and it fails closed (125). */
+ * did. Through a pidfd (its own of st_prog where this process can see the
+ * program; else the launcher's, st_pidfd, under the namespace seal) it
+ * sees the program end without the launcher, and waits for the
+ * launcher's word on how it ended (E) at most ANSWER_TIMEOUT_MS more: a
+ * launcher stopped then holds it no longer than that, and it fails closed
+ * (125). */
 __attribute__((noreturn)) static void st_wait(const char *path) {
 	char buf[512];
-	int pfd = st_prog > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)st_prog, 0) : -1;
+	int pfd = st_pidfd >= 0 ? st_pidfd : st_prog > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)st_prog, 0) : -1;
 	long ended = -1; /* when the program was seen to end */
 	for (;;) {
 		int timeout = -1;
