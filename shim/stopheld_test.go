@@ -10,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/internal/shimwire"
@@ -46,7 +49,7 @@ func TestStopHeldLauncherHelper(t *testing.T) {
 			out <- "ask"
 			return nil, err.Error()
 		}
-		syscall.Kill(os.Getpid(), syscall.SIGSTOP) // the test sends SIGCONT
+		stopSelf() // the test sends SIGCONT
 		if r.Gone() {
 			out <- "gone"
 			return nil, "the caller gave up waiting"
@@ -70,11 +73,13 @@ func TestStopHeldLauncherHelper(t *testing.T) {
 // after it took the caller's descriptors and before it started the
 // program, while the tree, as an unprivileged user, runs `out=$(touch M)`.
 // What holds: the exec fails closed at the 10 s bound (exit 125, saying
-// why), without running the program in the caller's place. And the reader of the
+// why), without running the program in the caller's place, and the
+// launcher, running again, starts nothing (its caller is gone). And the reader of the
 // caller's stdout (the shell's `$(...)`, a pipe) sees its end at the bound
 // too, not when the launcher runs again: the launcher holds only the write
 // end of the caller's relay, never the caller's pipe itself.
 func TestStoppedHeldPipe(t *testing.T) {
+	t.Parallel()
 	lib := shimtest.Lib(t)
 	// The helper runs as the tree's user: the launcher serves only peers
 	// of its own uid. Its binary is a copy that user can run.
@@ -216,10 +221,19 @@ func TestStoppedHeldPipe(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("the shell did not end after the launcher ran again")
 	}
-	// Whether the launcher, running again, starts nothing is not asserted
-	// here (TestStartHeld does, without a real stop): beside the package's
-	// other tests, this test has seen it find the caller still connected
-	// and start the program, not yet understood (docs/shim.md).
+	// The launcher, running again, finds its caller gone and starts
+	// nothing: the program never ran, here or in the caller's place.
+	select {
+	case got := <-lines:
+		if got != "gone" {
+			t.Errorf("the launcher, running again: %q, want gone (nothing starts)", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the launcher did not report the request after it ran again")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program ran (in the caller's place, or started by the launcher after its caller failed closed)")
+	}
 	outFile.Seek(0, io.SeekStart)
 	text, _ := io.ReadAll(outFile)
 	for _, want := range []string{"did not start the program in time", "out=[]"} {
@@ -232,6 +246,106 @@ func TestStoppedHeldPipe(t *testing.T) {
 	if !end.Before(resumed) || waited > 11500*time.Millisecond {
 		t.Errorf("the pipe's reader ended %v after the stop, want within the bound (10 s), not when the launcher ran again (%v)", waited, stop)
 	}
+}
+
+// stopSelf stops the whole process (SIGSTOP) and returns only once it runs
+// again (SIGCONT). A SIGSTOP sent to the process, kill(getpid()), is taken
+// by a thread the kernel picks (the main thread, when it may take it),
+// and the thread that sent it runs on until that one has started the
+// group stop: for microseconds, and under load for milliseconds, in which
+// the launcher went on past its check that the caller is still there and
+// started the program, to stop only then (docs/shim.md: this test saw the
+// launcher "start the program after the caller had failed closed"). Sent
+// to the calling thread itself (tgkill), the stop is taken by that thread
+// on its way back from the system call, before it runs anything more.
+func stopSelf() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSTOP)
+}
+
+// stopSelfEnv makes the test binary TestStopSelfHelper.
+const stopSelfEnv = "ENVSIEVE_TEST_STOPSELF"
+
+// TestStopSelfHelper is not a test: run by TestStopSelf, it stops itself
+// with stopSelf and prints the monotonic clock (ns) as it returns.
+func TestStopSelfHelper(t *testing.T) {
+	if os.Getenv(stopSelfEnv) == "" {
+		return
+	}
+	// From a thread other than the main one, as a launcher's handler
+	// mostly runs: this goroutine keeps the main thread while it waits.
+	runtime.LockOSThread()
+	done := make(chan int64)
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			panic("on the main thread")
+		}
+		os.Stdout.WriteString("ready\n")
+		stopSelf()
+		done <- monotonic()
+	}()
+	os.Stdout.WriteString(strconv.FormatInt(<-done, 10) + "\n")
+	os.Exit(0)
+}
+
+// TestStopSelf: nothing after stopSelf runs before the process is
+// continued. The process, stopped from a thread other than its main one,
+// is stopped for 300 ms; stopSelf returns after the SIGCONT. (With
+// kill(getpid()) in its place, it returned 300 ms before it, in each of 4
+// runs.)
+func TestStopSelf(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		cmd := exec.Command(self, "-test.run=^TestStopSelfHelper$")
+		cmd.Env = []string{stopSelfEnv + "=1"}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		if !sc.Scan() || sc.Text() != "ready" {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the helper did not start: %q", sc.Text())
+		}
+		for j := 0; procState(cmd.Process.Pid) != "T"; j++ {
+			if j == 2000 {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal("the helper did not stop")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
+		resumed := monotonic()
+		cmd.Process.Signal(syscall.SIGCONT)
+		if !sc.Scan() {
+			t.Fatal("the helper said nothing after it ran again")
+		}
+		cmd.Wait()
+		returned, err := strconv.ParseInt(sc.Text(), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if returned < resumed {
+			t.Fatalf("stopSelf returned %v before the process was continued", time.Duration(resumed-returned))
+		}
+	}
+}
+
+// monotonic reads CLOCK_MONOTONIC, in ns, the same in every process.
+func monotonic() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // procState returns the state letter of /proc/PID/stat ("T": stopped).
