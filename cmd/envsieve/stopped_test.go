@@ -157,21 +157,27 @@ func TestStoppedLauncher(t *testing.T) {
 // under the namespace seal, where the tree cannot see the program, through
 // a pidfd of the program the launcher sends with "begun" (docs/shim.md).
 func TestStoppedLauncherBegun(t *testing.T) {
+	// gh is run as `out=$(gh)`: the shell's forked child makes the start
+	// request itself (the shim's start_here); as `out=$(sh -c 'exec gh')`,
+	// a process exec made execs envsieve-start to make it.
+	const viaStart = `sh -c 'exec gh'`
 	for _, tc := range []struct {
 		name     string
 		args     []string
 		landlock bool   // under a filter that refuses user namespaces: the seal is made by Landlock
 		debug    string // what the launcher must say, so that the case cannot pass in another mode
+		gh       string // how the tree runs gh
 	}{
-		{"unsealed", nil, false, "shim: "},
-		{"sealed by Landlock", []string{"--seal"}, true, "seal: landlock;"},
-		{"sealed by namespaces", []string{"--seal"}, false, "seal: namespaces;"},
+		{"unsealed", nil, false, "shim: ", "gh"},
+		{"sealed by Landlock", []string{"--seal"}, true, "seal: landlock;", "gh"},
+		{"sealed by namespaces", []string{"--seal"}, false, "seal: namespaces;", "gh"},
+		{"sealed by namespaces, envsieve-start", []string{"--seal"}, false, "seal: namespaces;", viaStart},
 	} {
-		t.Run(tc.name, func(t *testing.T) { stoppedLauncherBegun(t, tc.args, tc.landlock, tc.debug) })
+		t.Run(tc.name, func(t *testing.T) { stoppedLauncherBegun(t, tc.args, tc.landlock, tc.debug, tc.gh) })
 	}
 }
 
-func stoppedLauncherBegun(t *testing.T, args []string, landlock bool, debug string) {
+func stoppedLauncherBegun(t *testing.T, args []string, landlock bool, debug, gh string) {
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	work := filepath.Join(home, "work")
@@ -184,7 +190,7 @@ func stoppedLauncherBegun(t *testing.T, args []string, landlock bool, debug stri
 	pol := writePolicy(t, dir, "version: 1\nredact: {enabled: false, entropy: false}\n"+
 		"rules:\n  - name: gh\n    match: {command: gh}\n    allow: [GITHUB_TOKEN]\n")
 	token := "tok-for-gh-only-" + strings.Repeat("d4", 6)
-	script := `i=0; while [ $i -lt 3 ]; do s=$(date +%s%N); out=$(gh); rc=$?; e=$(date +%s%N); ` +
+	script := `i=0; while [ $i -lt 3 ]; do s=$(date +%s%N); out=$(` + gh + `); rc=$?; e=$(date +%s%N); ` +
 		`echo "exec $(( (e-s)/1000000 )) $rc $out"; i=$((i+1)); done`
 	argv := append(append([]string{exe, "run", "--policy", pol}, args...), "--", "/bin/sh", "-c", script)
 	if landlock {
