@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -35,17 +36,23 @@ func TestStartStrayDescriptor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	var declined atomic.Int32
+	var served sync.WaitGroup
+	served.Add(1)
 	go func() {
+		defer served.Done()
 		for {
 			c, err := ln.AcceptUnix()
 			if err != nil {
 				return
 			}
-			go declineWith(c, stray, &declined)
+			served.Add(1)
+			go func() { defer served.Done(); declineWith(c, stray, &declined) }()
 		}
 	}()
+	// Every caller is gone once run returns: the connections end.
+	defer served.Wait()
+	defer ln.Close()
 	env := append(baseEnv(lib), shimwire.EnvSock+"="+sock, shimwire.EnvExec+"=1", shimwire.EnvStart+"="+startPath(lib))
 	// ls is the program both times: in a child sh forked, and exec'd by
 	// the sh -c that sh forked and exec'd (envsieve-start's way).
