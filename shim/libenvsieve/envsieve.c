@@ -687,6 +687,18 @@ static int start_argv(const char *path, char *const argv[], struct edit *ed) {
 	return 0;
 }
 
+/* base_name returns the last element of path and its length in *n: the
+ * shim's own loop, where strrchr would fault in a page of libc in each
+ * forked child. */
+static const char *base_name(const char *path, size_t *n) {
+	const char *base = path, *p = path;
+	for (; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	*n = (size_t)(p - base);
+	return base;
+}
+
 /* rule_may_match reports whether a rule could apply to the program at
  * path: its basename matches a rule's command glob. Without the list, any
  * program may match. */
@@ -695,9 +707,9 @@ static int rule_may_match(const char *path) {
 		return 1;
 	if (path == NULL)
 		return 0;
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	return any_glob(g_rules, base, strlen(base));
+	size_t n;
+	const char *base = base_name(path, &n);
+	return any_glob(g_rules, base, n);
 }
 
 /* ---- carrying hidden keys into a new image ---- */
@@ -805,29 +817,61 @@ static int may_carry(const char *path, int fd, char *const envp[], struct edit *
 	return ok;
 }
 
+/* raw_syscall makes a system call without libc: it touches none of libc's
+ * pages (a forked child faults in each one it runs: fork does not copy the
+ * mappings of files) and leaves errno alone. -errno on failure. */
+static inline long raw_syscall(long n, long a, long b, long c, long d) {
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall" : "=a"(r) : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+	return x0;
+#else
+	int saved = errno;
+	long r = syscall(n, a, b, c, d);
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+#endif
+}
+
 /* static_program reports whether path is an ELF file without PT_INTERP: the
  * shim cannot load into it, so the programs it starts are not intercepted. */
 static int static_program(const char *path) {
 	if (path == NULL)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
+	/* The program headers are read 8 at a time: a small frame, which a
+	 * forked child's exec writes on fewer fresh pages of stack. */
 	Elf64_Ehdr eh;
-	Elf64_Phdr ph[64];
+	Elf64_Phdr ph[8];
 	int result = 0;
-	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
-	    eh.e_phnum <= 64) {
-		size_t n = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-		if (pread(fd, ph, n, (off_t)eh.e_phoff) == (ssize_t)n) {
-			result = 1;
-			for (int i = 0; i < eh.e_phnum; i++)
+	if (raw_syscall(SYS_pread64, fd, (long)&eh, sizeof eh, 0) == (long)sizeof eh &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum <= 64) {
+		result = 1;
+		for (int at = 0; result == 1 && at < eh.e_phnum; at += 8) {
+			int k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
+			long n = (long)k * (long)sizeof(Elf64_Phdr);
+			if (raw_syscall(SYS_pread64, fd, (long)ph, n, (long)(eh.e_phoff + (Elf64_Off)at * sizeof(Elf64_Phdr))) != n)
+				result = 0;
+			for (int i = 0; result == 1 && i < k; i++)
 				if (ph[i].p_type == PT_INTERP)
 					result = 0;
 		}
 	}
-	close(fd);
+	raw_syscall(SYS_close, fd, 0, 0, 0);
 	return result;
 }
 
@@ -920,21 +964,38 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	ed->interp = 0;
 	if (atomic_load(&g_state) != 2)
 		return envp;
-	int saved = errno;
+	/* errno is saved only around the calls that may set it: a forked
+	 * child's exec that asks nothing then touches no libc page for it
+	 * (static_program uses raw system calls). */
+	int saved;
 	int asked = 0;
-	if (is_exec && atomic_load(&g_interp_armed) && interp_exec(path, fd, argv)) {
+	if (is_exec && atomic_load(&g_interp_armed)) {
+		saved = errno;
+		ed->interp = interp_exec(path, fd, argv);
+		errno = saved;
+	}
+	if (ed->interp) {
 		/* The launcher already granted to this interpreter: no request. */
-		ed->interp = 1;
 		path = g_interp_path;
 	} else if (g_exec) {
-		if (static_program(path))
+		if (static_program(path)) {
+			saved = errno;
 			notice(path, "static-program");
+			errno = saved;
+		}
 		asked = rule_may_match(path);
-		ed->start = asked && allow_start && g_start && path && access(path, X_OK) == 0 &&
-		            start_argv(path, argv, ed) == 0;
+		if (asked && allow_start && g_start && path) {
+			saved = errno;
+			ed->start = access(path, X_OK) == 0 && start_argv(path, argv, ed) == 0;
+			errno = saved;
+		}
 	}
-	int carry = !ed->start && is_exec && g_nhidden && getpid() == g_hide_pid && may_carry(path, fd, envp, ed);
-	errno = saved;
+	int carry = 0;
+	if (!ed->start && is_exec && g_nhidden && getpid() == g_hide_pid) {
+		saved = errno;
+		carry = may_carry(path, fd, envp, ed);
+		errno = saved;
+	}
 	if (!g_exec && !carry)
 		return envp;
 	int strip_denies = asked && !ed->start && g_deny[0];
@@ -944,9 +1005,9 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	 * list is known. */
 	const char *drop = NULL;
 	if (g_exec && !asked && g_drop[0] && path) {
-		const char *base = strrchr(path, '/');
-		base = base ? base + 1 : path;
-		drop = drop_line(base, strlen(base));
+		size_t n;
+		const char *base = base_name(path, &n);
+		drop = drop_line(base, n);
 	}
 	if (!carry && !strip_denies && !drop && g_granted[0] == 0)
 		return envp;
@@ -999,9 +1060,12 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 /* g_fork_pid is the pid fork() returned 0 to in this image: set by the
  * atfork handler, so it is never set in a vfork or posix_spawn child (they
  * run no atfork handlers) and an exec wipes it. */
-static pid_t g_fork_pid;
+static __thread pid_t g_fork_pid __attribute__((tls_model("initial-exec")));
 
-static void fork_child(void) { g_fork_pid = (pid_t)syscall(SYS_getpid); }
+/* fork_child writes the thread's own block (beside the thread descriptor
+ * the kernel writes the child's tid into), not a page of the shim's data
+ * the child would copy, and asks for its pid with no libc call. */
+static void fork_child(void) { g_fork_pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0); }
 
 /* fork_prepare runs in the parent before its first fork: it binds the libc
  * functions a forked child's exec goes through (lazy binding would
@@ -1176,6 +1240,32 @@ static int exec_checked(struct edit *ed, char *const argv[], char *const env[]) 
 	return -1;
 }
 
+/* plain_exec reports whether rewrite would leave this exec as it is asked
+ * for: the usual exec in a tree (a program no rule names, in a process
+ * that holds no hidden or granted keys). It decides without struct edit,
+ * whose 49 KiB of stack put every frame below it on pages a forked child
+ * has never touched (three page faults per exec), and makes the
+ * static-program check rewrite would have made. 0: rewrite decides. */
+static int plain_exec(const char *path) {
+	if (atomic_load(&g_state) != 2 || atomic_load(&g_interp_armed) || !g_exec || g_nhidden || g_granted[0] ||
+	    path == NULL || rule_may_match(path))
+		return 0;
+	if (g_drop[0]) {
+		size_t n;
+		const char *base = base_name(path, &n);
+		if (drop_line(base, n))
+			return 0;
+	}
+	if (static_program(path)) {
+		int saved = errno;
+		notice(path, "static-program");
+		errno = saved;
+	}
+	return 1;
+}
+
+static int exec_edited(const char *path, int fd, const char *file, char *const argv[], char *const envp[]);
+
 /* exec_as execs path as rewrite decides: through envsieve-start, by the
  * checked descriptor, or as asked: by fd when fd >= 0 (fexecve), by a PATH
  * search for file when it is set (execvpe), else by path. When
@@ -1185,6 +1275,18 @@ static int exec_as(const char *path, int fd, const char *file, char *const argv[
 		errno = ENOSYS;
 		return -1;
 	}
+	if (!plain_exec(path))
+		return exec_edited(path, fd, file, argv, envp);
+	if (fd >= 0)
+		return real_fexecve(fd, argv, envp);
+	if (file)
+		return real_execvpe(file, argv, envp);
+	return real_execve(path, argv, envp);
+}
+
+/* exec_edited is exec_as for an exec rewrite may change. */
+__attribute__((noinline)) static int exec_edited(const char *path, int fd, const char *file, char *const argv[],
+                                                 char *const envp[]) {
 	struct edit ed;
 	char *const *env = rewrite(path, fd, argv, envp, &ed, 1, 1);
 	if (env == NULL)
