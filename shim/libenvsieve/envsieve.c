@@ -85,37 +85,63 @@ extern char **environ;
 
 /* ---- state, set once by init ---- */
 
-static atomic_int g_state;                  /* 0 new, 1 running, 2 done */
-static struct sockaddr_un g_addr;
-static socklen_t g_addrlen;                 /* 0: no launcher */
-static int g_exec;                          /* ask for exec-time grants */
-static int g_secure;                        /* AT_SECURE */
-static char g_preload[4096];                /* "LD_PRELOAD=..." to carry on */
-static char g_sockenv[160];                 /* "ENVSIEVE_SHIM_SOCK=..." */
-static char g_granted[2048];                /* names granted to this process, comma-separated */
+/* HOT places what the constructor writes and an exec reads in one small
+ * section of .data, which shares its page with the .got.plt the loader
+ * writes at every start anyway: the constructor's writes then fault in no
+ * page of their own, and a forked child's exec reads only pages its parent
+ * already has (fork copies those mappings; a page the parent never touched
+ * faults again in every child). Big, rarely used tables stay in .bss,
+ * where only the pages a process uses cost it. docs/benchmarks.md, "The
+ * shim per exec". */
+#define HOT __attribute__((section(".data.envsieve")))
+
+static atomic_int g_state HOT;              /* 0 new, 1 running, 2 done */
+static struct sockaddr_un g_addr HOT;
+static socklen_t g_addrlen HOT;             /* 0: no launcher */
+static int g_exec HOT;                      /* ask for exec-time grants */
+static int g_secure HOT;                    /* AT_SECURE */
+/* The launch's variables, copied by the constructor into the arena below:
+ * each "" when unset or too long (the caps are the limits the shim always
+ * had). The *env ones are whole "KEY=VALUE" entries carried on to the
+ * programs this one starts; the lists point at the value inside. */
+#define CAP_PRELOAD 4096                    /* "LD_PRELOAD=..." */
+#define CAP_SOCKENV 160                     /* "ENVSIEVE_SHIM_SOCK=..." */
+#define CAP_GRANTED 2048                    /* a granted list shorter than this */
+#define CAP_LIST 4096                       /* a rules, deny or drop list shorter than this */
+#define CAP_START (4096 + 32)               /* "ENVSIEVE_SHIM_START=..." */
+static const char *g_preload HOT = "";      /* "LD_PRELOAD=..." to carry on */
+static const char *g_sockenv HOT = "";      /* "ENVSIEVE_SHIM_SOCK=..." */
+static const char *g_granted HOT = "";      /* names granted to this process, comma-separated */
 #define MAX_GRANTED_VALUES 64
 #define MIN_GRANTED_VALUE 8                 /* shorter values are not looked for in others */
 static char *g_gvals[MAX_GRANTED_VALUES];  /* their values at start, copied */
 static size_t g_gvals_len[MAX_GRANTED_VALUES];
-static size_t g_ngvals;
+static size_t g_ngvals HOT;
 static char g_interp_name[256];             /* ENVSIEVE_SHIM_INTERP: the interpreter's name, */
 static char g_interp_path[4096];            /* and its real file */
-static atomic_int g_interp_armed;           /* 1 until this image's first exec */
+static atomic_int g_interp_armed HOT;       /* 1 until this image's first exec */
 static pid_t g_interp_pid;                  /* the process the launcher started */
-static int g_argc;                          /* this image's argv, from the kernel */
-static char **g_argv;
-static char g_rules[4096];                  /* rule command globs, newline-separated */
-static int g_rules_known;                   /* g_rules lists every rule: ask only on a match */
-static char g_deny[4096];                   /* the rules' deny globs, newline-separated */
-static char g_drop[4096];                   /* deny-only rules: "command\tdeny\tdeny\n..." */
-static pid_t g_hide_pid;                    /* the process that hid keys */
+static int g_argc HOT;                      /* this image's argv, from the kernel */
+static char **g_argv HOT;
+static const char *g_rules HOT = "";        /* rule command globs, newline-separated */
+static int g_rules_known HOT;               /* g_rules lists every rule: ask only on a match */
+static const char *g_deny HOT = "";         /* the rules' deny globs, newline-separated */
+static const char *g_drop HOT = "";         /* deny-only rules: "command\tdeny\tdeny\n..." */
+static pid_t g_hide_pid HOT;                /* the process that hid keys */
 static char g_hideenv[MAX_HIDE * (MAX_REPORT_NAME + 1) + 32]; /* "ENVSIEVE_SHIM_HIDE=..." for its own execs */
-static int g_hide_over;                     /* the list names more keys than the shim can hold */
+static int g_hide_over HOT;                 /* the list names more keys than the shim can hold */
+
+/* The arena the launch's variables are copied into: the small part in the
+ * hot section holds a usual launch's (a few hundred bytes), the big one
+ * whatever does not fit there, up to every cap at once. */
+static char g_arena[1024] HOT;
+static char g_arena_big[CAP_PRELOAD + CAP_SOCKENV + CAP_GRANTED + 3 * (CAP_LIST + 32) + CAP_START];
+static size_t g_arena_at HOT, g_arena_big_at HOT;
 
 /* hidden entries: "KEY=VALUE" copies; a slot's pointer is swapped, never freed */
 static _Atomic(char *) g_hidden[MAX_HIDE];
 static size_t g_hidden_len[MAX_HIDE];       /* length of KEY */
-static size_t g_nhidden;
+static size_t g_nhidden HOT;
 
 /* the report connection, shared by the threads of a process */
 static atomic_int g_fd = -1;                /* -1 none, -2 connecting, -3 gave up */
@@ -126,27 +152,27 @@ static _Atomic uint64_t g_seen[SEEN_SLOTS];
  * (string literals), by address. A read-only string cannot change, so its
  * address stands for its content. */
 #define PTR_SLOTS 1024
-#define MAX_RO 128
 static _Atomic(const char *) g_seen_ptr[PTR_SLOTS];
 static _Atomic(const char *) g_rw_ptr[PTR_SLOTS]; /* known not to be read-only */
+#define MAX_RO 64 /* ranges: an object's read-only segments, merged, are usually one */
 static struct {
 	uintptr_t lo, hi;
-} g_ro[MAX_RO];
-static int g_nro;
+} g_ro[MAX_RO] HOT;
+static int g_nro HOT;
 
 /* the real functions */
-static char *(*real_getenv)(const char *);
-static int (*real_setenv)(const char *, const char *, int);
-static int (*real_unsetenv)(const char *);
-static int (*real_putenv)(char *);
-static int (*real_clearenv)(void);
-static int (*real_execve)(const char *, char *const[], char *const[]);
-static int (*real_execvpe)(const char *, char *const[], char *const[]);
-static int (*real_fexecve)(int, char *const[], char *const[]);
+static char *(*real_getenv)(const char *) HOT;
+static int (*real_setenv)(const char *, const char *, int) HOT;
+static int (*real_unsetenv)(const char *) HOT;
+static int (*real_putenv)(char *) HOT;
+static int (*real_clearenv)(void) HOT;
+static int (*real_execve)(const char *, char *const[], char *const[]) HOT;
+static int (*real_execvpe)(const char *, char *const[], char *const[]) HOT;
+static int (*real_fexecve)(int, char *const[], char *const[]) HOT;
 static int (*real_posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-                               const posix_spawnattr_t *, char *const[], char *const[]);
+                               const posix_spawnattr_t *, char *const[], char *const[]) HOT;
 static int (*real_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-                                const posix_spawnattr_t *, char *const[], char *const[]);
+                                const posix_spawnattr_t *, char *const[], char *const[]) HOT;
 
 static void init(void);
 
@@ -458,7 +484,7 @@ static char *getenv_hiding(const char *name) { return getenv_quiet(name, strlen(
 
 /* g_plain is how getenv's fast path looks a name up: the real getenv, or
  * getenv_hiding when keys are hidden (and until the shim is ready). */
-static char *(*g_plain)(const char *) = getenv_hiding;
+static char *(*g_plain)(const char *) HOT = getenv_hiding;
 
 char *getenv(const char *name) {
 	if (atomic_load_explicit(&g_seen_ptr[ptr_slot(name)], memory_order_relaxed) != name)
@@ -661,6 +687,18 @@ static int start_argv(const char *path, char *const argv[], struct edit *ed) {
 	return 0;
 }
 
+/* base_name returns the last element of path and its length in *n: the
+ * shim's own loop, where strrchr would fault in a page of libc in each
+ * forked child. */
+static const char *base_name(const char *path, size_t *n) {
+	const char *base = path, *p = path;
+	for (; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	*n = (size_t)(p - base);
+	return base;
+}
+
 /* rule_may_match reports whether a rule could apply to the program at
  * path: its basename matches a rule's command glob. Without the list, any
  * program may match. */
@@ -669,9 +707,9 @@ static int rule_may_match(const char *path) {
 		return 1;
 	if (path == NULL)
 		return 0;
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	return any_glob(g_rules, base, strlen(base));
+	size_t n;
+	const char *base = base_name(path, &n);
+	return any_glob(g_rules, base, n);
 }
 
 /* ---- carrying hidden keys into a new image ---- */
@@ -779,43 +817,75 @@ static int may_carry(const char *path, int fd, char *const envp[], struct edit *
 	return ok;
 }
 
+/* raw_syscall makes a system call without libc: it touches none of libc's
+ * pages (a forked child faults in each one it runs: fork does not copy the
+ * mappings of files) and leaves errno alone. -errno on failure. */
+static inline long raw_syscall(long n, long a, long b, long c, long d) {
+#if defined(__x86_64__)
+	long r;
+	register long r10 __asm__("r10") = d;
+	__asm__ volatile("syscall" : "=a"(r) : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+	return r;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
+	return x0;
+#else
+	int saved = errno;
+	long r = syscall(n, a, b, c, d);
+	if (r == -1)
+		r = -errno;
+	errno = saved;
+	return r;
+#endif
+}
+
 /* static_program reports whether path is an ELF file without PT_INTERP: the
  * shim cannot load into it, so the programs it starts are not intercepted. */
 static int static_program(const char *path) {
 	if (path == NULL)
 		return 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = (int)raw_syscall(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
+	/* The program headers are read 8 at a time: a small frame, which a
+	 * forked child's exec writes on fewer fresh pages of stack. */
 	Elf64_Ehdr eh;
-	Elf64_Phdr ph[64];
+	Elf64_Phdr ph[8];
 	int result = 0;
-	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
-	    eh.e_phnum <= 64) {
-		size_t n = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-		if (pread(fd, ph, n, (off_t)eh.e_phoff) == (ssize_t)n) {
-			result = 1;
-			for (int i = 0; i < eh.e_phnum; i++)
+	if (raw_syscall(SYS_pread64, fd, (long)&eh, sizeof eh, 0) == (long)sizeof eh &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum <= 64) {
+		result = 1;
+		for (int at = 0; result == 1 && at < eh.e_phnum; at += 8) {
+			int k = eh.e_phnum - at < 8 ? eh.e_phnum - at : 8;
+			long n = (long)k * (long)sizeof(Elf64_Phdr);
+			if (raw_syscall(SYS_pread64, fd, (long)ph, n, (long)(eh.e_phoff + (Elf64_Off)at * sizeof(Elf64_Phdr))) != n)
+				result = 0;
+			for (int i = 0; result == 1 && i < k; i++)
 				if (ph[i].p_type == PT_INTERP)
 					result = 0;
 		}
 	}
-	close(fd);
+	raw_syscall(SYS_close, fd, 0, 0, 0);
 	return result;
 }
 
-static char g_rulesenv[4096 + 32];         /* "ENVSIEVE_SHIM_RULES=..." */
-static char g_denyenv[4096 + 32];          /* "ENVSIEVE_SHIM_DENY=..." */
-static char g_dropenv[4096 + 32];          /* "ENVSIEVE_SHIM_DROP=..." */
-static char g_startenv[4096 + 32];         /* "ENVSIEVE_SHIM_START=..." */
-static const char *g_start;                /* envsieve-start, inside g_startenv */
+static const char *g_rulesenv HOT = "";     /* "ENVSIEVE_SHIM_RULES=..." */
+static const char *g_denyenv HOT = "";      /* "ENVSIEVE_SHIM_DENY=..." */
+static const char *g_dropenv HOT = "";      /* "ENVSIEVE_SHIM_DROP=..." */
+static const char *g_startenv HOT = "";     /* "ENVSIEVE_SHIM_START=..." */
+static const char *g_start HOT;             /* envsieve-start, inside g_startenv */
 #define NCARRIED 7
 static const char *const carried[NCARRIED] = {"LD_PRELOAD",          "ENVSIEVE_SHIM_SOCK", "ENVSIEVE_SHIM_EXEC",
                                               "ENVSIEVE_SHIM_RULES", "ENVSIEVE_SHIM_DENY", "ENVSIEVE_SHIM_START",
                                               "ENVSIEVE_SHIM_DROP"};
-static const char *carried_env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv, g_denyenv,
-                                            g_startenv, g_dropenv};
+/* carried_env is what carried names, set by init: "" for what is not carried. */
+static const char *carried_env[NCARRIED] HOT;
 
 /* drop_line returns the deny globs (up to the end of their line) of the
  * first deny-only rule whose command glob matches the n bytes at base, or
@@ -894,21 +964,38 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	ed->interp = 0;
 	if (atomic_load(&g_state) != 2)
 		return envp;
-	int saved = errno;
+	/* errno is saved only around the calls that may set it: a forked
+	 * child's exec that asks nothing then touches no libc page for it
+	 * (static_program uses raw system calls). */
+	int saved;
 	int asked = 0;
-	if (is_exec && atomic_load(&g_interp_armed) && interp_exec(path, fd, argv)) {
+	if (is_exec && atomic_load(&g_interp_armed)) {
+		saved = errno;
+		ed->interp = interp_exec(path, fd, argv);
+		errno = saved;
+	}
+	if (ed->interp) {
 		/* The launcher already granted to this interpreter: no request. */
-		ed->interp = 1;
 		path = g_interp_path;
 	} else if (g_exec) {
-		if (static_program(path))
+		if (static_program(path)) {
+			saved = errno;
 			notice(path, "static-program");
+			errno = saved;
+		}
 		asked = rule_may_match(path);
-		ed->start = asked && allow_start && g_start && path && access(path, X_OK) == 0 &&
-		            start_argv(path, argv, ed) == 0;
+		if (asked && allow_start && g_start && path) {
+			saved = errno;
+			ed->start = access(path, X_OK) == 0 && start_argv(path, argv, ed) == 0;
+			errno = saved;
+		}
 	}
-	int carry = !ed->start && is_exec && g_nhidden && getpid() == g_hide_pid && may_carry(path, fd, envp, ed);
-	errno = saved;
+	int carry = 0;
+	if (!ed->start && is_exec && g_nhidden && getpid() == g_hide_pid) {
+		saved = errno;
+		carry = may_carry(path, fd, envp, ed);
+		errno = saved;
+	}
 	if (!g_exec && !carry)
 		return envp;
 	int strip_denies = asked && !ed->start && g_deny[0];
@@ -918,9 +1005,9 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 	 * list is known. */
 	const char *drop = NULL;
 	if (g_exec && !asked && g_drop[0] && path) {
-		const char *base = strrchr(path, '/');
-		base = base ? base + 1 : path;
-		drop = drop_line(base, strlen(base));
+		size_t n;
+		const char *base = base_name(path, &n);
+		drop = drop_line(base, n);
 	}
 	if (!carry && !strip_denies && !drop && g_granted[0] == 0)
 		return envp;
@@ -973,9 +1060,12 @@ static char *const *rewrite(const char *path, int fd, char *const argv[], char *
 /* g_fork_pid is the pid fork() returned 0 to in this image: set by the
  * atfork handler, so it is never set in a vfork or posix_spawn child (they
  * run no atfork handlers) and an exec wipes it. */
-static pid_t g_fork_pid;
+static __thread pid_t g_fork_pid __attribute__((tls_model("initial-exec")));
 
-static void fork_child(void) { g_fork_pid = (pid_t)syscall(SYS_getpid); }
+/* fork_child writes the thread's own block (beside the thread descriptor
+ * the kernel writes the child's tid into), not a page of the shim's data
+ * the child would copy, and asks for its pid with no libc call. */
+static void fork_child(void) { g_fork_pid = (pid_t)raw_syscall(SYS_getpid, 0, 0, 0, 0); }
 
 /* fork_prepare runs in the parent before its first fork: it binds the libc
  * functions a forked child's exec goes through (lazy binding would
@@ -1150,6 +1240,32 @@ static int exec_checked(struct edit *ed, char *const argv[], char *const env[]) 
 	return -1;
 }
 
+/* plain_exec reports whether rewrite would leave this exec as it is asked
+ * for: the usual exec in a tree (a program no rule names, in a process
+ * that holds no hidden or granted keys). It decides without struct edit,
+ * whose 49 KiB of stack put every frame below it on pages a forked child
+ * has never touched (three page faults per exec), and makes the
+ * static-program check rewrite would have made. 0: rewrite decides. */
+static int plain_exec(const char *path) {
+	if (atomic_load(&g_state) != 2 || atomic_load(&g_interp_armed) || !g_exec || g_nhidden || g_granted[0] ||
+	    path == NULL || rule_may_match(path))
+		return 0;
+	if (g_drop[0]) {
+		size_t n;
+		const char *base = base_name(path, &n);
+		if (drop_line(base, n))
+			return 0;
+	}
+	if (static_program(path)) {
+		int saved = errno;
+		notice(path, "static-program");
+		errno = saved;
+	}
+	return 1;
+}
+
+static int exec_edited(const char *path, int fd, const char *file, char *const argv[], char *const envp[]);
+
 /* exec_as execs path as rewrite decides: through envsieve-start, by the
  * checked descriptor, or as asked: by fd when fd >= 0 (fexecve), by a PATH
  * search for file when it is set (execvpe), else by path. When
@@ -1159,6 +1275,18 @@ static int exec_as(const char *path, int fd, const char *file, char *const argv[
 		errno = ENOSYS;
 		return -1;
 	}
+	if (!plain_exec(path))
+		return exec_edited(path, fd, file, argv, envp);
+	if (fd >= 0)
+		return real_fexecve(fd, argv, envp);
+	if (file)
+		return real_execvpe(file, argv, envp);
+	return real_execve(path, argv, envp);
+}
+
+/* exec_edited is exec_as for an exec rewrite may change. */
+__attribute__((noinline)) static int exec_edited(const char *path, int fd, const char *file, char *const argv[],
+                                                 char *const envp[]) {
 	struct edit ed;
 	char *const *env = rewrite(path, fd, argv, envp, &ed, 1, 1);
 	if (env == NULL)
@@ -1334,19 +1462,55 @@ static int env_block(uintptr_t *start, uintptr_t *end) {
 }
 
 /* readonly_segments records the read-only loaded segments of the program
- * and its libraries, for getenv's fast path. */
+ * and its libraries, for getenv's fast path. Segments are mapped whole
+ * pages at a time, so one that starts on the page where the last range
+ * ends (rounded up) extends it: an object's read-only segments take one
+ * range, not three. */
 static int readonly_segments(struct dl_phdr_info *info, size_t size, void *data) {
 	(void)size;
-	(void)data;
-	for (int i = 0; i < info->dlpi_phnum && g_nro < MAX_RO; i++) {
+	uintptr_t page = *(const uintptr_t *)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W)) {
-			g_ro[g_nro].lo = info->dlpi_addr + ph->p_vaddr;
-			g_ro[g_nro].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-			g_nro++;
+		if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W))
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (g_nro > 0 && lo >= g_ro[g_nro - 1].hi && lo <= ((g_ro[g_nro - 1].hi + page - 1) & ~(page - 1))) {
+			g_ro[g_nro - 1].hi = hi;
+			continue;
 		}
+		if (g_nro >= MAX_RO)
+			break;
+		g_ro[g_nro].lo = lo;
+		g_ro[g_nro].hi = hi;
+		g_nro++;
 	}
 	return 0;
+}
+
+/* arena_alloc takes n bytes of the arena (the hot part first), or NULL. */
+static char *arena_alloc(size_t n) {
+	char *p = NULL;
+	if (n <= sizeof g_arena - g_arena_at) {
+		p = g_arena + g_arena_at;
+		g_arena_at += n;
+	} else if (n <= sizeof g_arena_big - g_arena_big_at) {
+		p = g_arena_big + g_arena_big_at;
+		g_arena_big_at += n;
+	}
+	return p;
+}
+
+/* keep_env copies "KEY=VALUE" into the arena and returns the copy, or ""
+ * when it takes more than cap bytes (with its NUL). */
+static const char *keep_env(const char *key, const char *val, size_t cap) {
+	size_t kl = strlen(key), vl = strlen(val);
+	char *dst = kl + 1 + vl + 1 <= cap ? arena_alloc(kl + 1 + vl + 1) : NULL;
+	if (dst == NULL)
+		return "";
+	memcpy(dst, key, kl);
+	dst[kl] = '=';
+	memcpy(dst + kl + 1, val, vl + 1);
+	return dst;
 }
 
 static void copy_env(char *dst, size_t cap, const char *key, const char *val) {
@@ -1379,43 +1543,55 @@ static void resolve_real(void) {
  * switch; g_exec is set only when the address is usable. */
 static void keep_launcher(void) {
 	const char *sock = VALUE_OF(environ, "ENVSIEVE_SHIM_SOCK");
-	if ((g_addrlen = wire_addr(sock, &g_addr)) != 0) {
-		copy_env(g_sockenv, sizeof g_sockenv, "ENVSIEVE_SHIM_SOCK", sock);
-	}
+	if ((g_addrlen = wire_addr(sock, &g_addr)) != 0)
+		g_sockenv = keep_env("ENVSIEVE_SHIM_SOCK", sock, CAP_SOCKENV);
 	const char *pre = VALUE_OF(environ, "LD_PRELOAD");
 	if (pre)
-		copy_env(g_preload, sizeof g_preload, "LD_PRELOAD", pre);
+		g_preload = keep_env("LD_PRELOAD", pre, CAP_PRELOAD);
 	const char *ex = VALUE_OF(environ, "ENVSIEVE_SHIM_EXEC");
 	g_exec = ex && ex[0] == '1' && g_addrlen != 0;
+}
+
+/* keep_list keeps the list in the variable key, shorter than CAP_LIST,
+ * as "KEY=LIST" in *env and returns the list inside it; NULL when it is
+ * unset or too long (*env stays ""). */
+static const char *keep_list(const char *key, size_t klen, const char **env) {
+	const char *v = value_in(environ, key, klen);
+	if (v == NULL || strlen(v) >= CAP_LIST)
+		return NULL;
+	const char *e = keep_env(key, v, CAP_LIST + 32);
+	if (e[0] == 0)
+		return NULL;
+	*env = e;
+	return e + klen + 1;
 }
 
 /* keep_lists keeps the rule, deny and drop lists and envsieve-start's
  * path; a list too long to keep leaves the rules unknown (fail closed:
  * the launcher is asked about every program). */
 static void keep_lists(void) {
-	const char *rules = VALUE_OF(environ, "ENVSIEVE_SHIM_RULES");
-	if (rules && strlen(rules) < sizeof g_rules) {
-		memcpy(g_rules, rules, strlen(rules) + 1);
+	const char *rules = keep_list("ENVSIEVE_SHIM_RULES", LIT("ENVSIEVE_SHIM_RULES"), &g_rulesenv);
+	if (rules) {
+		g_rules = rules;
 		g_rules_known = 1;
-		copy_env(g_rulesenv, sizeof g_rulesenv, "ENVSIEVE_SHIM_RULES", rules);
 	}
-	const char *deny = VALUE_OF(environ, "ENVSIEVE_SHIM_DENY");
-	if (deny && strlen(deny) < sizeof g_deny) {
-		memcpy(g_deny, deny, strlen(deny) + 1);
-		copy_env(g_denyenv, sizeof g_denyenv, "ENVSIEVE_SHIM_DENY", deny);
-	}
-	const char *drop = VALUE_OF(environ, "ENVSIEVE_SHIM_DROP");
-	if (drop && strlen(drop) < sizeof g_drop) {
-		memcpy(g_drop, drop, strlen(drop) + 1);
-		copy_env(g_dropenv, sizeof g_dropenv, "ENVSIEVE_SHIM_DROP", drop);
-	} else if (drop) {
+	const char *deny = keep_list("ENVSIEVE_SHIM_DENY", LIT("ENVSIEVE_SHIM_DENY"), &g_denyenv);
+	if (deny)
+		g_deny = deny;
+	const char *drop = keep_list("ENVSIEVE_SHIM_DROP", LIT("ENVSIEVE_SHIM_DROP"), &g_dropenv);
+	if (drop)
+		g_drop = drop;
+	else if (VALUE_OF(environ, "ENVSIEVE_SHIM_DROP"))
 		g_rules_known = 0; /* fail closed: ask the launcher about every program */
-	}
 	const char *st = VALUE_OF(environ, "ENVSIEVE_SHIM_START");
-	if (st && *st == '/' && strlen(st) < sizeof g_startenv - 32) {
-		copy_env(g_startenv, sizeof g_startenv, "ENVSIEVE_SHIM_START", st);
-		g_start = g_startenv + LIT("ENVSIEVE_SHIM_START=");
+	if (st && *st == '/' && strlen(st) < CAP_START - 32) {
+		g_startenv = keep_env("ENVSIEVE_SHIM_START", st, CAP_START);
+		if (g_startenv[0])
+			g_start = g_startenv + LIT("ENVSIEVE_SHIM_START=");
 	}
+	const char *const env[NCARRIED] = {g_preload, g_sockenv, "ENVSIEVE_SHIM_EXEC=1", g_rulesenv,
+	                                   g_denyenv, g_startenv, g_dropenv};
+	memcpy(carried_env, env, sizeof env);
 }
 
 /* keep_granted keeps the granted names and copies their values to the
@@ -1423,8 +1599,12 @@ static void keep_lists(void) {
  * then gets no variable that holds one. */
 static void keep_granted(void) {
 	const char *gr = VALUE_OF(environ, "ENVSIEVE_SHIM_GRANTED");
-	if (gr && strlen(gr) < sizeof g_granted)
-		memcpy(g_granted, gr, strlen(gr) + 1);
+	size_t gl = gr ? strlen(gr) : 0;
+	char *kept = gr && gl < CAP_GRANTED ? arena_alloc(gl + 1) : NULL;
+	if (kept) {
+		memcpy(kept, gr, gl + 1);
+		g_granted = kept;
+	}
 	for (const char *p = g_granted; *p && g_ngvals < MAX_GRANTED_VALUES;) {
 		const char *q = p;
 		while (*q && *q != ',')
@@ -1556,7 +1736,10 @@ static void init(void) {
 	resolve_real();
 	pthread_atfork(fork_prepare, NULL, fork_child);
 	g_secure = getauxval(AT_SECURE) != 0;
-	dl_iterate_phdr(readonly_segments, NULL);
+	uintptr_t page = (uintptr_t)getauxval(AT_PAGESZ);
+	if (page == 0 || (page & (page - 1)) != 0)
+		page = 1; /* no rounding: each segment its own range */
+	dl_iterate_phdr(readonly_segments, &page);
 	keep_launcher();
 	keep_lists();
 	keep_granted();
