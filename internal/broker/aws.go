@@ -242,6 +242,8 @@ func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string
 		awsError(w, http.StatusBadGateway, "sigv4-credentials", c.Name+": the real AWS credentials: "+b.scrubString(err.Error()))
 		return nil, false
 	}
+	// The answer is scrubbed of the keys, fetched ones too.
+	b.learnAWS(c, real)
 	b.audit(Event{Kind: "swapped", Secret: c.Name, Host: target, Place: "sigv4"})
 	return c, true
 }

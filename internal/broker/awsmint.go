@@ -54,6 +54,9 @@ func (e *mintRefusal) Error() string { return e.msg }
 type awsMint struct {
 	mu    sync.RWMutex
 	creds map[string]*mintedCred
+	// learned are the real keys a source gave (fetched ones included),
+	// whose values the scrub already knows, by id and secret.
+	learned map[[2]string]bool
 }
 
 type mintedCred struct {
@@ -92,6 +95,32 @@ func (b *Broker) isAWSFake(v string) bool {
 		}
 	}
 	return false
+}
+
+// learnAWS adds the real keys a source of c gave (a file's, or fetched:
+// credential_process, SSO, assume-role) to the scrub, once: a response
+// that echoes one reaches the tree as c's fake (or, where lengths differ,
+// a fake of its own shape).
+func (b *Broker) learnAWS(c *AWSCred, real sigv4.Credentials) {
+	k := [2]string{real.AccessKeyID, real.SecretAccessKey}
+	b.mint.mu.RLock()
+	done := b.mint.learned[k]
+	b.mint.mu.RUnlock()
+	if done {
+		return
+	}
+	b.mint.mu.Lock()
+	if b.mint.learned == nil {
+		b.mint.learned = map[[2]string]bool{}
+	}
+	if len(b.mint.learned) >= maxMinted {
+		// A source that changes its keys endlessly: the oldest are
+		// forgotten rather than kept without bound.
+		clear(b.mint.learned)
+	}
+	b.mint.learned[k] = true
+	b.mint.mu.Unlock()
+	b.addScrub(awsPairs(b.cfg.Key, c.Name, real, c.Fake))
 }
 
 // awsPairs returns the scrub pairs of a set of real keys: each value to

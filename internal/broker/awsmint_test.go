@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -378,4 +379,51 @@ func FuzzAWSMintRewrite(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAWSFetchedKeysScrubbed: keys the broker fetched itself (a
+// credential_process, SSO, an assumed role: not among the launch's
+// secrets) are scrubbed from answers as a file's are: a host that echoes
+// the id, secret and session token it was signed with, in its body and a
+// header, reaches the tree with none of them.
+func TestAWSFetchedKeysScrubbed(t *testing.T) {
+	fetched := sigv4.Credentials{AccessKeyID: "ASIAFETCHEDFETCHED01", SecretAccessKey: strings.Repeat("FetchedSecret/", 3)[:40],
+		SessionToken: "IQoJb3JpZ2luX2VjEFETCH" + strings.Repeat("fetchedT0k3n+", 25)}
+	_, roots, _ := awsStandIn(t, fetched)
+	echo := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, err := sigv4.Parse(r)
+		if err != nil || s.AccessKeyID != fetched.AccessKeyID {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.Header().Set("X-Echo", fetched.SessionToken)
+		io.WriteString(w, "you are "+fetched.AccessKeyID+" with "+fetched.SecretAccessKey+" and "+fetched.SessionToken+"\n")
+	}))
+	echo.StartTLS()
+	t.Cleanup(echo.Close)
+	roots.AddCert(echo.Certificate())
+	host := echo.Listener.Addr().String()
+	fake := sigv4.Credentials{AccessKeyID: awsFake.AccessKeyID, SecretAccessKey: awsFake.SecretAccessKey,
+		SessionToken: Fake(testKey, "aws:p:token", strings.Repeat("IQoJb3JpZ2luX2VjEAoaCXVzLWVhc3QtMSJHMEUCIQD+", 9)[:356])}
+	src := AWSFunc(func(context.Context) (sigv4.Credentials, error) { return fetched, nil })
+	b, _ := startAWSBroker(t, host, roots, AWSCred{Name: "aws:p", Fake: fake, Real: src}, nil)
+	client := &http.Client{Transport: proxyTransport(t, b)}
+	r, _ := http.NewRequest("GET", "https://"+host+"/", nil)
+	clientSign(t, r, fake, "s3", hashHex(""), nil)
+	resp, err := client.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(out), "you are") {
+		t.Fatalf("status %d: %s", resp.StatusCode, out)
+	}
+	for what, s := range map[string]string{"the body": string(out), "a header": resp.Header.Get("X-Echo")} {
+		for _, v := range []string{fetched.AccessKeyID, fetched.SecretAccessKey, fetched.SessionToken} {
+			if strings.Contains(s, v) {
+				t.Errorf("%s holds a fetched real key", what)
+			}
+		}
+	}
 }
