@@ -33,10 +33,11 @@ type AWSLogin struct {
 }
 
 // awsLogins returns the AWS profiles among creds, each with the
-// endpoint_url hosts ~/.aws/config (under home, read here, outside the
-// tree) gives its profile. A config that cannot be read or understood
-// adds no host: the profile is re-signed for AWS's endpoints only.
-func awsLogins(creds []login.Cred, home string) []AWSLogin {
+// endpoint_url hosts the user's config (~/.aws/config under home, or the
+// file AWS_CONFIG_FILE names in env; read here, outside the tree) gives
+// its profile. A config that cannot be read or understood adds no host:
+// the profile is re-signed for AWS's endpoints only.
+func awsLogins(creds []login.Cred, home string, env []string) []AWSLogin {
 	var out []AWSLogin
 	var hosts map[string][]string
 	for _, c := range creds {
@@ -45,7 +46,7 @@ func awsLogins(creds []login.Cred, home string) []AWSLogin {
 		}
 		if hosts == nil {
 			hosts = map[string][]string{}
-			if data, err := os.ReadFile(filepath.Join(home, ".aws", "config")); err == nil {
+			if data, err := os.ReadFile(awsConfigPath(home, env)); err == nil {
 				if h, err := login.AWSEndpointHosts(data); err == nil {
 					hosts = h
 				}
@@ -134,7 +135,7 @@ type awsEnvKeys struct {
 // environment selects (AWS_PROFILE, else "default") in ~/.aws/config
 // under home. An id without a secret, or the other way round, is an
 // error: the launch then drops the variables rather than hand one over.
-func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, error) {
+func awsEnvLogin(env []string, home string, parent []string, faker login.Faker) (*awsEnvKeys, error) {
 	vars := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && (slices.Contains(awsEnvVars, k) || k == "AWS_PROFILE") {
@@ -147,7 +148,7 @@ func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, err
 	}
 	a := AWSLogin{Name: c.Name, Real: c.AWS.Real, Fake: c.AWS.Fake}
 	if home != "" {
-		if data, err := os.ReadFile(filepath.Join(home, ".aws", "config")); err == nil {
+		if data, err := os.ReadFile(awsConfigPath(home, parent)); err == nil {
 			if h, err := login.AWSEndpointHosts(data); err == nil {
 				profile := vars["AWS_PROFILE"]
 				if profile == "" {
@@ -234,7 +235,7 @@ type AWSState struct {
 // awsStates returns the AWS profiles among creds as explain shows them.
 func awsStates(creds []login.Cred, home string) []AWSState {
 	var out []AWSState
-	for _, a := range awsLogins(creds, home) {
+	for _, a := range awsLogins(creds, home, os.Environ()) {
 		out = append(out, AWSState{Name: a.Name, Seen: "fake", From: "file", Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
 	}
 	return out
@@ -261,7 +262,7 @@ func awsEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 	}
 	slices.Sort(vars)
 	st := &AWSState{Name: "aws:env", Vars: vars, Grant: grant, From: "env"}
-	a, err := awsEnvLogin(env, home, func(_, real string) string { return strings.Repeat("x", len(real)) })
+	a, err := awsEnvLogin(env, home, parent, func(_, real string) string { return strings.Repeat("x", len(real)) })
 	switch {
 	case noBroker:
 		st.Seen, st.Why = "real", "--no-broker"
@@ -289,7 +290,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if home == "" {
 		return nil
 	}
-	data, err := os.ReadFile(awsConfigPath(home))
+	data, err := os.ReadFile(awsConfigPath(home, os.Environ()))
 	if err != nil {
 		return nil
 	}
@@ -303,7 +304,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if sealed && broker {
 		faked := map[string]bool{}
 		if f, ok := login.ByPath(".aws/credentials"); ok {
-			if real, err := os.ReadFile(filepath.Join(home, ".aws", "credentials")); err == nil {
+			if real, err := os.ReadFile(awsCredentialsPath(home, os.Environ())); err == nil {
 				if _, creds, err := f.Fake(real, func(_, real string) string { return strings.Repeat("x", len(real)) }); err == nil {
 					for _, c := range creds {
 						faked[c.Name] = true
@@ -391,8 +392,40 @@ func (f *AWSFetch) From() string {
 	return "process"
 }
 
-// awsConfigPath is the user's ~/.aws/config under home.
-func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "config") }
+// awsConfigPath is the config file the user's aws reads: the one
+// AWS_CONFIG_FILE names in env (the user's environment), else
+// ~/.aws/config under home.
+func awsConfigPath(home string, env []string) string {
+	return awsUserFile(home, env, "AWS_CONFIG_FILE", ".aws/config")
+}
+
+// awsCredentialsPath is the credentials file the user's aws reads: the
+// one AWS_SHARED_CREDENTIALS_FILE names in env, else ~/.aws/credentials.
+func awsCredentialsPath(home string, env []string) string {
+	return awsUserFile(home, env, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials")
+}
+
+// awsUserFile returns the file the variable name of env names as
+// botocore reads it (a leading "~/" is HOME; a relative path is the
+// working directory's, the tree's too), else rel under home.
+func awsUserFile(home string, env []string, name, rel string) string {
+	v := ""
+	for _, kv := range env {
+		if x, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = x // the last copy, as os.Getenv reads a Go program's
+		}
+	}
+	if v == "" {
+		return filepath.Join(home, rel)
+	}
+	if r, ok := strings.CutPrefix(v, "~/"); ok && home != "" {
+		return filepath.Join(home, r)
+	}
+	if a, err := filepath.Abs(v); err == nil {
+		return a
+	}
+	return filepath.Clean(v)
+}
 
 // awsFetchers reads ~/.aws/config under home and returns its fake (the
 // fetching lines left out) and, for each profile that fetches keys and
@@ -406,7 +439,7 @@ func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "con
 // be run safely from outside the tree: not found in the user's PATH, a
 // relative path, or a program the tree could replace (treeCanReplace).
 func awsFetchers(home string, parent []string, writable []string, faked map[string]bool) (fakeCfg []byte, out []login.AWSFetcher, fetch map[string]*AWSFetch, hosts map[string][]string, err error) {
-	data, err := os.ReadFile(awsConfigPath(home))
+	data, err := os.ReadFile(awsConfigPath(home, parent))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -495,7 +528,7 @@ func lookPathIn(prog, path string) (string, error) {
 // and mentions either is masked; one that does not passes as it is.
 func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	home := l.host.Home
-	cfgPath := awsConfigPath(home)
+	cfgPath := awsConfigPath(home, l.opt.Parent)
 	faked := map[string]bool{}
 	for _, c := range lf.creds {
 		if c.AWS != nil {
@@ -524,7 +557,7 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	if err != nil {
 		return fmt.Errorf("login fakes: %w", err)
 	}
-	credPath := filepath.Join(home, ".aws", "credentials")
+	credPath := awsCredentialsPath(home, l.opt.Parent)
 	creds := sections
 	if dst, ok := lf.fake[credPath]; ok {
 		prev, err := os.ReadFile(dst)
@@ -543,11 +576,16 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	}
 	lf.fake[cfgPath], lf.vars["AWS_CONFIG_FILE"] = cfgDst, cfgDst
 	lf.masks = append(lf.masks, cfgPath)
+	lf.userVar(l.opt.Parent, "AWS_CONFIG_FILE")
 	credDst, err := write("credentials", creds)
 	if err != nil {
 		return fmt.Errorf("login fakes: %w", err)
 	}
 	lf.fake[credPath], lf.vars["AWS_SHARED_CREDENTIALS_FILE"] = credDst, credDst
+	if credPath != filepath.Join(home, ".aws", "credentials") && !slices.Contains(lf.masks, credPath) {
+		lf.masks = append(lf.masks, credPath) // the default is on the seal's list
+	}
+	lf.userVar(l.opt.Parent, "AWS_SHARED_CREDENTIALS_FILE")
 	for i := range lf.states {
 		if st := &lf.states[i]; st.Path == credPath && st.Seen != "fake" {
 			// The file could not be faked: its fake holds only these.
