@@ -224,8 +224,10 @@ type AWSState struct {
 	Hosts []string `json:"hosts,omitempty"`
 	// From says where the broker gets the real keys: "file" (the user's
 	// ~/.aws/credentials), "env", "process" (the profile's
-	// credential_process, run outside the tree) or "sso" (IAM Identity
-	// Center, from the SSO cache outside the tree).
+	// credential_process, run outside the tree), "sso" (IAM Identity
+	// Center, from the SSO cache outside the tree), "role" (STS
+	// AssumeRole), "web-identity" (STS AssumeRoleWithWebIdentity with the
+	// profile's token file) or "config" (static keys in the config).
 	From string `json:"from,omitempty"`
 	// Grant is true when only a rule's exec-time grant would hand the
 	// variables over, not the tree's own environment.
@@ -323,6 +325,8 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			switch {
 			case a.SSO != nil:
 				st.Why = "real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree"
+			case a.Role != nil && a.Role.TokenFile != "":
+				st.Why = "real keys from STS AssumeRoleWithWebIdentity, called by the broker with the token file, which the seal masks"
 			case a.Role != nil:
 				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
 			case a.Static != nil:
@@ -379,11 +383,14 @@ type AWSFetch struct {
 }
 
 // From says where the real keys come from, for explain: "process",
-// "sso", "role" or "config" (static keys in ~/.aws/config).
+// "sso", "role", "web-identity" or "config" (static keys in
+// ~/.aws/config).
 func (f *AWSFetch) From() string {
 	switch {
 	case f.SSO != nil:
 		return "sso"
+	case f.Role != nil && f.Role.TokenFile != "":
+		return "web-identity"
 	case f.Role != nil:
 		return "role"
 	case f.Static != nil:
@@ -468,6 +475,16 @@ func awsFetchers(home string, parent []string, writable []string, faked map[stri
 			a.Static = f.Static
 		} else if f.Role != nil {
 			a.Role, a.STS = f.Role, f.Endpoint
+			if f.Role.TokenFile != "" {
+				// Read by the broker as botocore reads it (no "~"
+				// expansion; a relative path is the working
+				// directory's); the seal masks it.
+				r := *f.Role
+				if abs, err := filepath.Abs(r.TokenFile); err == nil {
+					r.TokenFile = abs
+				}
+				a.Role = &r
+			}
 		} else if f.SSO != nil {
 			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint
 			a.CacheDir = filepath.Join(home, ".aws", "sso", "cache")
@@ -596,6 +613,10 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	for _, f := range fetchers {
 		name := "aws:" + f.Profile
 		a := AWSLogin{Name: name, Fake: keys[name], Hosts: hosts[f.Profile], Fetch: fetch[name]}
+		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, r.TokenFile) {
+			// A web identity token is a credential: the tree gets none.
+			lf.masks = append(lf.masks, r.TokenFile)
+		}
 		lf.aws = append(lf.aws, a)
 		st.AWS = append(st.AWS, AWSState{Name: name, Seen: "fake", From: a.Fetch.From(),
 			Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})

@@ -319,3 +319,37 @@ func TestFakeAWSConfig(t *testing.T) {
 		t.Errorf("a config without fetchers: masks %v", lf.masks)
 	}
 }
+
+// TestFakeAWSWebIdentity: a web identity profile (role_arn with a
+// web_identity_token_file) gets fake keys in a sealed launch, like an
+// assume-role profile: the tree's config loses its role lines, the token
+// file (a real credential, off the seal's list) is masked, and the broker
+// gets the role and the token file's path, to call
+// AssumeRoleWithWebIdentity itself.
+func TestFakeAWSWebIdentity(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+	tok := filepath.Join(home, "k8s", "token")
+	os.MkdirAll(filepath.Dir(tok), 0o700)
+	os.WriteFile(tok, []byte("eyJhbGciOiJSUzI1NiJ9.e30.sig\n"), 0o600)
+	os.WriteFile(awsConfigPath(home, nil), []byte("[profile w]\nregion = eu-west-1\nrole_arn = arn:aws:iam::1:role/irsa\n"+
+		"web_identity_token_file = "+tok+"\nrole_session_name = me\n"), 0o600)
+	l := loginPlan(home)
+	l.opt.Parent = []string{"PATH=/usr/bin", "HOME=" + home}
+	lf, err := l.fakeLogins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.removeLogins()
+	if lf == nil || !slices.Contains(lf.masks, tok) {
+		t.Fatalf("the token file is not masked: %+v", lf)
+	}
+	b, err := os.ReadFile(lf.fake[awsConfigPath(home, nil)])
+	if err != nil || string(b) != "[profile w]\nregion = eu-west-1\n" {
+		t.Errorf("the fake config %q: %v", b, err)
+	}
+	if len(lf.aws) != 1 || lf.aws[0].Name != "aws:w" || lf.aws[0].Fetch == nil || lf.aws[0].Fetch.Role == nil ||
+		lf.aws[0].Fetch.Role.TokenFile != tok || lf.aws[0].Fetch.Role.ARN != "arn:aws:iam::1:role/irsa" || lf.aws[0].Fetch.From() != "web-identity" {
+		t.Errorf("fetched %+v", lf.aws)
+	}
+}

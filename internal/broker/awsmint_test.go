@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -425,5 +426,56 @@ func TestAWSFetchedKeysScrubbed(t *testing.T) {
 				t.Errorf("%s holds a fetched real key", what)
 			}
 		}
+	}
+}
+
+// TestAWSWebIdentity: for a web identity profile the broker reads the
+// token file itself and calls STS AssumeRoleWithWebIdentity (unsigned:
+// the token is the credential), keeps the role's keys until they near
+// their expiry, and reads the file again for the next call (a projected
+// token is rotated); a refusal is an error without the token in it.
+func TestAWSWebIdentity(t *testing.T) {
+	dir := t.TempDir()
+	tokFile := dir + "/token"
+	os.WriteFile(tokFile, []byte("tok-one\n"), 0o600)
+	var mu sync.Mutex
+	var seen []string
+	sts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		q, _ := url.ParseQuery(string(body))
+		if r.Header.Get("Authorization") != "" || q.Get("Action") != "AssumeRoleWithWebIdentity" || q.Get("RoleArn") != "arn:aws:iam::1:role/irsa" ||
+			q.Get("RoleSessionName") != "me" || q.Get("WebIdentityToken") == "bad" {
+			http.Error(w, "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>", http.StatusForbidden)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, q.Get("WebIdentityToken"))
+		mu.Unlock()
+		fmt.Fprintf(w, `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>%s</AccessKeyId>`+
+			`<SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials>`+
+			`</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`, mintedTemp.AccessKeyID, mintedTemp.SecretAccessKey,
+			mintedTemp.SessionToken, time.Now().Add(2*time.Minute).UTC().Format(time.RFC3339))
+	}))
+	t.Cleanup(sts.Close)
+	a := &AWSAssumeRole{TokenFile: tokFile, RoleARN: "arn:aws:iam::1:role/irsa", SessionName: "me", Region: "eu-west-1",
+		Endpoint: sts.URL, Client: sts.Client()}
+	ctx := context.Background()
+	if c, err := a.Credentials(ctx); err != nil || c != mintedTemp {
+		t.Fatalf("%v", err)
+	}
+	os.WriteFile(tokFile, []byte("tok-two"), 0o600)
+	if c, err := a.Credentials(ctx); err != nil || c != mintedTemp { // within 5 minutes of expiry: again
+		t.Fatalf("%v", err)
+	}
+	mu.Lock()
+	if len(seen) != 2 || seen[0] != "tok-one" || seen[1] != "tok-two" {
+		t.Errorf("the stand-in saw tokens %q", seen)
+	}
+	mu.Unlock()
+	os.WriteFile(tokFile, []byte("bad"), 0o600)
+	_, err := (&AWSAssumeRole{TokenFile: tokFile, RoleARN: "arn:aws:iam::1:role/irsa", SessionName: "me", Region: "eu-west-1",
+		Endpoint: sts.URL, Client: sts.Client()}).Credentials(ctx)
+	if err == nil || strings.Contains(err.Error(), "bad") {
+		t.Errorf("a refused token: %v", err)
 	}
 }

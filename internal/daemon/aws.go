@@ -25,9 +25,14 @@ func awsFetched(f *launch.AWSFetch, cfg *broker.Config) broker.AWSSource {
 		return broker.AWSStatic(*f.Static)
 	case f.Role != nil:
 		r := f.Role
-		return &broker.AWSAssumeRole{RoleARN: r.ARN, SessionName: r.SessionName, ExternalID: r.ExternalID, Duration: r.Duration,
-			Region: r.Region, Endpoint: strings.TrimSuffix(f.STS, "/"), Client: &http.Client{Transport: upstreamTransport(cfg)},
-			Source: awsNamed{cfg, "aws:" + r.Source}}
+		a := &broker.AWSAssumeRole{RoleARN: r.ARN, SessionName: r.SessionName, ExternalID: r.ExternalID, Duration: r.Duration,
+			Region: r.Region, Endpoint: strings.TrimSuffix(f.STS, "/"), Client: &http.Client{Transport: upstreamTransport(cfg)}}
+		if r.TokenFile != "" {
+			a.TokenFile = r.TokenFile // a web identity: no source profile
+		} else {
+			a.Source = awsNamed{cfg, "aws:" + r.Source}
+		}
+		return a
 	case f.SSO != nil:
 		tr := upstreamTransport(cfg)
 		s := f.SSO
