@@ -378,8 +378,10 @@ type AWSFetch struct {
 	// profile's endpoint when it names one).
 	Role *login.AWSRoleProfile `json:"role,omitempty"`
 	STS  string                `json:"sts,omitempty"`
-	// Static are static keys the config itself holds (real values).
-	Static *login.AWSKey `json:"static,omitempty"`
+	// Static are static keys the config itself holds (real values), and
+	// ConfigFile that config: the broker re-reads it when it changes.
+	Static     *login.AWSKey `json:"static,omitempty"`
+	ConfigFile string        `json:"config_file,omitempty"`
 }
 
 // From says where the real keys come from, for explain: "process",
@@ -472,7 +474,7 @@ func awsFetchers(home string, parent []string, writable []string, faked map[stri
 		}
 		a := &AWSFetch{}
 		if f.Static != nil {
-			a.Static = f.Static
+			a.Static, a.ConfigFile = f.Static, awsConfigPath(home, parent)
 		} else if f.Role != nil {
 			a.Role, a.STS = f.Role, f.Endpoint
 			if f.Role.TokenFile != "" {
