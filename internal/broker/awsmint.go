@@ -319,7 +319,34 @@ func hasSecretName(data []byte) bool {
 			return true
 		}
 	}
-	return bytes.Contains(low, []byte(`"secretkey"`)) || bytes.Contains(low, []byte(`<secretkey`)) || bytes.Contains(low, []byte(`:secretkey`))
+	for _, n := range secretKeyForms {
+		if bytes.Contains(low, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKeyForms are the forms of Cognito's SecretKey hasSecretName
+// looks for: a whole JSON key, an XML element (with a namespace prefix
+// or not).
+var secretKeyForms = []string{`"secretkey"`, `<secretkey`, `:secretkey`}
+
+// secretNameHold returns how many bytes at the end of b could still be
+// the start of a name hasSecretName looks for: a stream holds only those
+// back, so that an event is not delayed.
+func secretNameHold(b []byte) int {
+	low := asciiLower(b[max(0, len(b)-maxSecretName):])
+	hold := 0
+	for _, n := range append(slices.Clone(secretNames), secretKeyForms...) {
+		for k := min(len(n)-1, len(low)); k > hold; k-- {
+			if strings.HasPrefix(n, string(low[len(low)-k:])) {
+				hold = k
+				break
+			}
+		}
+	}
+	return hold
 }
 
 // asciiLower lowers A-Z only, byte for byte: offsets in it are offsets
@@ -674,7 +701,8 @@ func findCredsJSON(data []byte) []credSet {
 
 // secretCutter streams a body that was not read whole, and ends it with
 // an error before any secret key field name (hasSecretName) reaches the
-// tree: it holds back the bytes that could start one.
+// tree: it holds back only the bytes at the end of a read that could
+// start one (usually none, so an event stream is not delayed).
 type secretCutter struct {
 	r    io.ReadCloser
 	buf  []byte
@@ -688,7 +716,7 @@ func (s *secretCutter) Read(p []byte) (int, error) {
 		if s.cut {
 			return 0, errSecretCut
 		}
-		ready := len(s.buf) - (maxSecretName + 1)
+		ready := len(s.buf) - secretNameHold(s.buf)
 		if s.err != nil {
 			ready = len(s.buf)
 		}

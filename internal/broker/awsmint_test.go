@@ -320,7 +320,7 @@ func TestAWSMintedKeysFaked(t *testing.T) {
 		before := log.count("denied", "aws-credentials-size")
 		_, out := do(t, "/bigtail", "", sigv4.Credentials{})
 		noMinted(t, "the answer", out)
-		if len(out) > 2<<20 || log.count("denied", "aws-credentials-size") != before+1 {
+		if bytes.Contains(bytes.ToLower(out), []byte("secretaccesskey")) || log.count("denied", "aws-credentials-size") != before+1 {
 			t.Errorf("%d bytes came, events %+v", len(out), log.events)
 		}
 	})
@@ -477,5 +477,39 @@ func TestAWSWebIdentity(t *testing.T) {
 		Endpoint: sts.URL, Client: sts.Client()}).Credentials(ctx)
 	if err == nil || strings.Contains(err.Error(), "bad") {
 		t.Errorf("a refused token: %v", err)
+	}
+}
+
+// TestAWSStreamNotHeld: an event stream from AWS (Bedrock's) is streamed:
+// each event reaches the tree as it comes, only bytes that could start a
+// secret key's name held back; a name cuts the stream before it.
+func TestAWSStreamNotHeld(t *testing.T) {
+	b, err := Start(Config{AWS: []AWSCred{{Name: "aws:default", Fake: awsFake, Real: AWSStatic(awsReal)}}, Secrets: map[string]string{},
+		Key: testKey, UID: -1, Dir: t.TempDir(), Env: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pr, pw := io.Pipe()
+	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/vnd.amazon.eventstream"}}, ContentLength: -1}
+	body, err := b.awsResponse(resp, pr, "bedrock-runtime.us-east-1.amazonaws.com:443", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1024)
+	for _, ev := range []string{"\x00\x00\x00\x20event one {\"bytes\":\"eyJ0eXBlIjoi\"}", "event two ends in secret_"} {
+		go pw.Write([]byte(ev))
+		n, err := body.Read(buf)
+		want := ev
+		if strings.HasSuffix(ev, "secret_") {
+			want = strings.TrimSuffix(ev, "secret_") // could start secret_access_key
+		}
+		if err != nil || string(buf[:n]) != want {
+			t.Fatalf("read %q, %v; want %q at once", buf[:n], err, want)
+		}
+	}
+	go func() { pw.Write([]byte("access_key\": \"x\"")); pw.Close() }()
+	if rest, err := io.ReadAll(body); err == nil || len(rest) != 0 {
+		t.Errorf("a secret key's name in a stream: %q, %v", rest, err)
 	}
 }
