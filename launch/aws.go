@@ -336,12 +336,15 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			}
 			out = append(out, st)
 		}
-		return out
+		return append(out, awsCredentialSources(fetchers)...)
 	}
 	names := slices.Sorted(maps.Keys(fetchers))
 	var out []AWSState
 	for _, p := range names {
 		st := AWSState{Name: "aws:" + p, Seen: "not faked"}
+		if strings.HasPrefix(fetchers[p], "credential_source:") {
+			continue // listed below
+		}
 		switch {
 		case fetchers[p] == "credential_process" && sealed:
 			st.Why = "no broker can run: its credential_process runs in the tree, and the keys it prints are real"
@@ -351,6 +354,36 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			st.Why = "IAM Identity Center, no broker can run: the seal masks the SSO cache, so the profile does not work in the tree"
 		default:
 			st.Why = "IAM Identity Center: the tree reads the SSO cache and gets the role's real keys"
+		}
+		out = append(out, st)
+	}
+	return append(out, awsCredentialSources(fetchers)...)
+}
+
+// awsCredentialSources says, for explain, what a tree gets of the
+// assume-role profiles with a credential_source (fetchers as
+// login.AWSConfigFetchers gives them): the broker assumes none itself.
+// With Environment the source keys are the environment's (fakes in a
+// launch with a broker), and the role's keys STS answers reach the tree as
+// fresh fakes (broker: "Keys AWS mints"); with the machine's metadata
+// service (Ec2InstanceMetadata, EcsContainer) the tree asks it itself, not
+// through the broker, and gets its real keys.
+func awsCredentialSources(fetchers map[string]string) []AWSState {
+	var out []AWSState
+	for _, p := range slices.Sorted(maps.Keys(fetchers)) {
+		src, ok := strings.CutPrefix(fetchers[p], "credential_source:")
+		if !ok {
+			continue
+		}
+		st := AWSState{Name: "aws:" + p, Seen: "not faked", From: "credential_source"}
+		switch src {
+		case "Environment":
+			st.Why = "credential_source Environment: the tree assumes the role with the environment's keys, through the broker when they are fakes, and the keys STS answers reach it as fresh fakes"
+		case "Ec2InstanceMetadata", "EcsContainer":
+			st.Seen = "real"
+			st.Why = "credential_source " + src + ": the tree asks the machine's metadata service itself, not through the broker, and gets its real keys"
+		default:
+			st.Why = "credential_source " + src + ": not one botocore knows"
 		}
 		out = append(out, st)
 	}
