@@ -74,7 +74,8 @@ type Event struct {
 	// the binding does not allow, egress), "swapped", "reloaded" (the
 	// secret's real value read anew, Config.Reload), or "renewed" (a
 	// token endpoint's response gave a secret a new real value; the child
-	// got a new fake).
+	// got a new fake), or "minted" (an answer from AWS held new AWS keys:
+	// the child got fakes, the broker keeps the keys; awsmint.go).
 	Kind string
 	// Secret is the secret's name; "" when none is concerned.
 	Secret string
