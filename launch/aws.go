@@ -33,10 +33,11 @@ type AWSLogin struct {
 }
 
 // awsLogins returns the AWS profiles among creds, each with the
-// endpoint_url hosts ~/.aws/config (under home, read here, outside the
-// tree) gives its profile. A config that cannot be read or understood
-// adds no host: the profile is re-signed for AWS's endpoints only.
-func awsLogins(creds []login.Cred, home string) []AWSLogin {
+// endpoint_url hosts the user's config (~/.aws/config under home, or the
+// file AWS_CONFIG_FILE names in env; read here, outside the tree) gives
+// its profile. A config that cannot be read or understood adds no host:
+// the profile is re-signed for AWS's endpoints only.
+func awsLogins(creds []login.Cred, home string, env []string) []AWSLogin {
 	var out []AWSLogin
 	var hosts map[string][]string
 	for _, c := range creds {
@@ -45,7 +46,7 @@ func awsLogins(creds []login.Cred, home string) []AWSLogin {
 		}
 		if hosts == nil {
 			hosts = map[string][]string{}
-			if data, err := os.ReadFile(filepath.Join(home, ".aws", "config")); err == nil {
+			if data, err := os.ReadFile(awsConfigPath(home, env)); err == nil {
 				if h, err := login.AWSEndpointHosts(data); err == nil {
 					hosts = h
 				}
@@ -134,7 +135,7 @@ type awsEnvKeys struct {
 // environment selects (AWS_PROFILE, else "default") in ~/.aws/config
 // under home. An id without a secret, or the other way round, is an
 // error: the launch then drops the variables rather than hand one over.
-func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, error) {
+func awsEnvLogin(env []string, home string, parent []string, faker login.Faker) (*awsEnvKeys, error) {
 	vars := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok && (slices.Contains(awsEnvVars, k) || k == "AWS_PROFILE") {
@@ -147,7 +148,7 @@ func awsEnvLogin(env []string, home string, faker login.Faker) (*awsEnvKeys, err
 	}
 	a := AWSLogin{Name: c.Name, Real: c.AWS.Real, Fake: c.AWS.Fake}
 	if home != "" {
-		if data, err := os.ReadFile(filepath.Join(home, ".aws", "config")); err == nil {
+		if data, err := os.ReadFile(awsConfigPath(home, parent)); err == nil {
 			if h, err := login.AWSEndpointHosts(data); err == nil {
 				profile := vars["AWS_PROFILE"]
 				if profile == "" {
@@ -223,8 +224,10 @@ type AWSState struct {
 	Hosts []string `json:"hosts,omitempty"`
 	// From says where the broker gets the real keys: "file" (the user's
 	// ~/.aws/credentials), "env", "process" (the profile's
-	// credential_process, run outside the tree) or "sso" (IAM Identity
-	// Center, from the SSO cache outside the tree).
+	// credential_process, run outside the tree), "sso" (IAM Identity
+	// Center, from the SSO cache outside the tree), "role" (STS
+	// AssumeRole), "web-identity" (STS AssumeRoleWithWebIdentity with the
+	// profile's token file) or "config" (static keys in the config).
 	From string `json:"from,omitempty"`
 	// Grant is true when only a rule's exec-time grant would hand the
 	// variables over, not the tree's own environment.
@@ -234,7 +237,7 @@ type AWSState struct {
 // awsStates returns the AWS profiles among creds as explain shows them.
 func awsStates(creds []login.Cred, home string) []AWSState {
 	var out []AWSState
-	for _, a := range awsLogins(creds, home) {
+	for _, a := range awsLogins(creds, home, os.Environ()) {
 		out = append(out, AWSState{Name: a.Name, Seen: "fake", From: "file", Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})
 	}
 	return out
@@ -261,7 +264,7 @@ func awsEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 	}
 	slices.Sort(vars)
 	st := &AWSState{Name: "aws:env", Vars: vars, Grant: grant, From: "env"}
-	a, err := awsEnvLogin(env, home, func(_, real string) string { return strings.Repeat("x", len(real)) })
+	a, err := awsEnvLogin(env, home, parent, func(_, real string) string { return strings.Repeat("x", len(real)) })
 	switch {
 	case noBroker:
 		st.Seen, st.Why = "real", "--no-broker"
@@ -289,7 +292,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if home == "" {
 		return nil
 	}
-	data, err := os.ReadFile(awsConfigPath(home))
+	data, err := os.ReadFile(awsConfigPath(home, os.Environ()))
 	if err != nil {
 		return nil
 	}
@@ -303,7 +306,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if sealed && broker {
 		faked := map[string]bool{}
 		if f, ok := login.ByPath(".aws/credentials"); ok {
-			if real, err := os.ReadFile(filepath.Join(home, ".aws", "credentials")); err == nil {
+			if real, err := os.ReadFile(awsCredentialsPath(home, os.Environ())); err == nil {
 				if _, creds, err := f.Fake(real, func(_, real string) string { return strings.Repeat("x", len(real)) }); err == nil {
 					for _, c := range creds {
 						faked[c.Name] = true
@@ -322,6 +325,8 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			switch {
 			case a.SSO != nil:
 				st.Why = "real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree"
+			case a.Role != nil && a.Role.TokenFile != "":
+				st.Why = "real keys from STS AssumeRoleWithWebIdentity, called by the broker with the token file, which the seal masks"
 			case a.Role != nil:
 				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
 			case a.Static != nil:
@@ -331,12 +336,15 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			}
 			out = append(out, st)
 		}
-		return out
+		return append(out, awsCredentialSources(fetchers)...)
 	}
 	names := slices.Sorted(maps.Keys(fetchers))
 	var out []AWSState
 	for _, p := range names {
 		st := AWSState{Name: "aws:" + p, Seen: "not faked"}
+		if strings.HasPrefix(fetchers[p], "credential_source:") {
+			continue // listed below
+		}
 		switch {
 		case fetchers[p] == "credential_process" && sealed:
 			st.Why = "no broker can run: its credential_process runs in the tree, and the keys it prints are real"
@@ -346,6 +354,36 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			st.Why = "IAM Identity Center, no broker can run: the seal masks the SSO cache, so the profile does not work in the tree"
 		default:
 			st.Why = "IAM Identity Center: the tree reads the SSO cache and gets the role's real keys"
+		}
+		out = append(out, st)
+	}
+	return append(out, awsCredentialSources(fetchers)...)
+}
+
+// awsCredentialSources says, for explain, what a tree gets of the
+// assume-role profiles with a credential_source (fetchers as
+// login.AWSConfigFetchers gives them): the broker assumes none itself.
+// With Environment the source keys are the environment's (fakes in a
+// launch with a broker), and the role's keys STS answers reach the tree as
+// fresh fakes (broker: "Keys AWS mints"); with the machine's metadata
+// service (Ec2InstanceMetadata, EcsContainer) the tree asks it itself, not
+// through the broker, and gets its real keys.
+func awsCredentialSources(fetchers map[string]string) []AWSState {
+	var out []AWSState
+	for _, p := range slices.Sorted(maps.Keys(fetchers)) {
+		src, ok := strings.CutPrefix(fetchers[p], "credential_source:")
+		if !ok {
+			continue
+		}
+		st := AWSState{Name: "aws:" + p, Seen: "not faked", From: "credential_source"}
+		switch src {
+		case "Environment":
+			st.Why = "credential_source Environment: the tree assumes the role with the environment's keys, through the broker when they are fakes, and the keys STS answers reach it as fresh fakes"
+		case "Ec2InstanceMetadata", "EcsContainer":
+			st.Seen = "real"
+			st.Why = "credential_source " + src + ": the tree asks the machine's metadata service itself, not through the broker, and gets its real keys"
+		default:
+			st.Why = "credential_source " + src + ": not one botocore knows"
 		}
 		out = append(out, st)
 	}
@@ -373,16 +411,21 @@ type AWSFetch struct {
 	// profile's endpoint when it names one).
 	Role *login.AWSRoleProfile `json:"role,omitempty"`
 	STS  string                `json:"sts,omitempty"`
-	// Static are static keys the config itself holds (real values).
-	Static *login.AWSKey `json:"static,omitempty"`
+	// Static are static keys the config itself holds (real values), and
+	// ConfigFile that config: the broker re-reads it when it changes.
+	Static     *login.AWSKey `json:"static,omitempty"`
+	ConfigFile string        `json:"config_file,omitempty"`
 }
 
 // From says where the real keys come from, for explain: "process",
-// "sso", "role" or "config" (static keys in ~/.aws/config).
+// "sso", "role", "web-identity" or "config" (static keys in
+// ~/.aws/config).
 func (f *AWSFetch) From() string {
 	switch {
 	case f.SSO != nil:
 		return "sso"
+	case f.Role != nil && f.Role.TokenFile != "":
+		return "web-identity"
 	case f.Role != nil:
 		return "role"
 	case f.Static != nil:
@@ -391,8 +434,40 @@ func (f *AWSFetch) From() string {
 	return "process"
 }
 
-// awsConfigPath is the user's ~/.aws/config under home.
-func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "config") }
+// awsConfigPath is the config file the user's aws reads: the one
+// AWS_CONFIG_FILE names in env (the user's environment), else
+// ~/.aws/config under home.
+func awsConfigPath(home string, env []string) string {
+	return awsUserFile(home, env, "AWS_CONFIG_FILE", ".aws/config")
+}
+
+// awsCredentialsPath is the credentials file the user's aws reads: the
+// one AWS_SHARED_CREDENTIALS_FILE names in env, else ~/.aws/credentials.
+func awsCredentialsPath(home string, env []string) string {
+	return awsUserFile(home, env, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials")
+}
+
+// awsUserFile returns the file the variable name of env names as
+// botocore reads it (a leading "~/" is HOME; a relative path is the
+// working directory's, the tree's too), else rel under home.
+func awsUserFile(home string, env []string, name, rel string) string {
+	v := ""
+	for _, kv := range env {
+		if x, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = x // the last copy, as os.Getenv reads a Go program's
+		}
+	}
+	if v == "" {
+		return filepath.Join(home, rel)
+	}
+	if r, ok := strings.CutPrefix(v, "~/"); ok && home != "" {
+		return filepath.Join(home, r)
+	}
+	if a, err := filepath.Abs(v); err == nil {
+		return a
+	}
+	return filepath.Clean(v)
+}
 
 // awsFetchers reads ~/.aws/config under home and returns its fake (the
 // fetching lines left out) and, for each profile that fetches keys and
@@ -406,7 +481,7 @@ func awsConfigPath(home string) string { return filepath.Join(home, ".aws", "con
 // be run safely from outside the tree: not found in the user's PATH, a
 // relative path, or a program the tree could replace (treeCanReplace).
 func awsFetchers(home string, parent []string, writable []string, faked map[string]bool) (fakeCfg []byte, out []login.AWSFetcher, fetch map[string]*AWSFetch, hosts map[string][]string, err error) {
-	data, err := os.ReadFile(awsConfigPath(home))
+	data, err := os.ReadFile(awsConfigPath(home, parent))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -432,9 +507,19 @@ func awsFetchers(home string, parent []string, writable []string, faked map[stri
 		}
 		a := &AWSFetch{}
 		if f.Static != nil {
-			a.Static = f.Static
+			a.Static, a.ConfigFile = f.Static, awsConfigPath(home, parent)
 		} else if f.Role != nil {
 			a.Role, a.STS = f.Role, f.Endpoint
+			if f.Role.TokenFile != "" {
+				// Read by the broker as botocore reads it (no "~"
+				// expansion; a relative path is the working
+				// directory's); the seal masks it.
+				r := *f.Role
+				if abs, err := filepath.Abs(r.TokenFile); err == nil {
+					r.TokenFile = abs
+				}
+				a.Role = &r
+			}
 		} else if f.SSO != nil {
 			a.SSO, a.Portal, a.OIDC = f.SSO, f.Endpoint, f.OIDCEndpoint
 			a.CacheDir = filepath.Join(home, ".aws", "sso", "cache")
@@ -495,7 +580,7 @@ func lookPathIn(prog, path string) (string, error) {
 // and mentions either is masked; one that does not passes as it is.
 func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	home := l.host.Home
-	cfgPath := awsConfigPath(home)
+	cfgPath := awsConfigPath(home, l.opt.Parent)
 	faked := map[string]bool{}
 	for _, c := range lf.creds {
 		if c.AWS != nil {
@@ -524,7 +609,7 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	if err != nil {
 		return fmt.Errorf("login fakes: %w", err)
 	}
-	credPath := filepath.Join(home, ".aws", "credentials")
+	credPath := awsCredentialsPath(home, l.opt.Parent)
 	creds := sections
 	if dst, ok := lf.fake[credPath]; ok {
 		prev, err := os.ReadFile(dst)
@@ -543,11 +628,16 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	}
 	lf.fake[cfgPath], lf.vars["AWS_CONFIG_FILE"] = cfgDst, cfgDst
 	lf.masks = append(lf.masks, cfgPath)
+	lf.userVar(l.opt.Parent, "AWS_CONFIG_FILE")
 	credDst, err := write("credentials", creds)
 	if err != nil {
 		return fmt.Errorf("login fakes: %w", err)
 	}
 	lf.fake[credPath], lf.vars["AWS_SHARED_CREDENTIALS_FILE"] = credDst, credDst
+	if credPath != filepath.Join(home, ".aws", "credentials") && !slices.Contains(lf.masks, credPath) {
+		lf.masks = append(lf.masks, credPath) // the default is on the seal's list
+	}
+	lf.userVar(l.opt.Parent, "AWS_SHARED_CREDENTIALS_FILE")
 	for i := range lf.states {
 		if st := &lf.states[i]; st.Path == credPath && st.Seen != "fake" {
 			// The file could not be faked: its fake holds only these.
@@ -558,6 +648,10 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	for _, f := range fetchers {
 		name := "aws:" + f.Profile
 		a := AWSLogin{Name: name, Fake: keys[name], Hosts: hosts[f.Profile], Fetch: fetch[name]}
+		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, r.TokenFile) {
+			// A web identity token is a credential: the tree gets none.
+			lf.masks = append(lf.masks, r.TokenFile)
+		}
 		lf.aws = append(lf.aws, a)
 		st.AWS = append(st.AWS, AWSState{Name: name, Seen: "fake", From: a.Fetch.From(),
 			Hosts: append(slices.Clone(login.AWSHosts), a.Hosts...)})

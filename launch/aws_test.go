@@ -222,7 +222,7 @@ func TestAWSFetchers(t *testing.T) {
 	os.WriteFile(filepath.Join(home, "work", "get-keys"), []byte("#!/bin/sh\n"), 0o700)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = "+c.process+"\nregion = r\n"), 0o600)
+			os.WriteFile(awsConfigPath(home, nil), []byte("[profile p]\ncredential_process = "+c.process+"\nregion = r\n"), 0o600)
 			fake, fs, fetch, _, err := awsFetchers(home, c.env, []string{filepath.Join(home, "work")}, nil)
 			if c.argv0 == "" {
 				if err == nil {
@@ -238,7 +238,7 @@ func TestAWSFetchers(t *testing.T) {
 			}
 		})
 	}
-	os.WriteFile(awsConfigPath(home), []byte("[profile p]\ncredential_process = /x\n"), 0o600)
+	os.WriteFile(awsConfigPath(home, nil), []byte("[profile p]\ncredential_process = /x\n"), 0o600)
 	if _, fs, _, _, err := awsFetchers(home, env, nil, map[string]bool{"aws:p": true}); err != nil || len(fs) != 0 {
 		t.Errorf("a profile of the faked credentials file: %v %v", fs, err)
 	}
@@ -269,7 +269,7 @@ func TestFakeAWSConfig(t *testing.T) {
 			if tc.creds != "" {
 				os.WriteFile(filepath.Join(home, ".aws/credentials"), []byte(tc.creds), 0o600)
 			}
-			os.WriteFile(awsConfigPath(home), []byte("[default]\nregion = r\n[profile p]\ncredential_process = "+home+"/bin/get\n"), 0o600)
+			os.WriteFile(awsConfigPath(home, nil), []byte("[default]\nregion = r\n[profile p]\ncredential_process = "+home+"/bin/get\n"), 0o600)
 			l := loginPlan(home)
 			l.opt.Parent = []string{"PATH=/usr/bin", "HOME=" + home}
 			lf, err := l.fakeLogins()
@@ -277,7 +277,7 @@ func TestFakeAWSConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.removeLogins()
-			cfg, creds := lf.fake[awsConfigPath(home)], lf.fake[filepath.Join(home, ".aws/credentials")]
+			cfg, creds := lf.fake[awsConfigPath(home, nil)], lf.fake[filepath.Join(home, ".aws/credentials")]
 			if b, err := os.ReadFile(cfg); err != nil || string(b) != "[default]\nregion = r\n[profile p]\n" || lf.vars["AWS_CONFIG_FILE"] != cfg {
 				t.Errorf("the fake config %q: %v", b, err)
 			}
@@ -290,7 +290,7 @@ func TestFakeAWSConfig(t *testing.T) {
 					t.Errorf("[%s] in the fake credentials: %q", p, b)
 				}
 			}
-			if !slices.Contains(lf.masks, awsConfigPath(home)) || len(lf.aws) != 1 || lf.aws[0].Name != "aws:p" ||
+			if !slices.Contains(lf.masks, awsConfigPath(home, nil)) || len(lf.aws) != 1 || lf.aws[0].Name != "aws:p" ||
 				lf.aws[0].Fetch == nil || lf.aws[0].Fetch.Argv[0] != home+"/bin/get" || lf.aws[0].Fetch.Dir != home {
 				t.Errorf("masks %v, fetched %+v", lf.masks, lf.aws)
 			}
@@ -303,19 +303,53 @@ func TestFakeAWSConfig(t *testing.T) {
 	}
 	home := t.TempDir()
 	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
-	os.WriteFile(awsConfigPath(home), []byte("[profile s]\nsso_session = nosuch\n"), 0o600)
+	os.WriteFile(awsConfigPath(home, nil), []byte("[profile s]\nsso_session = nosuch\n"), 0o600)
 	l := loginPlan(home)
 	lf, err := l.fakeLogins()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.removeLogins()
-	if !slices.Contains(lf.masks, awsConfigPath(home)) || lf.fake[awsConfigPath(home)] != "" {
-		t.Errorf("a config not understood: masks %v, fake %q", lf.masks, lf.fake[awsConfigPath(home)])
+	if !slices.Contains(lf.masks, awsConfigPath(home, nil)) || lf.fake[awsConfigPath(home, nil)] != "" {
+		t.Errorf("a config not understood: masks %v, fake %q", lf.masks, lf.fake[awsConfigPath(home, nil)])
 	}
-	os.WriteFile(awsConfigPath(home), []byte("[default]\nregion = r\n"), 0o600)
+	os.WriteFile(awsConfigPath(home, nil), []byte("[default]\nregion = r\n"), 0o600)
 	l = loginPlan(home)
-	if lf, _ := l.fakeLogins(); lf != nil && (len(lf.masks) != 0 || lf.fake[awsConfigPath(home)] != "") {
+	if lf, _ := l.fakeLogins(); lf != nil && (len(lf.masks) != 0 || lf.fake[awsConfigPath(home, nil)] != "") {
 		t.Errorf("a config without fetchers: masks %v", lf.masks)
+	}
+}
+
+// TestFakeAWSWebIdentity: a web identity profile (role_arn with a
+// web_identity_token_file) gets fake keys in a sealed launch, like an
+// assume-role profile: the tree's config loses its role lines, the token
+// file (a real credential, off the seal's list) is masked, and the broker
+// gets the role and the token file's path, to call
+// AssumeRoleWithWebIdentity itself.
+func TestFakeAWSWebIdentity(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".aws"), 0o700)
+	tok := filepath.Join(home, "k8s", "token")
+	os.MkdirAll(filepath.Dir(tok), 0o700)
+	os.WriteFile(tok, []byte("eyJhbGciOiJSUzI1NiJ9.e30.sig\n"), 0o600)
+	os.WriteFile(awsConfigPath(home, nil), []byte("[profile w]\nregion = eu-west-1\nrole_arn = arn:aws:iam::1:role/irsa\n"+
+		"web_identity_token_file = "+tok+"\nrole_session_name = me\n"), 0o600)
+	l := loginPlan(home)
+	l.opt.Parent = []string{"PATH=/usr/bin", "HOME=" + home}
+	lf, err := l.fakeLogins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.removeLogins()
+	if lf == nil || !slices.Contains(lf.masks, tok) {
+		t.Fatalf("the token file is not masked: %+v", lf)
+	}
+	b, err := os.ReadFile(lf.fake[awsConfigPath(home, nil)])
+	if err != nil || string(b) != "[profile w]\nregion = eu-west-1\n" {
+		t.Errorf("the fake config %q: %v", b, err)
+	}
+	if len(lf.aws) != 1 || lf.aws[0].Name != "aws:w" || lf.aws[0].Fetch == nil || lf.aws[0].Fetch.Role == nil ||
+		lf.aws[0].Fetch.Role.TokenFile != tok || lf.aws[0].Fetch.Role.ARN != "arn:aws:iam::1:role/irsa" || lf.aws[0].Fetch.From() != "web-identity" {
+		t.Errorf("fetched %+v", lf.aws)
 	}
 }

@@ -170,7 +170,7 @@ func (l *Plan) startBroker() error {
 	}
 	var awsEnv *awsEnvKeys
 	if len(brokered) > len(l.Result.Brokered) {
-		if awsEnv, err = awsEnvLogin(awsSrc, h.Home, func(name, real string) string { return fake.Of(key, name, real) }); err != nil {
+		if awsEnv, err = awsEnvLogin(awsSrc, h.Home, l.opt.Parent, func(name, real string) string { return fake.Of(key, name, real) }); err != nil {
 			if treeAWS {
 				h.warnf("%v: the command gets none of the AWS key variables", err)
 			} else {
@@ -203,7 +203,7 @@ func (l *Plan) startBroker() error {
 	}
 	if logins != nil {
 		logins.addLogins(&req)
-		req.AWS = append(awsLogins(logins.creds, h.Home), logins.aws...)
+		req.AWS = append(awsLogins(logins.creds, h.Home, l.opt.Parent), logins.aws...)
 	}
 	if awsEnv != nil {
 		req.AWS = append(req.AWS, awsEnv.login)

@@ -157,6 +157,22 @@ type loginFakes struct {
 	// (fakeAWSConfig).
 	aws   []AWSLogin
 	masks []string
+	// userSet are the variables of vars the user's environment set to
+	// the real file that was faked: the tree's copy names the fake, even
+	// where its environment holds the user's value (toolEnv).
+	userSet map[string]bool
+}
+
+// userVar marks name, when the user's environment (parent) sets it, as
+// naming a file lf faked (see userSet).
+func (lf *loginFakes) userVar(parent []string, name string) {
+	if !slices.ContainsFunc(parent, func(kv string) bool { return strings.HasPrefix(kv, name+"=") && len(kv) > len(name)+1 }) {
+		return
+	}
+	if lf.userSet == nil {
+		lf.userSet = map[string]bool{}
+	}
+	lf.userSet[name] = true
 }
 
 // toolVars are the variables that name a faked file's place, by format:
@@ -198,12 +214,21 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				l.fakeAgentLogin(lf, f, rel, faker)
 				continue
 			}
-			if !slices.Contains(masked, rel) {
+			p := filepath.Join(l.host.Home, rel)
+			userSet := false
+			if f.Name == "aws-credentials" {
+				// The file the user's AWS_SHARED_CREDENTIALS_FILE names,
+				// where it does: what the user's aws reads, faked and
+				// masked the same way (~/.aws/credentials stays masked).
+				if u := awsCredentialsPath(l.host.Home, l.opt.Parent); u != p {
+					p, userSet = u, true
+				}
+			}
+			if !slices.Contains(masked, rel) && !userSet {
 				// Only a file the seal masks is shown as a fake.
 				l.host.debugf("login: ~/%s is not on the seal's list: not faked", rel)
 				continue
 			}
-			p := filepath.Join(l.host.Home, rel)
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
@@ -255,6 +280,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				}
 			}
 			lf.fake[p] = dst
+			if userSet {
+				lf.masks = append(lf.masks, p)
+				lf.userVar(l.opt.Parent, "AWS_SHARED_CREDENTIALS_FILE")
+			}
 			lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
 		}
 	}
@@ -326,11 +355,13 @@ func (lf *loginFakes) pointVar(name string, dir bool, p, dst string) error {
 // toolEnv returns the variables of toolVars for the tree, but for those
 // the user's environment (parent) or the tree's (env) already sets: a
 // tool told elsewhere does not read the file at the real path anyway.
+// A variable the user set to the very file faked (userSet) names the
+// fake all the same.
 func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
 	out := map[string]string{}
 	for k, v := range lf.vars {
 		set := func(kv string) bool { return strings.HasPrefix(kv, k+"=") }
-		if !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
+		if lf.userSet[k] || !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
 			out[k] = v
 		}
 	}

@@ -59,7 +59,8 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 	ssoToken := strings.Repeat("ssoRealSessionToken", 8)
 	roleID, roleSecret := "ASIA"+strings.Repeat("R0LE", 4), strings.Repeat("roleReal/Secret+", 3)[:40]
 	roleToken := strings.Repeat("roleRealSessionToken", 8)
-	var assumed atomic.Int32
+	var assumed, webAssumed atomic.Int32
+	webToken := "eyJhbGciOiJSUzI1NiJ9.e2eWebIdentity.c2lnbmF0dXJl"
 	confID, confSecret := "AKIA"+strings.Repeat("C0NF", 4), strings.Repeat("confReal/Secret+", 3)[:40]
 	// The cached token expires in 5 minutes: the broker refreshes it
 	// first (botocore's 15-minute window), and the portal takes only the
@@ -94,6 +95,20 @@ func testAWSConfigProfiles(t *testing.T, landlock bool) {
 		s, err := sigv4.Parse(r)
 		body, _ := io.ReadAll(r.Body)
 		sum := sha256.Sum256(body)
+		if q, _ := url.ParseQuery(string(body)); q.Get("Action") == "AssumeRoleWithWebIdentity" {
+			// Unsigned: the token is the credential. Answered with the
+			// role's real keys: to the broker only.
+			if q.Get("WebIdentityToken") != webToken || q.Get("RoleArn") != "arn:aws:iam::123456789012:role/web" {
+				http.Error(w, "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>", http.StatusForbidden)
+				return
+			}
+			webAssumed.Add(1)
+			fmt.Fprintf(w, `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>%s</AccessKeyId>`+
+				`<SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials>`+
+				`</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`,
+				roleID, roleSecret, roleToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+			return
+		}
 		ok := err == nil && s != nil
 		if ok {
 			switch s.AccessKeyID {
@@ -149,6 +164,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 		"[profile p]\nregion = us-east-1\ncredential_process = "+filepath.Join(home, "bin/get-keys")+" --p\nendpoint_url = https://"+host+"\n"+
 		"[profile s]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = Dev\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[profile r]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = p\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
+		"[profile w]\nrole_arn = arn:aws:iam::123456789012:role/web\nweb_identity_token_file = "+filepath.Join(home, "k8s/token")+"\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[profile c]\naws_access_key_id = "+confID+"\naws_secret_access_key = "+confSecret+"\nregion = us-east-1\nendpoint_url = https://"+host+"\n"+
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n", 0o600)
 	sum := sha1.Sum([]byte("corp"))
@@ -156,6 +172,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 	write(cache, fmt.Sprintf(`{"startUrl":"https://d-1.awsapps.com/start","region":"us-east-1","accessToken":%q,"expiresAt":%q,`+
 		`"clientId":"e2e-client","clientSecret":"e2e-client-secret","registrationExpiresAt":%q,"refreshToken":%q}`,
 		bearer, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339), time.Now().Add(time.Hour).UTC().Format(time.RFC3339), refresh), 0o600)
+	write("k8s/token", webToken+"\n", 0o600)
 	write("company-ca.pem", string(ca), 0o600)
 	write("work/.keep", "", 0o600)
 	if os.Getuid() == 0 {
@@ -163,9 +180,10 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","SessionToken":"%
 	}
 	aws := `AWS_EC2_METADATA_DISABLED=true /usr/bin/aws`
 	script := `cd "$HOME/work"
-echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role\|role_arn\|aws_access_key_id' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
+echo "config: $(grep -c 'credential_process\|sso_session\|sso_account\|sso_role\|role_arn\|aws_access_key_id\|web_identity' "${AWS_CONFIG_FILE:-$HOME/.aws/config}" 2>&1)"
+echo "token: $(cat "$HOME/k8s/token" 2>/dev/null | wc -c)"
 echo "region: $(` + aws + ` configure get region --profile p 2>&1)"
-for p in p s r c; do
+for p in p s r c w; do
   echo "export $p: $(` + aws + ` configure export-credentials --profile $p --format env 2>&1 | tr '\n' ' ')"
   for i in 1 2; do
     echo "sts $p: $(` + aws + ` sts get-caller-identity --profile $p --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
@@ -195,7 +213,7 @@ for p in ("p", "s"):
 	out := strings.NewReplacer(procID, "<REAL-ID>", procSecret, "<REAL-SECRET>", procToken, "<REAL-TOKEN>",
 		ssoID, "<REAL-SSO-ID>", ssoSecret, "<REAL-SSO-SECRET>", ssoToken, "<REAL-SSO-TOKEN>", bearer, "<BEARER>",
 		newBearer, "<NEW-BEARER>", refresh, "<REFRESH>", newRefresh, "<NEW-REFRESH>", "e2e-client-secret", "<CLIENT-SECRET>",
-		confID, "<REAL-CONF-ID>", confSecret, "<REAL-CONF-SECRET>", roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>").Replace(string(b))
+		confID, "<REAL-CONF-ID>", confSecret, "<REAL-CONF-SECRET>", roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>", webToken, "<WEB-TOKEN>").Replace(string(b))
 	if err != nil {
 		t.Fatalf("envsieve run: %v\n%s", err, out)
 	}
@@ -209,6 +227,8 @@ for p in ("p", "s"):
 		"export r: export AWS_ACCESS_KEY_ID=ASIA", "export c: export AWS_ACCESS_KEY_ID=AKIA",
 		"sts c: arn:aws:iam::123456789012:user/conf",
 		"sts r: arn:aws:iam::123456789012:user/role\nsts r: arn:aws:iam::123456789012:user/role",
+		"export w: export AWS_ACCESS_KEY_ID=ASIA", "sts w: arn:aws:iam::123456789012:user/role\nsts w: arn:aws:iam::123456789012:user/role",
+		"token: 0",
 		"botocore p: arn:aws:iam::123456789012:user/proc ASIA", "botocore s: arn:aws:iam::123456789012:user/sso ASIA"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%q missing:\n%s", want, out)
@@ -236,6 +256,9 @@ for p in ("p", "s"):
 	}
 	if n := assumed.Load(); n != 1 {
 		t.Errorf("the role was assumed %d times, want once (by the broker, its keys valid an hour)", n)
+	}
+	if n := webAssumed.Load(); n != 1 {
+		t.Errorf("the web identity role was assumed %d times, want once (by the broker, its keys valid an hour)", n)
 	}
 	if n := portalCalls.Load(); n < 2 {
 		t.Errorf("the SSO portal was asked %d times, want 2 or more (a refresh)", n)

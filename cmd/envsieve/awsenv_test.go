@@ -137,7 +137,9 @@ func TestExplainAWS(t *testing.T) {
 	write(".aws/config", "[default]\nregion = us-east-1\n[profile work]\nendpoint_url = https://s3.work.example:9000\n"+
 		"[profile vault]\ncredential_process = /usr/bin/false\n[profile corp]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n"+
 		"[sso-session corp]\nsso_start_url = https://d-1.awsapps.com/start\nsso_region = us-east-1\n"+
-		"[profile dev]\nrole_arn = arn:aws:iam::1:role/dev\nsource_profile = work\n")
+		"[profile dev]\nrole_arn = arn:aws:iam::1:role/dev\nsource_profile = work\n"+
+		"[profile ec2]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Ec2InstanceMetadata\n"+
+		"[profile envrole]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n")
 	write("policy.yaml", "version: 1\nallow: [AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE]\n")
 	if os.Getuid() == 0 {
 		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
@@ -169,6 +171,8 @@ func TestExplainAWS(t *testing.T) {
 		"aws:     ~/.aws/config: profile corp fake (real keys from IAM Identity Center: the SSO cache's token, exchanged by the broker outside the tree)\n",
 		"aws:     ~/.aws/config: profile vault fake (real keys from its credential_process, run by the broker outside the tree)\n",
 		"aws:     ~/.aws/config: profile dev fake (real keys from STS AssumeRole, called by the broker with profile work's keys)\n",
+		"aws:     ~/.aws/config: profile ec2 real (credential_source Ec2InstanceMetadata: the tree asks the machine's metadata service itself, not through the broker, and gets its real keys)\n",
+		"aws:     ~/.aws/config: profile envrole not faked (credential_source Environment: the tree assumes the role with the environment's keys, through the broker when they are fakes, and the keys STS answers reach it as fresh fakes)\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("explain --seal: %q missing:\n%s", want, text)
@@ -205,8 +209,9 @@ func TestExplainAWS(t *testing.T) {
 	if a := doc.AWSEnv; a == nil || a.Name != "aws:env" || a.Seen != "fake" || !slices.Equal(a.Vars, []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
 		t.Errorf("explain --json: aws_env = %+v", doc.AWSEnv)
 	}
-	if c := doc.AWSConfig; len(c) != 3 || c[0].Name != "aws:corp" || c[0].From != "sso" || c[1].Name != "aws:dev" || c[1].From != "role" ||
-		c[2].Name != "aws:vault" || c[2].From != "process" || c[2].Seen != "fake" {
+	if c := doc.AWSConfig; len(c) != 5 || c[0].Name != "aws:corp" || c[0].From != "sso" || c[1].Name != "aws:dev" || c[1].From != "role" ||
+		c[2].Name != "aws:vault" || c[2].From != "process" || c[2].Seen != "fake" || c[3].Name != "aws:ec2" || c[3].Seen != "real" ||
+		c[4].Name != "aws:envrole" || c[4].From != "credential_source" {
 		t.Errorf("explain --json: aws_config = %+v", c)
 	}
 	if text := explain("--no-broker"); !strings.Contains(text, "from the environment: real (--no-broker)") ||

@@ -121,14 +121,16 @@ func awsEnv(creds []AWSCred, env map[string]string) bool {
 	return len(creds) > 0
 }
 
-// awsByKey returns the credential whose fake access key id is id.
+// awsByKey returns the credential whose fake access key id is id: one
+// of the launch's, or keys AWS minted for the tree that have not expired
+// (awsmint.go).
 func (b *Broker) awsByKey(id string) *AWSCred {
 	for i := range b.cfg.AWS {
 		if b.cfg.AWS[i].Fake.AccessKeyID == id {
 			return &b.cfg.AWS[i]
 		}
 	}
-	return nil
+	return b.mintedByKey(id)
 }
 
 // resignAWS re-signs r, on its way to target, when it is signed with an
@@ -140,18 +142,18 @@ func (b *Broker) awsByKey(id string) *AWSCred {
 // key id sent to a host it is not re-signed for is refused as a leak. A
 // refusal is answered to w as an AWS error (AccessDenied, the reason in
 // its message) that SDKs report as it is; resignAWS then returns false.
-func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string, secure bool) bool {
+func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string, secure bool) (*AWSCred, bool) {
 	if len(b.cfg.AWS) == 0 {
-		return true
+		return nil, true
 	}
-	deny := func(c *AWSCred, kind, place, msg string) bool {
+	deny := func(c *AWSCred, kind, place, msg string) (*AWSCred, bool) {
 		name := ""
 		if c != nil {
 			name = c.Name
 		}
 		b.audit(Event{Kind: kind, Secret: name, Host: target, Place: place})
 		awsError(w, http.StatusForbidden, place, msg)
-		return false
+		return nil, false
 	}
 	if sigv4.Presigned(r) {
 		q, _ := url.ParseQuery(r.URL.RawQuery)
@@ -164,7 +166,7 @@ func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string
 				return deny(c, "denied", string(sigv4.ReasonPresigned), "a presigned URL signed with the fake AWS keys cannot be re-signed: sign requests in the Authorization header")
 			}
 		}
-		return true // someone else's URL: the broker holds no key of it
+		return nil, true // someone else's URL: the broker holds no key of it
 	}
 	auth := r.Header.Get("Authorization")
 	aws := b.awsBound(target)
@@ -174,10 +176,10 @@ func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string
 				return deny(c, "refused", "header:Authorization", c.Name+"'s fake is not sent to "+target+": it is re-signed for AWS endpoints only")
 			}
 		}
-		return true
+		return nil, true
 	}
 	if !strings.HasPrefix(auth, "AWS4-") {
-		return true // not SigV4 (an anonymous request, or another scheme)
+		return nil, true // not SigV4 (an anonymous request, or another scheme)
 	}
 	s, err := sigv4.Parse(r)
 	if err != nil {
@@ -238,10 +240,12 @@ func (b *Broker) resignAWS(w http.ResponseWriter, r *http.Request, target string
 	if err != nil {
 		b.audit(Event{Kind: "denied", Secret: c.Name, Host: target, Place: "sigv4-credentials"})
 		awsError(w, http.StatusBadGateway, "sigv4-credentials", c.Name+": the real AWS credentials: "+b.scrubString(err.Error()))
-		return false
+		return nil, false
 	}
+	// The answer is scrubbed of the keys, fetched ones too.
+	b.learnAWS(c, real)
 	b.audit(Event{Kind: "swapped", Secret: c.Name, Host: target, Place: "sigv4"})
-	return true
+	return c, true
 }
 
 // awsError answers an AWS request the broker refuses in the XML error

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -20,7 +21,9 @@ import (
 // source_profile): the broker calls STS AssumeRole itself, signed with
 // the source profile's real keys, outside the tree, and again when the
 // role's keys are about to expire; the tree holds fakes. A failed refresh
-// keeps the last keys while they are valid.
+// keeps the last keys while they are valid. A web identity profile
+// (role_arn with a web_identity_token_file: TokenFile, no Source) is
+// assumed the same way with AssumeRoleWithWebIdentity.
 type AWSAssumeRole struct {
 	// Source gives the source profile's real keys. Required.
 	Source AWSSource
@@ -38,6 +41,10 @@ type AWSAssumeRole struct {
 	Endpoint string
 	// Client makes the request; nil means http.DefaultClient.
 	Client *http.Client
+	// TokenFile, for a web identity profile (Source nil), is the file
+	// whose token is exchanged, unsigned, at AssumeRoleWithWebIdentity;
+	// read at each call (a projected token is rotated).
+	TokenFile string
 
 	mu  sync.Mutex
 	cur sigv4.Credentials
@@ -65,25 +72,46 @@ func (a *AWSAssumeRole) Credentials(ctx context.Context) (sigv4.Credentials, err
 	return c, nil
 }
 
-// assumeRoleResponse is STS's answer, the part the broker reads.
+// stsCredentials are the keys of an STS answer.
+type stsCredentials struct {
+	AccessKeyID     string `xml:"AccessKeyId"`
+	SecretAccessKey string
+	SessionToken    string
+	Expiration      string
+}
+
+// assumeRoleResponse is STS's answer, the part the broker reads: of
+// AssumeRole, or of AssumeRoleWithWebIdentity.
 type assumeRoleResponse struct {
-	Credentials struct {
-		AccessKeyID     string `xml:"AccessKeyId"`
-		SecretAccessKey string
-		SessionToken    string
-		Expiration      string
-	} `xml:"AssumeRoleResult>Credentials"`
+	Credentials stsCredentials `xml:"AssumeRoleResult>Credentials"`
+	WebIdentity stsCredentials `xml:"AssumeRoleWithWebIdentityResult>Credentials"`
 }
 
 // assume calls AssumeRole once. Its errors hold no key.
 func (a *AWSAssumeRole) assume(ctx context.Context) (sigv4.Credentials, time.Time, error) {
 	var none sigv4.Credentials
-	if a.Source == nil || a.RoleARN == "" {
-		return none, time.Time{}, errors.New("assume role: no source profile or role")
+	if a.Source == nil && a.TokenFile == "" || a.RoleARN == "" {
+		return none, time.Time{}, errors.New("assume role: no source profile, token file or role")
 	}
-	src, err := a.Source.Credentials(ctx)
-	if err != nil {
-		return none, time.Time{}, fmt.Errorf("assume role: the source profile: %w", err)
+	action := "AssumeRole"
+	var src sigv4.Credentials
+	var token []byte
+	if a.Source != nil {
+		var err error
+		if src, err = a.Source.Credentials(ctx); err != nil {
+			return none, time.Time{}, fmt.Errorf("assume role: the source profile: %w", err)
+		}
+	} else {
+		// A web identity: the token is the credential, read outside the
+		// tree (the seal masks the file), again at each call.
+		action = "AssumeRoleWithWebIdentity"
+		data, err := os.ReadFile(a.TokenFile)
+		if err != nil {
+			return none, time.Time{}, fmt.Errorf("assume role with web identity: the token file: %w", errors.Unwrap(err))
+		}
+		if token = bytes.TrimSpace(data); len(token) == 0 {
+			return none, time.Time{}, errors.New("assume role with web identity: the token file is empty")
+		}
 	}
 	region, endpoint := a.Region, a.Endpoint
 	if region == "" {
@@ -99,7 +127,10 @@ func (a *AWSAssumeRole) assume(ctx context.Context) (sigv4.Credentials, time.Tim
 	if session == "" {
 		session = "envsieve-" + strconv.FormatInt(time.Now().Unix(), 10)
 	}
-	form := url.Values{"Action": {"AssumeRole"}, "Version": {"2011-06-15"}, "RoleArn": {a.RoleARN}, "RoleSessionName": {session}}
+	form := url.Values{"Action": {action}, "Version": {"2011-06-15"}, "RoleArn": {a.RoleARN}, "RoleSessionName": {session}}
+	if token != nil {
+		form.Set("WebIdentityToken", string(token))
+	}
 	if a.ExternalID != "" {
 		form.Set("ExternalId", a.ExternalID)
 	}
@@ -112,8 +143,10 @@ func (a *AWSAssumeRole) assume(ctx context.Context) (sigv4.Credentials, time.Tim
 		return none, time.Time{}, fmt.Errorf("assume role: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	if err := sigv4.Sign(req, src, region, "sts", body, time.Now()); err != nil {
-		return none, time.Time{}, fmt.Errorf("assume role: %w", err)
+	if token == nil {
+		if err := sigv4.Sign(req, src, region, "sts", body, time.Now()); err != nil {
+			return none, time.Time{}, fmt.Errorf("assume role: %w", err)
+		}
 	}
 	client := a.Client
 	if client == nil {
@@ -130,6 +163,9 @@ func (a *AWSAssumeRole) assume(ctx context.Context) (sigv4.Credentials, time.Tim
 	}
 	var out assumeRoleResponse
 	c := &out.Credentials
+	if token != nil {
+		c = &out.WebIdentity
+	}
 	if err := xml.Unmarshal(data, &out); err != nil || c.AccessKeyID == "" || c.SecretAccessKey == "" || c.SessionToken == "" {
 		return none, time.Time{}, errors.New("assume role: STS's answer holds no credentials")
 	}

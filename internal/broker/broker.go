@@ -74,7 +74,8 @@ type Event struct {
 	// the binding does not allow, egress), "swapped", "reloaded" (the
 	// secret's real value read anew, Config.Reload), or "renewed" (a
 	// token endpoint's response gave a secret a new real value; the child
-	// got a new fake).
+	// got a new fake), or "minted" (an answer from AWS held new AWS keys:
+	// the child got fakes, the broker keeps the keys; awsmint.go).
 	Kind string
 	// Secret is the secret's name; "" when none is concerned.
 	Secret string
@@ -222,6 +223,8 @@ type Broker struct {
 	wg    sync.WaitGroup
 	// open counts the child connections open (see Config.MaxConns).
 	open atomic.Int64
+	// mint keeps the AWS keys minted for the tree (awsmint.go).
+	mint awsMint
 }
 
 type brokered struct {
@@ -921,9 +924,12 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 	// Swapping in the clear happens only to loopback (tests, local model
 	// servers): elsewhere a real value travels only inside TLS.
 	secure := scheme == "https" || isLoopback(hostOnly(target))
-	if !b.resignAWS(w, out, target, secure) {
+	signer, ok := b.resignAWS(w, out, target, secure)
+	if !ok {
 		return
 	}
+	// Answers of AWS hosts are read for keys AWS minted (awsmint.go).
+	awsHost := len(b.cfg.AWS) > 0 && b.awsBound(target)
 	secrets, scrub, fakes := b.table()
 	var ref *refresh
 	if out.Body != nil && out.Body != http.NoBody {
@@ -1013,12 +1019,24 @@ func (b *Broker) forward(w http.ResponseWriter, r *http.Request, scheme, target 
 				resp.ContentLength = int64(len(data))
 				resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
 			}
+			if awsHost && !bodiless(resp) {
+				var err error
+				if body, err = b.awsResponse(resp, body, target, signer); err != nil {
+					return err
+				}
+				_, scrub, _ = b.table()
+			}
 			resp.Body = newScrubber(body, scrub, nil)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			if refused.Load() {
 				http.Error(w, "envsieve broker: a refresh token's fake is sent only in its token endpoint's field", http.StatusForbidden)
+				return
+			}
+			var mr *mintRefusal
+			if errors.As(err, &mr) {
+				awsError(w, http.StatusBadGateway, mr.place, mr.msg)
 				return
 			}
 			http.Error(w, "envsieve broker: upstream: "+b.scrubString(err.Error()), http.StatusBadGateway)

@@ -52,6 +52,11 @@
 //     fake secret and signed again with the real keys (package sigv4);
 //     what cannot be re-signed soundly (presigned URLs, signed aws-chunked
 //     streams, SigV4A) or does not verify is refused with a named reason.
+//     An answer from an AWS host never carries real AWS keys to the tree:
+//     keys AWS minted (STS, IAM CreateAccessKey, the SSO portal, Cognito)
+//     are replaced by fresh fakes the broker then re-signs for, every real
+//     key a source gave the broker is scrubbed, and an answer with a secret
+//     key field it cannot rewrite is refused (502) or cut (awsmint.go).
 //   - What it cannot do: a brokered capability can still be used against
 //     its own host within its binding (the agent can call the API the key
 //     is for); credentials that are not HTTP headers (database URLs, SSH)

@@ -95,7 +95,7 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	}
 	reloadAWS := launch.AWSReloader(req.Logins)
 	for _, a := range req.AWS {
-		real := awsFetched(a.Fetch, &cfg) // a profile that fetches its keys, else nil
+		real := awsFetched(a.Name, a.Fetch, &cfg) // a profile that fetches its keys, else nil
 		if real == nil {
 			real = broker.AWSFunc(func(context.Context) (sigv4.Credentials, error) {
 				if k, ok := reloadAWS(a.Name); ok {

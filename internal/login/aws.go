@@ -326,8 +326,11 @@ func awsConfigSections(config []byte) (map[string]*awsSection, error) {
 // a profile that gets its keys by other means than the credentials file
 // gets them: "credential_process" (a command botocore runs) or "sso" (IAM
 // Identity Center: sso_start_url, sso_session, sso_account_id or
-// sso_role_name). envsieve does not fake these yet (docs/broker.md): in a
-// tree the command runs there, and an SSO profile finds its cache masked.
+// sso_role_name), or "credential_source:SOURCE" (a role assumed with the
+// keys of the environment, Environment, or of the machine's metadata
+// service, Ec2InstanceMetadata or EcsContainer). Without a broker in a
+// sealed tree, the command runs there, and an SSO profile finds its
+// cache masked (docs/broker.md).
 func AWSConfigFetchers(config []byte) (map[string]string, error) {
 	sections, err := awsConfigSections(config)
 	if err != nil {
@@ -344,6 +347,8 @@ func AWSConfigFetchers(config []byte) (map[string]string, error) {
 			out[profile] = "credential_process"
 		case s.top["sso_start_url"] != "" || s.top["sso_session"] != "" || s.top["sso_account_id"] != "" || s.top["sso_role_name"] != "":
 			out[profile] = "sso"
+		case s.top["role_arn"] != "" && s.top["credential_source"] != "":
+			out[profile] = "credential_source:" + s.top["credential_source"]
 		}
 	}
 	return out, nil

@@ -57,6 +57,10 @@ type AWSRoleProfile struct {
 	SessionName string `json:"session_name,omitempty"`
 	Duration    int    `json:"duration,omitempty"`
 	Region      string `json:"region,omitempty"`
+	// TokenFile is a web identity profile's web_identity_token_file (its
+	// Source is then ""): the broker reads the token and calls
+	// AssumeRoleWithWebIdentity.
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // awsFetchKey reports whether key, in a profile, is one that makes
@@ -71,7 +75,7 @@ var awsStaticKeys = []string{awsKeyID, awsSecret, awsToken, awsLegacyToken}
 
 // awsRoleKeys are the settings of an assume-role profile the fake
 // leaves out.
-var awsRoleKeys = []string{"role_arn", "source_profile", "external_id", "role_session_name", "duration_seconds"}
+var awsRoleKeys = []string{"role_arn", "source_profile", "external_id", "role_session_name", "duration_seconds", "web_identity_token_file"}
 
 // AWSConfigFake reads ~/.aws/config and returns it without the lines that
 // make a profile fetch its keys (credential_process, sso_*) or hold them
@@ -90,7 +94,10 @@ var awsRoleKeys = []string{"role_arn", "source_profile", "external_id", "role_se
 // and no mfa_serial, which would prompt, credential_source or
 // web_identity_token_file) is one too: its role_arn, source_profile,
 // external_id, role_session_name and duration_seconds go, and the broker
-// assumes the role. One whose name is in faked (the credentials file
+// assumes the role. So is a web identity profile (role_arn with a
+// web_identity_token_file, no source_profile or credential_source): its
+// role lines go, and the broker reads the token file and calls
+// AssumeRoleWithWebIdentity (AWSRoleProfile.TokenFile). One whose name is in faked (the credentials file
 // already fakes its keys) keeps its lines: botocore assumes its role
 // before it reads that file, through the broker, and the role's keys STS
 // answers are then the tree's.
@@ -145,6 +152,18 @@ func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers 
 				return s.top["endpoint_url"]
 			}
 			f.Endpoint, f.OIDCEndpoint = endpoint("sso"), endpoint("sso_oidc")
+		case s.top["role_arn"] != "" && s.top["web_identity_token_file"] != "" && s.top["source_profile"] == "" && s.top["credential_source"] == "":
+			// A web identity profile (botocore's
+			// AssumeRoleWithWebIdentityProvider, tried before all others).
+			if faked["aws:"+p] {
+				continue
+			}
+			f.Role = &AWSRoleProfile{ARN: s.top["role_arn"], SessionName: s.top["role_session_name"], Region: s.top["region"],
+				TokenFile: s.top["web_identity_token_file"]}
+			f.Endpoint = s.nested["sts"]["endpoint_url"]
+			if f.Endpoint == "" {
+				f.Endpoint = s.top["endpoint_url"]
+			}
 		case s.top["role_arn"] != "" && s.top["source_profile"] != "":
 			if s.top["source_profile"] == p || faked["aws:"+p] || s.top["mfa_serial"] != "" || s.top["credential_source"] != "" ||
 				s.top["web_identity_token_file"] != "" {
@@ -205,7 +224,7 @@ func AWSConfigFake(config []byte, faked map[string]bool) (fake []byte, fetchers 
 	// A chain of roles that comes back to itself (botocore refuses it).
 	roles := map[string]string{}
 	for _, f := range fetchers {
-		if f.Role != nil {
+		if f.Role != nil && f.Role.Source != "" {
 			roles[f.Profile] = f.Role.Source
 		}
 	}
