@@ -325,12 +325,14 @@ func (lf *loginFakes) pointVar(name string, dir bool, p, dst string) error {
 
 // toolEnv returns the variables of toolVars for the tree, but for those
 // the user's environment (parent) or the tree's (env) already sets: a
-// tool told elsewhere does not read the file at the real path anyway.
+// tool told elsewhere does not read the file at the real path anyway. An
+// agent's view is of the state dir the user's variable names, if it does
+// (agentStateDir): its variable is always set.
 func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
 	out := map[string]string{}
 	for k, v := range lf.vars {
 		set := func(kv string) bool { return strings.HasPrefix(kv, k+"=") }
-		if !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
+		if lf.viewVars[k] == v || !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
 			out[k] = v
 		}
 	}

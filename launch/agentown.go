@@ -1,0 +1,78 @@
+package launch
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// The agents' state dirs the user moved with their own variable
+// (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME), and a view holding
+// several fakes (the agent's login and its MCP servers' token files):
+// docs/design.md section 9.6, "The agents' own logins in a launch".
+
+// agentStateDir returns the state dir the agent av of this launch's tree
+// reads: the directory its variable names in the tree's environment (the
+// user's, passed by the profile), else in the launcher's (the view's
+// variable then names it for the tree all the same), else HOME/av.dir;
+// and whether it is the user's own. A relative value is taken from the
+// launcher's working directory.
+func (l *Plan) agentStateDir(av agentView) (string, bool) {
+	return agentStateDirIn(l.host.Home, av, l.Env, l.opt.Parent)
+}
+
+func agentStateDirIn(home string, av agentView, envs ...[]string) (string, bool) {
+	for _, env := range envs {
+		if v := envValueIn(env, av.env); v != "" {
+			dir, err := filepath.Abs(v)
+			if err != nil {
+				continue
+			}
+			if av.home {
+				dir = filepath.Join(dir, av.dir)
+			}
+			return dir, true
+		}
+	}
+	return filepath.Join(home, av.dir), false
+}
+
+// ownStateDirs returns the user's own state dirs of the agents whose
+// default state dir this launch's tree writes: each stands in for the
+// default one, and is a write place of the launch as it would be.
+func (l *Plan) ownStateDirs() []string {
+	var out []string
+	for _, av := range agentViews {
+		if dir, own := l.agentStateDir(av); own && l.writesStateDir(filepath.Join(l.host.Home, av.dir)) && !slices.Contains(out, dir) {
+			out = append(out, dir)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// viewOf returns the view of the state dir state among views, or nil.
+func viewOf(views []*loginView, state string) *loginView {
+	for _, v := range views {
+		if v.state == state {
+			return v
+		}
+	}
+	return nil
+}
+
+// addFake puts the fake file data under name in v, in place of the
+// link or copy made for the real file there: a second login file of the
+// agent's (its MCP servers' tokens), which the tree may rewrite and which
+// never moves back (the broker writes the real one).
+func (v *loginView) addFake(name string, data []byte) error {
+	p := filepath.Join(v.dir, name)
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	delete(v.links, name)
+	delete(v.seen, name)
+	delete(v.copies, name)
+	v.fakes = append(v.fakes, name)
+	return os.WriteFile(p, data, 0o600)
+}
