@@ -76,3 +76,13 @@ func (v *loginView) addFake(name string, data []byte) error {
 	v.fakes = append(v.fakes, name)
 	return os.WriteFile(p, data, 0o600)
 }
+
+// agentDefaultMoved says, for explain, what the tree sees of the agent's
+// file p at its default place when the user's variable moved the state
+// dir: masked, if it exists (the agent does not read it).
+func agentDefaultMoved(p string, av agentView) (LoginState, bool) {
+	if _, err := os.Lstat(p); err != nil {
+		return LoginState{}, false
+	}
+	return LoginState{Path: p, Seen: "masked", Why: av.env + " names another state dir: the agent reads its login there"}, true
+}

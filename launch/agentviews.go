@@ -351,7 +351,7 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 // agentWhy says, for explain, where the agent reads its login's fake.
 func agentWhy(name string) string {
 	av := agentViews[name]
-	return "the agent's own copy, in a per-launch view of ~/" + av.dir + " that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
+	return "the agent's own copy, in a per-launch view of its state dir (~/" + av.dir + ", or the user's " + av.env + ") that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
 }
 
 // fakeAgentLogin fakes the agent's login file rel of format f, if it

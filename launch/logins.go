@@ -57,9 +57,11 @@ type LoginState struct {
 // LoginPreview says, for explain, what a launch's tree would see of each
 // credential file under home that package login understands: sealed or
 // not, by which mechanism, whether a broker could run, and whether the
-// launch is nested (it then passes the outer seal's view: outer.go). It
+// launch is nested (it then passes the outer seal's view: outer.go). An
+// agent's files are listed where the agent reads them: in the state dir
+// its variable names in env (the tree's environment), if it does. It
 // reads and parses the files, and writes nothing.
-func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
+func LoginPreview(home string, env []string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
 	var out []LoginState
 	if home == "" {
 		return nil
@@ -68,6 +70,15 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
 			p := filepath.Join(home, rel)
+			if av, ok := agentViews[f.Name]; ok {
+				if dir, own := agentStateDirIn(home, av, env); own {
+					if st, ok := agentDefaultMoved(p, av); ok && sealed {
+						st.Format = f.Name
+						out = append(out, st)
+					}
+					p = filepath.Join(dir, filepath.Base(rel))
+				}
+			}
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
