@@ -329,3 +329,35 @@ echo "tree file: $(cat "$f")"
 		t.Errorf("the user's real file does not hold the new real tokens: %s", mask(string(b)))
 	}
 }
+
+// TestCodexMCPListSealed: the real Codex reads its MCP token store's fake
+// as it reads the real one: `codex mcp list` in a sealed `envsieve run
+// --profile codex`, run as an unprivileged user by both seal mechanisms,
+// shows the OAuth-logged-in server as such ("OAuth", where a store it
+// cannot read shows "Unknown"), and the tree holds no real token.
+func TestCodexMCPListSealed(t *testing.T) {
+	codex := agentCLI(t, "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	acc, ref := "mcpa"+strings.Repeat("Cx5a", 12), "mcpr"+strings.Repeat("Cx6r", 12)
+	for _, mech := range []string{"namespaces", "landlock"} {
+		t.Run(mech, func(t *testing.T) {
+			exe, home := unprivilegedInstall(t)
+			writeOwned(t, filepath.Join(home, ".codex", "config.toml"),
+				"mcp_oauth_credentials_store = \"file\"\n[mcp_servers.linear]\nurl = \"https://mcp.linear.app/mcp\"\n")
+			writeOwned(t, filepath.Join(home, ".codex", ".credentials.json"),
+				`{"linear|0123456789abcdef":{"server_name":"linear","server_url":"https://mcp.linear.app/mcp","client_id":"c1","access_token":"`+acc+
+					`","expires_at":99999999999999,"refresh_token":"`+ref+`","scopes":["read"]}}`)
+			work := filepath.Join(home, "work")
+			writeOwned(t, filepath.Join(work, "README"), "work\n")
+			if err := os.Chown(work, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			out := runAgentTree(t, exe, home, "codex", mech, `cd `+work+`; timeout 30 `+codex+` mcp list 2>&1 | grep linear; cat "$CODEX_HOME/.credentials.json"`)
+			if strings.Contains(out, acc) || strings.Contains(out, ref) {
+				t.Fatalf("the tree read a real token:\n%s", out)
+			}
+			if !strings.Contains(out, "enabled  OAuth") {
+				t.Errorf("Codex does not see the server's OAuth login:\n%s", out)
+			}
+		})
+	}
+}
