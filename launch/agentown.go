@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/envsieve/envsieve/seal"
 )
 
 // The agents' state dirs the user moved with their own variable
@@ -39,16 +41,50 @@ func agentStateDirIn(home string, av agentView, envs ...[]string) (string, bool)
 
 // ownStateDirs returns the user's own state dirs of the agents whose
 // default state dir this launch's tree writes: each stands in for the
-// default one, and is a write place of the launch as it would be.
-func (l *Plan) ownStateDirs() []string {
+// default one, and is a write place of the launch as it would be. A
+// directory that would open what the seal base keeps is left out (its
+// login stays masked there, and the tree cannot write it): HOME or one
+// above it, one above a masked or read-only path (~/.config, ~/.local)
+// but the agent's own files in it, or one holding a directory of PATH
+// (the tree would plant programs the user runs later).
+func (l *Plan) ownStateDirs(base seal.Spec) []string {
+	own := l.ownStateDirLogins()
 	var out []string
 	for _, av := range agentViews {
-		if dir, own := l.agentStateDir(av); own && l.writesStateDir(filepath.Join(l.host.Home, av.dir)) && !slices.Contains(out, dir) {
-			out = append(out, dir)
+		dir, isOwn := l.agentStateDir(av)
+		if !isOwn || slices.Contains(out, dir) || !l.writesStateDir(filepath.Join(l.host.Home, av.dir)) {
+			continue
 		}
+		if reason := l.opensSeal(dir, base, own); reason != "" {
+			l.host.warnf("seal: %s (%s) %s: the tree cannot write it, and the agent's login there stays masked", av.env, dir, reason)
+			continue
+		}
+		out = append(out, dir)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// opensSeal says why making dir a write place would open what the seal
+// base keeps, or "".
+func (l *Plan) opensSeal(dir string, base seal.Spec, own []string) string {
+	home := filepath.Clean(l.host.Home)
+	if atOrIn(home, []string{dir}) {
+		return "is HOME or above it"
+	}
+	for _, p := range append(slices.Clone(base.Mask), base.ReadOnly...) {
+		if p = filepath.Clean(p); p != dir && atOrIn(p, []string{dir}) && !(filepath.Dir(p) == dir && slices.Contains(own, p)) {
+			return "holds a sealed path"
+		}
+	}
+	for _, env := range [][]string{l.Env, l.opt.Parent} {
+		for _, p := range filepath.SplitList(envValueIn(env, "PATH")) {
+			if p != "" && filepath.IsAbs(p) && atOrIn(filepath.Clean(p), []string{dir}) {
+				return "holds a directory of PATH"
+			}
+		}
+	}
+	return ""
 }
 
 // viewOf returns the view of the state dir state among views, or nil.

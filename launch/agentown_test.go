@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/envsieve/envsieve/seal"
+	"github.com/envsieve/envsieve/sieve"
 )
 
 // TestLoginPreviewAgents: explain lists the agents' login and MCP token
@@ -43,5 +44,39 @@ func TestLoginPreviewAgents(t *testing.T) {
 	}
 	if st := byPath[filepath.Join(home, ".gemini/mcp-oauth-tokens.json")]; st.Seen != "fake" || !slices.Equal(st.Hosts, []string{"mcp.example.com"}) {
 		t.Errorf("Gemini CLI's MCP token file: %+v", st)
+	}
+}
+
+// TestOwnStateDirPlaces: a state dir the user's own variable names is a
+// write place of the launch in place of the default one, unless it would
+// open what the seal keeps: HOME, a directory above a masked or read-only
+// path (~/.config, ~/.local), or one holding a directory of PATH.
+func TestOwnStateDirPlaces(t *testing.T) {
+	home := t.TempDir()
+	base := seal.Default(home, filepath.Join(home, ".config/envsieve"), filepath.Join(home, ".local/share/envsieve"), nil)
+	for _, tc := range []struct {
+		own  string
+		want bool
+	}{
+		{"agentdirs/claude", true},
+		{".config", false},
+		{".local", false},
+		{"tools", false},
+		{"", false},
+	} {
+		own := filepath.Join(home, tc.own)
+		if err := os.MkdirAll(own, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var w warnings
+		l := &Plan{host: &Host{Home: home, Report: &w}, Env: []string{"PATH=/usr/bin:" + home + "/tools/bin", "CLAUDE_CONFIG_DIR=" + own},
+			Result: &sieve.Result{SealWrite: []string{"~/.claude"}}}
+		got, err := l.writePlaces(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(got, own) != tc.want {
+			t.Errorf("CLAUDE_CONFIG_DIR=~/%s: a write place %v, want %v (%v)", tc.own, !tc.want, tc.want, got)
+		}
 	}
 }

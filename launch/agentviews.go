@@ -337,7 +337,13 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 			extra = append(extra, e)
 		}
 	}
-	masks := append(seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra).Mask, l.ownStateDirLogins()...)
+	def := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	masks := append(def.Mask, l.ownStateDirLogins()...)
+	if _, own := l.agentStateDir(av); own {
+		if why := l.opensSeal(state, seal.Spec{Mask: masks, ReadOnly: def.ReadOnly}, l.ownStateDirLogins()); why != "" {
+			return nil, fmt.Errorf("%s %s %s", av.env, state, why)
+		}
+	}
 	v, err := makeView(av, state, filepath.Base(p), out, masks)
 	if err != nil {
 		return nil, fmt.Errorf("the view of %s: %w", state, err)

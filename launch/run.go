@@ -309,7 +309,7 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 			}
 		}
 	}
-	for _, d := range l.ownStateDirs() { // the user's CLAUDE_CONFIG_DIR, ... in place of the default (agentown.go)
+	for _, d := range l.ownStateDirs(base) { // the user's CLAUDE_CONFIG_DIR, ... in place of the default (agentown.go)
 		places = append(places, place{path: d, what: "the agent's state dir " + d})
 	}
 	for _, w := range l.Result.SealWrite {
