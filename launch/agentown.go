@@ -20,7 +20,11 @@ import (
 // and whether it is the user's own. A relative value is taken from the
 // launcher's working directory.
 func (l *Plan) agentStateDir(av agentView) (string, bool) {
-	return agentStateDirIn(l.host.Home, av, l.Env, l.opt.Parent)
+	env := l.Env
+	if l.logins != nil && l.logins.viewVars[av.env] != "" && envValueIn(env, av.env) == l.logins.viewVars[av.env] {
+		env = nil // this launch's own view, set for the tree once the broker started
+	}
+	return agentStateDirIn(l.host.Home, av, env, l.opt.Parent)
 }
 
 func agentStateDirIn(home string, av agentView, envs ...[]string) (string, bool) {
