@@ -361,3 +361,60 @@ func TestCodexMCPListSealed(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainAgentOwnDir: explain lists an agent's login in the state
+// dir the user's own variable names (a fake, with its hosts), the MCP
+// token stores (fakes bound to their servers' hosts), and the default
+// login the agent then does not read as masked.
+func TestExplainAgentOwnDir(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	reals := []string{"acc4" + strings.Repeat("Xo4", 10), "ref4" + strings.Repeat("Xq4", 10), "sig4" + strings.Repeat("Xp4", 10)}
+	own := filepath.Join(home, "agentdirs", "claude")
+	writeOwned(t, filepath.Join(own, ".credentials.json"), agentLogins[0].file(reals))
+	for _, d := range []string{filepath.Dir(own), own} {
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeOwned(t, filepath.Join(home, ".claude", ".credentials.json"), agentLogins[0].file(reals))
+	for _, st := range mcpStores {
+		writeOwned(t, filepath.Join(home, st.dir, st.file), st.json(reals[0], reals[1]))
+	}
+	explain := func(env []string, args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"explain"}, args...), "--", "true")...)
+		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, env...)
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		for _, r := range reals {
+			if strings.Contains(string(out), r) {
+				t.Fatalf("explain printed a real value")
+			}
+		}
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	line := func(out, path string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "login:   "+path+" ") {
+				return l
+			}
+		}
+		return ""
+	}
+	got := explain([]string{"CLAUDE_CONFIG_DIR=" + own}, "--profile", "claude")
+	if l := line(got, filepath.Join(own, ".credentials.json")); !strings.Contains(l, " fake") || !strings.Contains(l, "api.anthropic.com") {
+		t.Errorf("the login in the user's own CLAUDE_CONFIG_DIR: %q\n%s", l, got)
+	}
+	if l := line(got, filepath.Join(home, ".claude/.credentials.json")); !strings.Contains(l, " masked") {
+		t.Errorf("the default login: %q\n%s", l, got)
+	}
+	for _, st := range mcpStores {
+		got := explain(nil, "--profile", st.profile)
+		if l := line(got, filepath.Join(home, st.dir, st.file)); !strings.Contains(l, " fake") || !strings.Contains(l, "mcp.linear.app") {
+			t.Errorf("explain --profile %s: %s: %q\n%s", st.profile, st.file, l, got)
+		}
+	}
+}
