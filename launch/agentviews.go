@@ -52,6 +52,9 @@ var agentViews = map[string]agentView{
 	"claude-credentials": {dir: ".claude", env: "CLAUDE_CONFIG_DIR", homeFiles: []string{".claude.json"}},
 	"codex-auth":         {dir: ".codex", env: "CODEX_HOME"},
 	"gemini-oauth":       {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
+	// The MCP servers' OAuth tokens, faked in the same view (agentown.go).
+	"codex-mcp-oauth":  {dir: ".codex", env: "CODEX_HOME"},
+	"gemini-mcp-oauth": {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
 }
 
 // viewPrefix begins the name of a launch's view in an agent's state dir.
@@ -63,8 +66,9 @@ type loginView struct {
 	// (removed at the end); dir the agent's state dir in the view: root,
 	// or root/<state's name> for a home variable.
 	state, root, dir string
-	// cred is the login file's name.
-	cred string
+	// cred is the login file's name; fakes the other fake files' (addFake).
+	cred  string
+	fakes []string
 	// links are the links made in dir, by name, to their targets (an
 	// entry of state, or of HOME: agentView.homeFiles); seen the targets
 	// as they were when they were linked.
@@ -133,7 +137,6 @@ func (l *Plan) writesStateDir(dir string) bool {
 	return atOrIn(filepath.Clean(dir), named)
 }
 
-// setIn reports whether the environment env sets the variable name.
 // ownStateDirLogins returns the agents' login and token files in the
 // state dirs the user's own variables name (CLAUDE_CONFIG_DIR, CODEX_HOME,
 // GEMINI_CLI_HOME, set in the launcher's environment or the tree's): the
@@ -177,10 +180,6 @@ func envValueIn(env []string, name string) string {
 		}
 	}
 	return v
-}
-
-func setIn(env []string, name string) bool {
-	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }
 
 // makeView makes the view of state for the agent av, holding fake (nil:
@@ -273,7 +272,7 @@ func (v *loginView) syncBack() []string {
 	ents, _ := os.ReadDir(v.dir)
 	for _, e := range ents {
 		name := e.Name()
-		if name == v.cred {
+		if name == v.cred || slices.Contains(v.fakes, name) {
 			continue
 		}
 		from := filepath.Join(v.dir, name)
@@ -322,13 +321,11 @@ func (v *loginView) syncBack() []string {
 // whatever this returns (seal.Default's agent login files).
 func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView, error) {
 	av := agentViews[name]
-	state := filepath.Join(l.host.Home, av.dir)
+	state, _ := l.agentStateDir(av)
 	switch {
 	case filepath.Dir(p) != state:
-		return nil, fmt.Errorf("not in %s", av.dir)
-	case setIn(l.opt.Parent, av.env) || setIn(l.Env, av.env):
-		return nil, fmt.Errorf("%s is set: the agent does not read this file", av.env)
-	case !l.writesStateDir(state):
+		return nil, fmt.Errorf("not in the agent's state dir %s", state)
+	case !l.writesStateDir(filepath.Join(l.host.Home, av.dir)):
 		return nil, fmt.Errorf("~/%s is not a state dir of this launch", av.dir)
 	}
 	if fakeErr != nil {
@@ -340,10 +337,16 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 			extra = append(extra, e)
 		}
 	}
-	masks := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra).Mask
+	def := seal.Default(l.host.Home, l.host.ConfigDir, l.host.DataDir, extra)
+	masks := append(def.Mask, l.ownStateDirLogins()...)
+	if _, own := l.agentStateDir(av); own {
+		if why := l.opensSeal(state, seal.Spec{Mask: masks, ReadOnly: def.ReadOnly}, l.ownStateDirLogins()); why != "" {
+			return nil, fmt.Errorf("%s %s %s", av.env, state, why)
+		}
+	}
 	v, err := makeView(av, state, filepath.Base(p), out, masks)
 	if err != nil {
-		return nil, fmt.Errorf("the view of ~/%s: %w", av.dir, err)
+		return nil, fmt.Errorf("the view of %s: %w", state, err)
 	}
 	if fakeErr != nil {
 		return v, fakeErr
@@ -354,14 +357,15 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 // agentWhy says, for explain, where the agent reads its login's fake.
 func agentWhy(name string) string {
 	av := agentViews[name]
-	return "the agent's own copy, in a per-launch view of ~/" + av.dir + " that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
+	return "the agent's own copy, in a per-launch view of its state dir (~/" + av.dir + ", or the user's " + av.env + ") that " + av.env + " names, when ~/" + av.dir + " is a state dir of the launch (else masked)"
 }
 
 // fakeAgentLogin fakes the agent's login file rel of format f, if it
 // exists, in a view of its state dir (agentLogin), and records it in lf:
 // a fake, or masked and why.
 func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker login.Faker) {
-	p := filepath.Join(l.host.Home, rel)
+	state, _ := l.agentStateDir(agentViews[f.Name])
+	p := filepath.Join(state, filepath.Base(rel)) // in the user's own state dir when its variable names one
 	real, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return
@@ -374,6 +378,22 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	}
 	if err == nil && len(creds) == 0 {
 		err = errors.New("no credential in it")
+	}
+	if v := viewOf(lf.views, state); v != nil {
+		// The agent's view is made (its login, or another token file):
+		// this fake joins it, or the file stays masked (linked there).
+		if err == nil {
+			err = v.addFake(filepath.Base(p), out)
+		}
+		if err != nil {
+			st.Why = err.Error()
+			l.host.warnf("login: %s stays masked in the sealed tree (%v)", p, err)
+			lf.states = append(lf.states, st)
+			return
+		}
+		st.Why = "the agent's own copy, in " + agentViews[f.Name].env + "'s view"
+		lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
+		return
 	}
 	v, err := l.agentLogin(f.Name, p, err, out)
 	if v != nil {

@@ -57,9 +57,11 @@ type LoginState struct {
 // LoginPreview says, for explain, what a launch's tree would see of each
 // credential file under home that package login understands: sealed or
 // not, by which mechanism, whether a broker could run, and whether the
-// launch is nested (it then passes the outer seal's view: outer.go). It
+// launch is nested (it then passes the outer seal's view: outer.go). An
+// agent's files are listed where the agent reads them: in the state dir
+// its variable names in env (the tree's environment), if it does. It
 // reads and parses the files, and writes nothing.
-func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
+func LoginPreview(home string, env []string, sealed bool, by seal.Mechanism, broker, nested bool) []LoginState {
 	var out []LoginState
 	if home == "" {
 		return nil
@@ -68,6 +70,15 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
 			p := filepath.Join(home, rel)
+			if av, ok := agentViews[f.Name]; ok {
+				if dir, own := agentStateDirIn(home, av, env); own {
+					if st, ok := agentDefaultMoved(p, av); ok && sealed {
+						st.Format = f.Name
+						out = append(out, st)
+					}
+					p = filepath.Join(dir, filepath.Base(rel))
+				}
+			}
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
@@ -356,12 +367,13 @@ func (lf *loginFakes) pointVar(name string, dir bool, p, dst string) error {
 // the user's environment (parent) or the tree's (env) already sets: a
 // tool told elsewhere does not read the file at the real path anyway.
 // A variable the user set to the very file faked (userSet) names the
-// fake all the same.
+// fake all the same, and an agent's view is of the state dir the user's
+// variable names, if it does (agentStateDir): its variable is always set.
 func (lf *loginFakes) toolEnv(parent, env []string) map[string]string {
 	out := map[string]string{}
 	for k, v := range lf.vars {
 		set := func(kv string) bool { return strings.HasPrefix(kv, k+"=") }
-		if lf.userSet[k] || !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
+		if lf.userSet[k] || lf.viewVars[k] == v || !slices.ContainsFunc(parent, set) && !slices.ContainsFunc(env, set) {
 			out[k] = v
 		}
 	}

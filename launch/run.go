@@ -309,6 +309,9 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 			}
 		}
 	}
+	for _, d := range l.ownStateDirs(base) { // the user's CLAUDE_CONFIG_DIR, ... in place of the default (agentown.go)
+		places = append(places, place{path: d, what: "the agent's state dir " + d})
+	}
 	for _, w := range l.Result.SealWrite {
 		p, err := l.host.expandHome(w)
 		if err != nil {

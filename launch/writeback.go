@@ -16,8 +16,9 @@ import (
 // file stays, and only real values come from the broker. The file is
 // replaced atomically (a temporary file in its directory, the same mode,
 // then a rename), never written in place; a symlinked file is written
-// where the link points.
-func WriteBack(lf LoginFile, tokens map[string]string, now time.Time) error {
+// where the link points. secret is the renewed refresh token's name: a
+// file of several logins (Gemini CLI's MCP token store) renews its entry.
+func WriteBack(lf LoginFile, secret string, tokens map[string]string, now time.Time) error {
 	var f login.Format
 	for _, c := range login.Formats() {
 		if c.Name == lf.Format {
@@ -42,7 +43,7 @@ func WriteBack(lf LoginFile, tokens map[string]string, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("write-back: %w", err)
 	}
-	t := login.Tokens{Access: tokens["access_token"], Refresh: tokens["refresh_token"], ID: tokens["id_token"], Now: now}
+	t := login.Tokens{Access: tokens["access_token"], Refresh: tokens["refresh_token"], ID: tokens["id_token"], Now: now, Refreshed: secret}
 	if n, err := strconv.ParseInt(tokens["expires_in"], 10, 64); err == nil && n > 0 {
 		t.ExpiresIn = time.Duration(n) * time.Second
 	}

@@ -31,7 +31,7 @@ func TestWriteBack(t *testing.T) {
 	syscall.Stat(real, &before)
 	na, nr := "sk-ant-oat01-"+strings.Repeat("N", 40), "sk-ant-ort01-"+strings.Repeat("M", 40)
 	lf := LoginFile{Path: link, Format: "claude-credentials"}
-	if err := WriteBack(lf, map[string]string{"access_token": na, "refresh_token": nr, "expires_in": "3600"}, time.UnixMilli(1000)); err != nil {
+	if err := WriteBack(lf, "", map[string]string{"access_token": na, "refresh_token": nr, "expires_in": "3600"}, time.UnixMilli(1000)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(real)
@@ -51,13 +51,13 @@ func TestWriteBack(t *testing.T) {
 		t.Errorf("a temporary file is left: %d entries", len(ents))
 	}
 	for _, bad := range []LoginFile{{Path: real, Format: "git-credentials"}, {Path: filepath.Join(dir, "none"), Format: "claude-credentials"}} {
-		if err := WriteBack(bad, map[string]string{"access_token": na}, time.Now()); err == nil {
+		if err := WriteBack(bad, "", map[string]string{"access_token": na}, time.Now()); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
 	}
 	// A file the format does not understand is left as it is.
 	os.WriteFile(real, []byte("not json"), 0o600)
-	if err := WriteBack(lf, map[string]string{"access_token": na}, time.Now()); err == nil {
+	if err := WriteBack(lf, "", map[string]string{"access_token": na}, time.Now()); err == nil {
 		t.Error("an unparseable file: no error")
 	}
 	if got, _ := os.ReadFile(real); string(got) != "not json" {

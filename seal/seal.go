@@ -170,8 +170,8 @@ func CredentialFiles() []string { return append([]string(nil), credentialFiles..
 // token files (their MCP servers' OAuth tokens, from the CLIs: Codex's
 // fallback .credentials.json and provider accountgateway_oauth.json,
 // Gemini CLI's mcp-oauth-tokens.json, a2a-oauth-tokens.json and its file
-// keychain gemini-credentials.json) are masked the same way, and not
-// faked: a view links them, and the link reaches the mask.
+// keychain gemini-credentials.json) are masked the same way; the view
+// holds fakes of the two MCP stores, and links the rest to the mask.
 var agentLoginFiles = []string{".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
 	".codex/.credentials.json", ".codex/accountgateway_oauth.json",
 	".gemini/mcp-oauth-tokens.json", ".gemini/a2a-oauth-tokens.json", ".gemini/gemini-credentials.json"}

@@ -299,7 +299,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.Seal.Available, doc.Seal.Mechanism, doc.Seal.Why = d.SealBy != "", d.SealBy, d.SealWhy
 	doc.SSH = sshDoc(p, res.Env)
 	h := host(u, f)
-	doc.Seal.Logins = launch.LoginPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
+	doc.Seal.Logins = launch.LoginPreview(h.Home, res.Env, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
 	doc.AWSEnv = d.AWSEnv
 	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available, h.Broker != nil && !f.noBroker)

@@ -38,7 +38,7 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 				if lf.Renews[secret] == nil {
 					continue
 				}
-				if err := launch.WriteBack(lf, tokens, time.Now()); err != nil && events != nil {
+				if err := launch.WriteBack(lf, secret, tokens, time.Now()); err != nil && events != nil {
 					// The tree still works (the broker keeps the new
 					// tokens); the user's file keeps the old ones.
 					events(launch.BrokerEvent{Kind: "denied", Secret: secret, Place: "write-back"})

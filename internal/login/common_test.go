@@ -269,7 +269,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: no fuzz seeds", f.Name)
 		}
 	}
-	want := []string{"aws-credentials", "cargo-credentials", "claude-credentials", "codex-auth", "docker-config", "gemini-oauth", "gh-hosts", "git-credentials", "netrc", "npmrc", "pypirc", "yarnrc"}
+	want := []string{"aws-credentials", "cargo-credentials", "claude-credentials", "codex-auth", "codex-mcp-oauth", "docker-config", "gemini-mcp-oauth", "gemini-oauth", "gh-hosts", "git-credentials", "netrc", "npmrc", "pypirc", "yarnrc"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("formats %q, want %q", names, want)
 	}

@@ -92,6 +92,10 @@ type Tokens struct {
 	ExpiresIn time.Duration
 	// Now is when the response came.
 	Now time.Time
+	// Refreshed is the name of the refresh token's Cred whose endpoint
+	// answered: a file of several logins (an MCP token store) renews that
+	// one's entry.
+	Refreshed string
 }
 
 // Faker returns the fake of a credential: the same value for the same
