@@ -12,9 +12,12 @@
 // its secrets, keys and files, and whether it is a server that runs
 // launches side by side ([Host.Server]).
 //
-// The lower layer is os/exec's: [LookPath] in the child's PATH, [Exec] in
-// place, [Cmd] as a child process, [Supervise] as a resident launcher,
-// [Isolate] in namespaces of its own.
+// The lower layer is the process layer, package internal/proc: a program
+// looked up in the child's PATH, exec'd in place, started as a child,
+// supervised by a resident launcher, isolated in namespaces of its own or
+// scoped in a Landlock domain, and its tree ended with the launch. A
+// program that starts sealed launches is re-executed as their init: its
+// main hands such a process to [IsolateInit] or [ScopeInit] first.
 //
 // # Security
 //
@@ -23,9 +26,9 @@
 // ([ErrNilEnv]) and never a fallback, so a caller that forgets to build an
 // environment starts nothing rather than leaking everything.
 //
-// [LookPath] searches the child's PATH, not the launcher's, and ignores
-// relative entries such as "." or "": a program found in the working
-// directory by accident is a classic way to run the wrong binary.
+// A program is looked up in the child's PATH, not the launcher's, and
+// relative entries such as "." or "" are ignored: a program found in the
+// working directory by accident is a classic way to run the wrong binary.
 //
 // # Nesting
 //

@@ -100,4 +100,3 @@ func TestEmptyEnvStartsEmpty(t *testing.T) {
 		t.Fatalf("child with an empty Env saw %d bytes of environment", out.Len())
 	}
 }
-
