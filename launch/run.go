@@ -304,7 +304,7 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 	}
 	places = append(places, place{path: tmp})
 	if l.opt.Policy != nil {
-		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+		if plan, err := l.opt.Policy.Effective(l.Result.Profile); err == nil {
 			for _, d := range plan.StateDirs {
 				places = append(places, place{path: filepath.Join(home, strings.TrimPrefix(d, "~/")), what: "state dir " + d, make: true, named: true})
 			}

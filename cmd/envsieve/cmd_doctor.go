@@ -75,8 +75,8 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 		needStart = len(p.Rules) > 0
 		helpers = helperChecks(p)
 		for _, pr := range p.Profiles() {
-			needShim = needShim || pr.Plan != nil && pr.Plan.BlockIteration
-			needSeal = needSeal || pr.Plan != nil && pr.Plan.Seal == "required"
+			needShim = needShim || pr.Effective != nil && pr.Effective.BlockIteration
+			needSeal = needSeal || pr.Effective != nil && pr.Effective.Seal == "required"
 		}
 	}
 
