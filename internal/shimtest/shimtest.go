@@ -1,16 +1,23 @@
 // Package shimtest builds libenvsieve.so and small C programs for tests,
-// with the system C compiler, once per test binary.
+// with the system C compiler: the shim once per change of its sources
+// (a cache in /var/tmp shared by the packages and runs), a program once
+// per test.
 package shimtest
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // NoUserNS is the source of testdata/nouserns.c, for [Program]: a wrapper whose
@@ -70,10 +77,15 @@ func Source() string {
 // Lib returns the path of a libenvsieve.so built from the source tree,
 // with envsieve-start and envsieve-init beside it. It
 // fails the test when no C compiler is found: the shim is part of what
-// the tests prove.
+// the tests prove. The build is cached (see [cachedBuild]): the packages
+// that test the shim, and the next run, share one.
 func Lib(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
+		if dir, ok := cachedBuild(); ok {
+			libPath = filepath.Join(dir, "libenvsieve.so")
+			return
+		}
 		dir, err := os.MkdirTemp("", "envsieve-shimtest-")
 		if err != nil {
 			libErr = err
@@ -83,31 +95,149 @@ func Lib(t testing.TB) string {
 		// Readable by an unprivileged user, for the tests that drop to one.
 		os.Chmod(dir, 0o755)
 		libPath = filepath.Join(dir, "libenvsieve.so")
-		args := append(append([]string{}, CFlags...), "-o", libPath, Source(), "-ldl")
-		cmd := exec.Command(cc(), args...)
-		cmd.Env = os.Environ() // the compiler's own settings (PATH, TMPDIR), on purpose
-		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
-			return
-		}
-		// envsieve-start goes next to the shim, where the launcher looks.
-		start := filepath.Join(filepath.Dir(Source()), "start.c")
-		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
-		cmd = exec.Command(staticCC(), args...)
-		cmd.Env = os.Environ()
-		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
-			return
-		}
-		// So does envsieve-init, an isolated launch's init.
-		init := filepath.Join(filepath.Dir(Source()), "init.c")
-		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
-		cmd = exec.Command(staticCC(), args...)
-		cmd.Env = os.Environ()
-		libOut, libErr = cmd.CombinedOutput()
+		libOut, libErr = builder(dir)
 	})
 	if libErr != nil {
 		t.Fatalf("build libenvsieve.so: %v\n%s", libErr, libOut)
 	}
 	return libPath
+}
+
+// builder is build; a test of the cache replaces it.
+var builder = build
+
+// build compiles the shim, envsieve-start and envsieve-init into dir.
+func build(dir string) ([]byte, error) {
+	args := append(append([]string{}, CFlags...), "-o", filepath.Join(dir, "libenvsieve.so"), Source(), "-ldl")
+	cmd := exec.Command(cc(), args...)
+	cmd.Env = os.Environ() // the compiler's own settings (PATH, TMPDIR), on purpose
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return out, err
+	}
+	// envsieve-start goes next to the shim, where the launcher looks.
+	start := filepath.Join(filepath.Dir(Source()), "start.c")
+	args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
+	cmd = exec.Command(staticCC(), args...)
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return out, err
+	}
+	// So does envsieve-init, an isolated launch's init.
+	init := filepath.Join(filepath.Dir(Source()), "init.c")
+	args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
+	cmd = exec.Command(staticCC(), args...)
+	cmd.Env = os.Environ()
+	return cmd.CombinedOutput()
+}
+
+// cacheRoot holds the cache: /var/tmp, for temporary files kept between
+// runs, and not TMPDIR, which a test may point at a directory of its own
+// to see what the code under test leaves there (LeavesNothing).
+var cacheRoot = "/var/tmp"
+
+// cacheKeep is how long a cached build nobody used stays.
+const cacheKeep = 24 * time.Hour
+
+// cachedBuild returns a directory holding the build of today's sources,
+// from a cache in cacheRoot: one C build (about 2.5 s of
+// CPU) per source change instead of one per test package and run. The
+// key is a hash of every file of shim/libenvsieve, the flags and the
+// compilers (path, size and time); an entry is made in a directory of
+// its own and renamed into place, so that packages building at once
+// never see half of one. The cache is this user's: a directory another
+// user owns or may write is not used (ok false: Lib builds in a
+// directory of its own, as without the cache). A build that fails is
+// reported, not cached.
+func cachedBuild() (dir string, ok bool) {
+	key, err := sourceKey()
+	if err != nil {
+		return "", false
+	}
+	base := filepath.Join(cacheRoot, "envsieve-shimtest-cache-"+strconv.Itoa(os.Getuid()))
+	_ = os.Mkdir(base, 0o755)
+	if !ownDir(base) {
+		return "", false
+	}
+	final := filepath.Join(base, key)
+	if ownDir(final) {
+		now := time.Now()
+		_ = os.Chtimes(final, now, now) // in use: not pruned
+		return final, true
+	}
+	tmp, err := os.MkdirTemp(base, "build-")
+	if err != nil {
+		return "", false
+	}
+	// Readable by an unprivileged user, for the tests that drop to one.
+	os.Chmod(tmp, 0o755)
+	if libOut, libErr = builder(tmp); libErr != nil {
+		os.RemoveAll(tmp)
+		return "", true
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		// Another package built it meanwhile.
+		os.RemoveAll(tmp)
+		if !ownDir(final) {
+			return "", false
+		}
+	}
+	prune(base, key)
+	return final, true
+}
+
+// prune removes the cache's entries but keep that no one used for
+// cacheKeep.
+func prune(base, keep string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Name() == keep {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > cacheKeep {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
+}
+
+// sourceKey hashes what a build is made from: the files of
+// shim/libenvsieve, the flags, and each compiler's path, size and time.
+func sourceKey() (string, error) {
+	h := sha256.New()
+	src := filepath.Dir(Source())
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "%q %q\n", CFlags, StartCFlags)
+	for _, c := range []string{cc(), staticCC()} {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			return "", err
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Program compiles the C source src into an executable in a test directory
