@@ -95,8 +95,8 @@ func ScopeInit(args []string) int { return proc.ScopeInit(args) }
 
 // Cmd is the library's one-shot command ([Command]): exec.Cmd with a
 // policy, a program to run with an environment that was built, never
-// inherited. Its Start, Wait, Run and ProcessState are exec.Cmd's; a nil
-// Env is an error ([ErrNilEnv]).
+// inherited. Its fields and its Start, Wait, Run and ProcessState work
+// as exec.Cmd's, but a nil Env is an error ([ErrNilEnv]).
 type Cmd struct {
 	proc.Cmd
 	// Result is the engine's result that built Env.

@@ -9,10 +9,10 @@
 //   - an isolated or scoped program starts already inside its namespaces
 //     ([Isolate]) or its Landlock domain ([Scope]), with the seal it was
 //     given ([IsolateSealedWith], [ScopeSealed]) made before its first
-//     instruction, and no capability;
+//     instruction; an isolated one holds no capability;
 //   - the tree ends with its launcher: a resident launcher ([Supervise]) is
 //     a child subreaper and kills what the program left when it exits, and
-//     the tree's first program dies with the launcher, even by SIGKILL;
+//     the program it started dies with it, even by SIGKILL;
 //   - the launcher can be made non-dumpable ([MakeNonDumpable]), so that
 //     the user's other processes cannot read its memory or environment.
 package proc
