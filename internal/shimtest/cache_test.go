@@ -5,7 +5,9 @@ package shimtest
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +85,36 @@ func TestCachedBuild(t *testing.T) {
 	}
 	if dir, ok := cachedBuild(); ok {
 		t.Fatalf("a cache others may write was used: %s", dir)
+	}
+}
+
+// TestProgramCached: the same program is compiled once, into the cache;
+// other flags make another one.
+func TestProgramCached(t *testing.T) {
+	root := cacheRoot
+	cacheRoot = t.TempDir()
+	t.Cleanup(func() { cacheRoot = root })
+	src := "int main(void) { return 3; }\n"
+	first := Program(t, "three", src)
+	fi, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := Program(t, "three", src); again != first {
+		t.Fatalf("compiled again: %s, then %s", first, again)
+	}
+	if fi2, _ := os.Stat(first); !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Fatal("the cached program was rewritten")
+	}
+	if other := Program(t, "three", src, "-O0"); other == first {
+		t.Fatal("other flags gave the same program")
+	}
+	if !strings.HasPrefix(first, cacheRoot) {
+		t.Fatalf("%s: not in the cache", first)
+	}
+	err = exec.Command(first).Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("the program: %v, want exit status 3", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,51 +139,58 @@ var cacheRoot = "/var/tmp"
 // cacheKeep is how long a cached build nobody used stays.
 const cacheKeep = 24 * time.Hour
 
-// cachedBuild returns a directory holding the build of today's sources,
-// from a cache in cacheRoot: one C build (about 2.5 s of
-// CPU) per source change instead of one per test package and run. The
-// key is a hash of every file of shim/libenvsieve, the flags and the
-// compilers (path, size and time); an entry is made in a directory of
-// its own and renamed into place, so that packages building at once
-// never see half of one. The cache is this user's: a directory another
-// user owns or may write is not used (ok false: Lib builds in a
-// directory of its own, as without the cache). A build that fails is
-// reported, not cached.
+// cachedBuild returns the directory of the cached build of today's
+// sources (see [cached]), with libOut and libErr set when it failed; ok
+// false when there is no cache to use.
 func cachedBuild() (dir string, ok bool) {
 	key, err := sourceKey()
 	if err != nil {
 		return "", false
 	}
+	dir, ok, libOut, libErr = cached(key, builder)
+	return dir, ok
+}
+
+// cached returns the directory of the cache's entry key, made by build
+// when it is missing: one C build (the shim's takes about 2.5 s of CPU)
+// per change of what key hashes instead of one per test package and run.
+// The cache is in cacheRoot. An entry is made in a directory of its own
+// and renamed into place, so that packages building at once never see
+// half of one. The cache is this user's: a directory another user owns
+// or may write is not used (ok false: the caller builds in a directory
+// of its own, as without the cache). A build that fails is returned
+// (out, err), not cached.
+func cached(key string, build func(dir string) ([]byte, error)) (dir string, ok bool, out []byte, err error) {
 	base := filepath.Join(cacheRoot, "envsieve-shimtest-cache-"+strconv.Itoa(os.Getuid()))
 	_ = os.Mkdir(base, 0o755)
 	if !ownDir(base) {
-		return "", false
+		return "", false, nil, nil
 	}
 	final := filepath.Join(base, key)
 	if ownDir(final) {
 		now := time.Now()
 		_ = os.Chtimes(final, now, now) // in use: not pruned
-		return final, true
+		return final, true, nil, nil
 	}
 	tmp, err := os.MkdirTemp(base, "build-")
 	if err != nil {
-		return "", false
+		return "", false, nil, nil
 	}
 	// Readable by an unprivileged user, for the tests that drop to one.
 	os.Chmod(tmp, 0o755)
-	if libOut, libErr = builder(tmp); libErr != nil {
+	if out, err := build(tmp); err != nil {
 		os.RemoveAll(tmp)
-		return "", true
+		return "", true, out, err
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		// Another package built it meanwhile.
 		os.RemoveAll(tmp)
 		if !ownDir(final) {
-			return "", false
+			return "", false, nil, nil
 		}
 	}
 	prune(base, key)
-	return final, true
+	return final, true, nil, nil
 }
 
 // prune removes the cache's entries but keep that no one used for
@@ -200,6 +208,25 @@ func prune(base, keep string) {
 			os.RemoveAll(filepath.Join(base, e.Name()))
 		}
 	}
+}
+
+// compilers writes each compiler's path, size and time to w.
+func compilers(w io.Writer, ccs ...string) error {
+	for _, c := range ccs {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			return err
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return nil
 }
 
 // sourceKey hashes what a build is made from: the files of
@@ -223,45 +250,53 @@ func sourceKey() (string, error) {
 		h.Write(b)
 	}
 	fmt.Fprintf(h, "%q %q\n", CFlags, StartCFlags)
-	for _, c := range []string{cc(), staticCC()} {
-		p, err := exec.LookPath(c)
-		if err != nil {
-			return "", err
-		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			p = r
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+	if err := compilers(h, cc(), staticCC()); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Program compiles the C source src into an executable in a test directory
-// readable by everyone and returns its path.
+// Program compiles the C source src into an executable in a directory
+// readable by everyone and returns its path. The build is cached as
+// Lib's is (see [cached]), keyed by name, src, extra and the compiler: a
+// test must not change the file it returns (copy it first).
 func Program(t testing.TB, name, src string, extra ...string) string {
 	t.Helper()
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q\n", name, src, extra)
+	if compilers(h, cc()) == nil {
+		dir, ok, out, err := cached("prog-"+hex.EncodeToString(h.Sum(nil)), func(dir string) ([]byte, error) {
+			return compile(dir, name, src, extra)
+		})
+		if ok && err != nil {
+			t.Fatalf("cc %s: %v\n%s", name, err, out)
+		}
+		if ok {
+			return filepath.Join(dir, name)
+		}
+	}
 	dir, err := os.MkdirTemp("", "envsieve-prog-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	if out, err := compile(dir, name, src, extra); err != nil {
+		t.Fatalf("cc %s: %v\n%s", name, err, out)
+	}
+	return filepath.Join(dir, name)
+}
+
+// compile writes src to dir/name.c and compiles it to dir/name.
+func compile(dir, name, src string, extra []string) ([]byte, error) {
 	c := filepath.Join(dir, name+".c")
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out := filepath.Join(dir, name)
-	args := append([]string{"-std=c11", "-O2", "-Wall", "-o", out, c}, extra...)
+	args := append([]string{"-std=c11", "-O2", "-Wall", "-o", filepath.Join(dir, name), c}, extra...)
 	cmd := exec.Command(cc(), args...)
 	cmd.Env = os.Environ()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cc %s: %v\n%s", name, err, b)
-	}
-	return out
+	return cmd.CombinedOutput()
 }
 
 // staticCC is the compiler of the static helpers, as the Makefile picks
