@@ -113,7 +113,9 @@ QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLog
 	TestHalfOpenFlood TestHalfOpenClosed TestCompressedEchoCurl TestBaseURL TestGitCloneThroughBroker \
 	TestClientsThroughProxy TestHiddenCarry TestStartInPlace TestRuntimes TestServerStartBodyTimeout \
 	TestDaemonHidesAsRunDoes TestDaemonExecControls TestDaemonLoad TestSSHPrivateKeys \
-	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed
+	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed \
+	TestAWSConfigProfiles TestCodexLoginSealed TestClaudeLoginSealed TestGeminiLoginSealed TestAgentLoginFiles \
+	TestStoppedHeldPipe
 empty :=
 space := $(empty) $(empty)
 QUICK_SKIP := ^($(subst $(space),|,$(strip $(QUICK_SLOW))))$$

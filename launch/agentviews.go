@@ -123,7 +123,7 @@ func copyRegular(from, to string, perm fs.FileMode) (fs.FileInfo, error) {
 func (l *Plan) writesStateDir(dir string) bool {
 	var named []string
 	if l.opt.Policy != nil {
-		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+		if plan, err := l.opt.Policy.Effective(l.Result.Profile); err == nil {
 			for _, d := range plan.StateDirs {
 				named = append(named, filepath.Join(l.host.Home, strings.TrimPrefix(d, "~/")))
 			}

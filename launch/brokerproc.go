@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/envsieve/envsieve/internal/proc"
 )
 
 // BrokerArg is the hidden verb of envsieve-daemon that serves one launch
@@ -140,7 +142,7 @@ var testOnlyKeepDumpable bool
 // non-dumpable.
 func ServeBroker(in io.Reader, out io.Writer, start func(BrokerRequest, func(BrokerEvent)) (BrokerRun, error)) error {
 	if !testOnlyKeepDumpable {
-		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		if err := proc.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
 	}

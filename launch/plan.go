@@ -17,6 +17,7 @@ import (
 	"github.com/envsieve/envsieve/internal/memfd"
 	"github.com/envsieve/envsieve/internal/nest"
 	"github.com/envsieve/envsieve/internal/pin"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/sshfilter"
 	"github.com/envsieve/envsieve/internal/trust"
 	"github.com/envsieve/envsieve/policy"
@@ -353,7 +354,7 @@ func Build(ctx context.Context, h *Host, o Options) (*Plan, error) {
 	var noRule []string
 	realPath := "" // the first program's file, for its #! check
 	if req.Path == "" && len(req.Commands) > 0 && len(req.Commands[0]) > 0 {
-		if path, err := LookPath(req.Commands[0][0], o.Parent); err == nil {
+		if path, err := proc.LookPath(req.Commands[0][0], o.Parent); err == nil {
 			req.Path = path
 			// The program a rule would grant to: named as an administrator
 			// named it, and one the agent's tree cannot have written, or

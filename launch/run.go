@@ -13,6 +13,7 @@ import (
 
 	"github.com/envsieve/envsieve/internal/audit"
 	"github.com/envsieve/envsieve/internal/pin"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/shim"
@@ -44,13 +45,13 @@ func (l *Plan) chooseSeal() error {
 // start), else in a Landlock domain of its own when the shim may start
 // granted programs (the domain keeps the tree from reading or tracing
 // them; without it the shim declines every start), else c itself.
-func (l *Plan) scope(c *Cmd, sh *shimRun) (*Cmd, error) {
+func (l *Plan) scope(c *proc.Cmd, sh *shimRun) (*proc.Cmd, error) {
 	if l.sealed && l.sealBy == seal.Landlock {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return nil, err
 		}
-		sc, err := scopeSealed(c, spec)
+		sc, err := proc.ScopeSealed(c, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +59,7 @@ func (l *Plan) scope(c *Cmd, sh *shimRun) (*Cmd, error) {
 		return sc, nil
 	}
 	if sh.Grants() {
-		sc, err := Scope(c)
+		sc, err := proc.Scope(c)
 		if err != nil {
 			sh.NoScope(err)
 			return c, nil
@@ -93,7 +94,7 @@ func (l *Plan) isolateInit() string {
 // and, when the namespaces were the seal's own choice, Landlock here, for
 // the init to fall back to if they are refused all the same.
 func (l *Plan) unshareInit() string {
-	if !l.isolated || !noSeccomp() {
+	if !l.isolated || !proc.NoSeccomp() {
 		return ""
 	}
 	if l.sealed && l.sealIsolates && seal.LandlockAvailable() != nil {
@@ -111,7 +112,7 @@ func (l *Plan) unshareInit() string {
 // environment, which makes the seal or fails); --isolate itself fails.
 // It returns only on failure.
 func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) error {
-	env := initEnv(l.Env)
+	env := proc.InitEnv(l.Env)
 	fallback := "-"
 	if l.sealed {
 		spec, err := l.sealSpec()
@@ -122,7 +123,7 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 		if err != nil {
 			return err
 		}
-		env = append(env, initSeal+text)
+		env = append(env, proc.InitSeal+text)
 		if l.sealIsolates {
 			if fallback, err = os.Executable(); err != nil {
 				return fmt.Errorf("seal: find envsieve's own executable: %w", err)
@@ -143,7 +144,7 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 		return err
 	}
 	args := append([]string{"envsieve-init", "--unshare", fallback, path}, argv...)
-	if err := checkNUL(args, env); err != nil {
+	if err := proc.CheckNUL(args, env); err != nil {
 		return err
 	}
 	// The init's own failure is envsieve's (125), not the program's 126
@@ -303,7 +304,7 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 	}
 	places = append(places, place{path: tmp})
 	if l.opt.Policy != nil {
-		if plan, err := l.opt.Policy.Plan(l.Result.Profile); err == nil {
+		if plan, err := l.opt.Policy.Effective(l.Result.Profile); err == nil {
 			for _, d := range plan.StateDirs {
 				places = append(places, place{path: filepath.Join(home, strings.TrimPrefix(d, "~/")), what: "state dir " + d, make: true, named: true})
 			}
@@ -325,7 +326,7 @@ func (l *Plan) writePlaces(base seal.Spec) ([]string, error) {
 		if !mk {
 			// The PATH is searched only for a cache that is missing.
 			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-				_, err := LookPath(c.prog, l.Env)
+				_, err := proc.LookPath(c.prog, l.Env)
 				mk = err == nil
 			}
 		}
@@ -399,7 +400,7 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 		}
 		path = l.pinned.Path()
 	}
-	err := Exec(path, argv, l.Env)
+	err := proc.Exec(path, argv, l.Env)
 	alog.Exit(125, err)
 	return err
 }
@@ -409,7 +410,7 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 // script's interpreter opens it by name), as file-delivered secrets are
 // inherited: at its own number, or as an extra file where the host passes
 // those (a number of the launcher's could then be another's in the child).
-func (l *Plan) command(path string, argv []string) (*Cmd, error) {
+func (l *Plan) command(path string, argv []string) (*proc.Cmd, error) {
 	files := l.extraFiles()
 	if l.pinned != nil {
 		if l.host.ExtraFiles {
@@ -422,5 +423,5 @@ func (l *Plan) command(path string, argv []string) (*Cmd, error) {
 			path = l.pinned.Path()
 		}
 	}
-	return &Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}, nil
+	return &proc.Cmd{Path: path, Args: argv, Env: l.Env, ExtraFiles: files}, nil
 }

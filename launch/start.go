@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/envsieve/envsieve/internal/audit"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 )
@@ -51,8 +52,8 @@ type Running struct {
 	sweep   func()
 	stderr  io.Writer // the program's stderr as masked, for a server's notes
 	// sup is a single launch's resident child (Supervise).
-	sup  *supervised
-	tree *tree
+	sup  *proc.Supervised
+	tree *proc.Tree
 	// cmd is a server's command, pumps its output pipes, ctx its context
 	// (cancelled with the cause that ended it).
 	cmd   *exec.Cmd
@@ -97,7 +98,7 @@ func (l *Plan) program() (string, []string, error) {
 		if len(argv) == 0 || argv[0] == "" {
 			return "", nil, errors.New("launch: no command")
 		}
-		path, err := LookPath(argv[0], l.Result.Env)
+		path, err := proc.LookPath(argv[0], l.Result.Env)
 		return path, argv, err
 	}
 	if len(l.Request.Commands) == 0 || len(l.Request.Commands[0]) == 0 {
@@ -167,9 +168,9 @@ func (r *Running) startSingle(stdio Stdio) error {
 	// launcher stays resident. It is never undone: the launcher exits when
 	// the child has, and a late signal cannot cut its clean-up.
 	d := &l.d
-	var sigs *Signals
+	var sigs *proc.Signals
 	if d.Resident {
-		sigs = NotifySignals()
+		sigs = proc.NotifySignals()
 	}
 	prog := path
 	if l.pinned != nil {
@@ -191,7 +192,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 		l.logins != nil && len(l.logins.views) > 0) { // an agent's view is synced back after (agentviews.go)
 		l.host.debugf("the launcher stays resident: the decision said in place")
 		inPlace, d.Resident = false, true
-		sigs = NotifySignals()
+		sigs = proc.NotifySignals()
 	}
 	if inPlace && l.unshare != "" {
 		return l.execUnshared(l.unshare, path, argv, alog)
@@ -204,14 +205,14 @@ func (r *Running) startSingle(stdio Stdio) error {
 		return err
 	}
 	c.Dir = l.opt.Dir
-	res := Resident{Stdout: stdio.Stdout, Stderr: stdio.Stderr, Signals: sigs}
+	res := proc.Resident{Stdout: stdio.Stdout, Stderr: stdio.Stderr, Signals: sigs}
 	if f, ok := stdio.Stdin.(*os.File); ok {
 		res.Stdin = f
 	} else {
-		res.in = stdio.Stdin
+		res.In = stdio.Stdin
 	}
 	abort := make(chan error, 1)
-	res.abort = abort
+	res.Abort = abort
 	if !l.opt.Policy.AuditWarn {
 		// The audit log fails closed: a write that fails ends the launch.
 		alog.OnFail(func(err error) {
@@ -233,10 +234,10 @@ func (r *Running) startSingle(stdio Stdio) error {
 			}
 		}()
 	}
-	if res.tree, err = holdTree(); err != nil {
+	if res.Tree, err = proc.HoldTree(); err != nil {
 		l.host.debugf("lifetime: %v", err)
 	}
-	r.tree = res.tree
+	r.tree = res.Tree
 	switch {
 	case l.isolated:
 		// The child's uid map is written from here, which a non-dumpable
@@ -249,19 +250,19 @@ func (r *Running) startSingle(stdio Stdio) error {
 			if err != nil {
 				return err
 			}
-			if c, err = isolateSealedWith(c, spec, l.isolateInit()); err != nil {
+			if c, err = proc.IsolateSealedWith(c, spec, l.isolateInit()); err != nil {
 				return err
 			}
 			l.host.debugf("seal: namespaces; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
-		} else if c, err = isolateWith(c, l.isolateInit()); err != nil {
+		} else if c, err = proc.IsolateWith(c, l.isolateInit()); err != nil {
 			return err
 		}
-		res.AfterStart = MakeNonDumpable
+		res.AfterStart = proc.MakeNonDumpable
 	default:
 		if c, err = l.scope(c, sh); err != nil {
 			return err
 		}
-		if err := MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
+		if err := proc.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
 			l.host.warnf("%v", err)
 		} else if err != nil {
 			return err
@@ -282,8 +283,8 @@ func (r *Running) startSingle(stdio Stdio) error {
 	}
 	l.host.debugf("resident launcher: redaction %v (entropy %v), pty %v, secret files %v, isolate %v, shim %v",
 		masks, l.opt.Policy.Redact.Entropy, res.PTY, l.files != nil, l.isolated, sh != nil)
-	r.sup, err = superviseStart(c, res)
-	if errors.Is(err, errNamespaces) && l.sealed && l.sealIsolates {
+	r.sup, err = proc.SuperviseStart(c, res)
+	if errors.Is(err, proc.ErrNamespaces) && l.sealed && l.sealIsolates {
 		// The kernel's switches allowed them, and something else refused
 		// them (a container's seccomp filter): seal with Landlock, or
 		// where it cannot, run `on` without the seal.
@@ -307,10 +308,10 @@ func (r *Running) startSingle(stdio Stdio) error {
 			return err
 		}
 		res.AfterStart = nil
-		if err := MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		if err := proc.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 			return err
 		}
-		r.sup, err = superviseStart(c, res)
+		r.sup, err = proc.SuperviseStart(c, res)
 	}
 	if err != nil {
 		alog.Exit(125, err)
@@ -388,13 +389,13 @@ func (r *Running) startServer(stdio Stdio) error {
 	// in a Landlock domain of its own that keeps the command from reading
 	// or tracing the programs the server starts for them (which share the
 	// command's seal).
-	sc, err := l.scope(&Cmd{Path: path, Args: argv, Env: l.Env}, r.sh)
+	sc, err := l.scope(&proc.Cmd{Path: path, Args: argv, Env: l.Env}, r.sh)
 	if err != nil {
 		outW.Close()
 		errW.Close()
 		return err
 	}
-	if err := checkNUL(sc.Args, sc.Env); err != nil {
+	if err := proc.CheckNUL(sc.Args, sc.Env); err != nil {
 		outW.Close()
 		errW.Close()
 		return err
@@ -408,7 +409,7 @@ func (r *Running) startServer(stdio Stdio) error {
 	cmd.Stdin = stdio.Stdin
 	cmd.WaitDelay = serverWaitDelay
 	cmd.ExtraFiles = l.extraFiles() // file-delivered secrets, as /dev/fd/3 and on
-	ownGroup(cmd)
+	proc.OwnGroup(cmd)
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -416,7 +417,7 @@ func (r *Running) startServer(stdio Stdio) error {
 		if af := auditCause(ctx); af != nil {
 			return af
 		}
-		err = wrapStartError(path, err)
+		err = proc.WrapStartError(path, err)
 		alog.Exit(125, err)
 		return err
 	}
@@ -458,7 +459,7 @@ func (r *Running) Pid() int {
 	if r.cmd != nil {
 		return r.cmd.Process.Pid
 	}
-	return r.sup.proc.Pid
+	return r.sup.Process().Pid
 }
 
 // Signal sends sig to the program (for an isolated launch, to its init,
@@ -467,7 +468,7 @@ func (r *Running) Signal(sig os.Signal) error {
 	if r.cmd != nil {
 		return r.cmd.Process.Signal(sig)
 	}
-	return r.sup.proc.Signal(sig)
+	return r.sup.Process().Signal(sig)
 }
 
 // Wait waits for the program to exit and ends the launch: the output is
@@ -483,12 +484,12 @@ func (r *Running) Wait() (int, error) {
 		return r.waitServer()
 	}
 	l, alog, sh := r.l, r.alog, r.sh
-	status, err := r.sup.wait()
-	r.state = r.sup.c.ProcessState()
+	status, err := r.sup.Wait()
+	r.state = r.sup.ProcessState()
 	r.flush()
 	// What the programs started for grants left, once the shim is closed
 	// and starts no more.
-	if n, terr := r.tree.end(); terr != nil {
+	if n, terr := r.tree.End(); terr != nil {
 		l.host.warnf("%v", terr)
 		alog.Warn(terr.Error())
 	} else if n > 0 {
@@ -520,7 +521,7 @@ func (r *Running) waitServer() (int, error) {
 		alog.Exit(125, err)
 		return 125, err
 	}
-	status, _ := exitStatus(r.state, nil)
+	status, _ := proc.ExitStatus(r.state, nil)
 	alog.Exit(status, nil)
 	if af := auditCause(r.ctx); af != nil {
 		return 125, af

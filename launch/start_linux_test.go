@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/shimwire"
 )
 
@@ -78,7 +79,7 @@ func TestStartGranted(t *testing.T) {
 // declined and nothing starts.
 func TestStartWithoutScope(t *testing.T) {
 	s := &shimRun{l: &Plan{host: &Host{}}, grants: true}
-	s.NoScope(errNoScope)
+	s.NoScope(proc.ErrNoScope)
 	p, why := s.Start(&shimwire.StartRequest{Start: &shimwire.Start{Path: "/bin/true", Argv: []string{"true"}}})
 	if p != nil {
 		p.Kill()
@@ -87,7 +88,7 @@ func TestStartWithoutScope(t *testing.T) {
 	if why != "grants are off" {
 		t.Errorf("declined for %q", why)
 	}
-	if !errors.Is(s.noScope, errNoScope) {
+	if !errors.Is(s.noScope, proc.ErrNoScope) {
 		t.Errorf("noScope = %v", s.noScope)
 	}
 }

@@ -69,7 +69,7 @@ func Default() (*Policy, error) {
 }
 
 // builtinProfiles parses the embedded agent profiles once. They are kept raw
-// and compiled into each policy, because a profile's plan includes the
+// and compiled into each policy, because a profile's effective policy includes the
 // global level of the policy that uses it.
 var builtinProfiles = sync.OnceValues(func() ([]rawProfile, error) {
 	d := &decoder{file: "embedded:builtin.yaml", src: profiles.Builtin}
@@ -353,7 +353,7 @@ func (b *builder) addBuiltins(p *Policy, builtins []rawProfile) {
 
 // lazyBuiltins compiles the built-in profiles on first use, for a policy
 // that did not need them at load time. Built-ins neither extend nor narrow,
-// so each plan is the global level, the profile's own, and the local level.
+// so each effective policy is the global level, the profile's own, and the local level.
 func (p *Policy) lazyBuiltins() (map[string]*Profile, []string) {
 	p.lazyOnce.Do(func() {
 		builtins, err := builtinProfiles()
@@ -366,7 +366,7 @@ func (p *Policy) lazyBuiltins() (map[string]*Profile, []string) {
 		for i := range builtins {
 			name := builtinPrefix + builtins[i].Name.V
 			pr := bd.profile(name, &builtins[i])
-			pr.Plan = compiled.NewPlan(name, []*Level{p.Global, pr.Level}, p.LocalLvl, p.catalog)
+			pr.Effective = compiled.Merge(name, []*Level{p.Global, pr.Level}, p.LocalLvl, p.catalog)
 			p.lazy[name] = pr
 			p.lazyOrder = append(p.lazyOrder, name)
 		}
@@ -583,7 +583,7 @@ func (b *builder) profile(name string, r *rawProfile) *Profile {
 	return pr
 }
 
-// resolve checks every profile reference, finds cycles, builds each plan,
+// resolve checks every profile reference, finds cycles, builds each effective policy,
 // and checks that sub-agent profiles only narrow their parents.
 func (b *builder) resolve(p *Policy) {
 	local := p.LocalLvl
@@ -637,16 +637,16 @@ func (b *builder) resolve(p *Policy) {
 	global := []*Level{p.Global}
 	for _, name := range p.order {
 		chain := visit(name, name, p.profiles[name].Level.Pos)
-		p.profiles[name].Plan = compiled.NewPlan(name, append(global, chain...), local, b.c)
+		p.profiles[name].Effective = compiled.Merge(name, append(global, chain...), local, b.c)
 	}
-	p.noneProf = compiled.NewPlan("", global, local, b.c)
+	p.noneProf = compiled.Merge("", global, local, b.c)
 	for _, name := range p.order {
 		pr := p.profiles[name]
 		if pr.Parent == "" {
 			continue
 		}
-		if target, ok := b.lookup(p, pr.Parent, name); ok && p.profiles[target].Plan != nil {
-			b.narrows(pr, p.profiles[target].Plan)
+		if target, ok := b.lookup(p, pr.Parent, name); ok && p.profiles[target].Effective != nil {
+			b.narrows(pr, p.profiles[target].Effective)
 		}
 	}
 }
@@ -669,23 +669,23 @@ func (b *builder) lookup(p *Policy, ref, from string) (string, bool) {
 
 // narrows reports, as escalation errors, everything in a sub-agent profile
 // that its parent does not already grant.
-func (b *builder) narrows(child *Profile, parent *Plan) {
+func (b *builder) narrows(child *Profile, parent *Effective) {
 	compiled.Escalations(child.Level, parent, func(pos Pos, format string, args ...any) {
 		b.d.errorAt(pos, "profile %s: escalation: %s (a profile with a parent may only narrow it)", child.Name, fmt.Sprintf(format, args...))
 	})
 }
 
 // CheckNarrows returns nil when profile child only narrows profile parent:
-// every level of child's plan that parent's plan lacks grants nothing the
+// every level of child's effective policy that parent's effective policy lacks grants nothing the
 // parent does not. Otherwise it returns an [ErrorList] of escalations, each
 // naming the key and where it was written. Daemon sessions use it for
 // sub-agent sessions, whose profiles are chosen at run time.
 func (p *Policy) CheckNarrows(child, parent string) error {
-	cp, err := p.Plan(child)
+	cp, err := p.Effective(child)
 	if err != nil {
 		return err
 	}
-	pp, err := p.Plan(parent)
+	pp, err := p.Effective(parent)
 	if err != nil {
 		return err
 	}
@@ -694,7 +694,7 @@ func (p *Policy) CheckNarrows(child, parent string) error {
 		errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("profile %s: escalation: %s (profile %s may only narrow %s)",
 			child, fmt.Sprintf(format, args...), child, parent)})
 	}
-	// Scalars, as merged: a level both plans share can still be overridden
+	// Scalars, as merged: a level both effective policies share can still be overridden
 	// by a later level of the parent.
 	if baseRank[cp.Base] > baseRank[pp.Base] {
 		esc(cp.BaseSource.Pos, "base %s is wider than the parent's base %s", cp.Base, pp.Base)
@@ -757,9 +757,9 @@ func (p *Policy) CheckNarrows(child, parent string) error {
 	return nil
 }
 
-// deniesGlob reports whether a level of plan denies exactly glob.
-func deniesGlob(plan *Plan, glob string) bool {
-	for _, l := range plan.Levels {
+// deniesGlob reports whether a level of effective policy denies exactly glob.
+func deniesGlob(eff *Effective, glob string) bool {
+	for _, l := range eff.Levels {
 		for _, e := range l.Deny {
 			if e.Glob.String() == glob {
 				return true

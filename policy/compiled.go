@@ -49,9 +49,9 @@ type (
 	Admit = compiled.Admit
 	// Tables are allow and deny entries compiled for lookup.
 	Tables = compiled.Tables
-	// Plan is the merged view of the global level, a profile's levels and
-	// the project-local level.
-	Plan = compiled.Plan
+	// Effective is a profile's effective policy: the merged view of the
+	// global level, the profile's levels and the project-local level.
+	Effective = compiled.Effective
 )
 
 // The modes.

@@ -25,14 +25,14 @@
 // # Immutability
 //
 // A *Policy, and everything reachable from it (levels, rules, profiles,
-// plans, tables), is built once and never changed afterwards: it is safe
+// effective policies, tables), is built once and never changed afterwards: it is safe
 // for concurrent use, and the engine relies on its compiled tables not
 // moving. Callers must not modify its fields; a caller that needs another
 // policy loads or narrows one ([Policy.Narrow] returns a new Policy).
 //
 // # The compiled types
 //
-// The types a compiled policy is made of ([Level], [Rule], [Plan],
+// The types a compiled policy is made of ([Level], [Rule], [Effective],
 // [Tables], [Source], [Pos], [Secret] and the rest) are declared in the
 // module's internal/compiled package and named here by alias: policy.Rule
 // is that package's Rule. The engine reads them there, and

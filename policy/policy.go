@@ -20,7 +20,7 @@ type Profile struct {
 	Extends     []string
 	Parent      string // a sub-agent profile: may only narrow its parent
 	Level       *Level
-	Plan        *Plan // the merged view the engine uses
+	Effective   *Effective // the merged view the engine uses
 }
 
 // SecretSpec returns how the named secret is fetched and delivered.
@@ -76,7 +76,7 @@ type Policy struct {
 	SSH      SSHSettings
 	profiles map[string]*Profile // user and built-in, by name
 	order    []string            // user profiles in file order, then built-ins
-	noneProf *Plan               // the plan when no profile is asked for
+	noneProf *Effective          // the effective policy when no profile is asked for
 	catalog  *Catalog
 	raw      *rawFile // kept to rebuild with a project-local level
 	src      []byte
@@ -91,7 +91,7 @@ type Policy struct {
 }
 
 // Compiled returns the part of p that the engine (package sieve) reads
-// besides its plans: the same rules, tools, secrets and local level as p's
+// besides its effective policies: the same rules, tools, secrets and local level as p's
 // fields. It returns nil for a nil p. It is for package sieve, which reads
 // a policy without linking the YAML parser.
 func (p *Policy) Compiled() *compiled.Policy {
@@ -136,8 +136,9 @@ func (p *Policy) Profiles() []*Profile {
 	return out
 }
 
-// Plan returns the merged plan for a profile name; "" means no profile.
-func (p *Policy) Plan(profile string) (*Plan, error) {
+// Effective returns the effective policy of a profile name, the merged
+// view of its levels; "" means no profile.
+func (p *Policy) Effective(profile string) (*Effective, error) {
 	if profile == "" {
 		return p.noneProf, nil
 	}
@@ -148,7 +149,7 @@ func (p *Policy) Plan(profile string) (*Plan, error) {
 		}
 		return nil, fmt.Errorf("profile %q: %w%s", profile, ErrUnknownProfile, DidYouMean(profile, p.ProfileNames()))
 	}
-	return pr.Plan, nil
+	return pr.Effective, nil
 }
 
 // ProfileNames returns the names a profile can be asked for by: the

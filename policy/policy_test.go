@@ -133,7 +133,7 @@ func TestDefaultPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan("")
+	plan, err := p.Effective("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,9 +239,9 @@ profiles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(name string) *policy.Plan {
+	plan := func(name string) *policy.Effective {
 		t.Helper()
-		pl, err := p.Plan(name)
+		pl, err := p.Effective(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -353,7 +353,7 @@ func TestNarrow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := p.Plan("")
+	plan, _ := p.Effective("")
 	if plan.Base != "none" || plan.Limits.MaxKeys != 5 {
 		t.Errorf("narrowed plan base %s max_keys %d, want none 5", plan.Base, plan.Limits.MaxKeys)
 	}
@@ -449,7 +449,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, pr := range p.Profiles() {
-			if _, err := p.Plan(pr.Name); err != nil {
+			if _, err := p.Effective(pr.Name); err != nil {
 				t.Fatalf("accepted policy cannot plan %s: %v", pr.Name, err)
 			}
 		}
@@ -473,7 +473,7 @@ func TestBuiltinRefForms(t *testing.T) {
 			continue
 		}
 		pr, _ := p.Profile("a")
-		if a, ok := pr.Plan.Admit("ANTHROPIC_API_KEY"); !ok || !a.Exact {
+		if a, ok := pr.Effective.Admit("ANTHROPIC_API_KEY"); !ok || !a.Exact {
 			t.Errorf("%q: the built-in claude profile was not applied", src)
 		}
 	}
@@ -541,7 +541,7 @@ func TestTablesOneView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := p.Plan("")
+	plan, _ := p.Effective("")
 	for _, key := range []string{"MYAPP_A", "MYAPP_XY", "EDITOR", "HOME", "PATH", "NOPE", ""} {
 		a1, ok1 := plan.Admit(key)
 		d1, den1 := plan.Deny(key)

@@ -18,7 +18,7 @@ func TestSealPolicy(t *testing.T) {
 		profile string
 		want    SealMode
 	}{{"", SealOn}, {"agent", SealRequired}, {"lax", SealOff}, {"child", SealRequired}} {
-		plan, err := p.Plan(tt.profile)
+		plan, err := p.Effective(tt.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func TestSealPolicy(t *testing.T) {
 			t.Errorf("profile %q: seal %q, want %q", tt.profile, plan.Seal, tt.want)
 		}
 	}
-	if plan, _ := mustDefault(t).Plan(""); plan.Seal != SealOff {
+	if plan, _ := mustDefault(t).Effective(""); plan.Seal != SealOff {
 		t.Errorf("the embedded default's global seal is %q, want off", plan.Seal)
 	}
 
@@ -49,7 +49,7 @@ func TestSealPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan, _ := n.Plan(""); plan.Seal != SealRequired {
+	if plan, _ := n.Effective(""); plan.Seal != SealRequired {
 		t.Errorf("a local policy raising seal: %q", plan.Seal)
 	}
 }
@@ -73,7 +73,7 @@ func TestSealMask(t *testing.T) {
 		{"a", SealRequired, []string{"/etc/app/token", "~/.config/app/token"}},
 		{"b", SealOn, []string{"/etc/app/token"}},
 	} {
-		plan, err := p.Plan(tt.profile)
+		plan, err := p.Effective(tt.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestSealMask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan, _ := n.Plan("a"); !slices.Contains(plan.SealMask, "~/.netrc-extra") || !slices.Contains(plan.SealMask, "/etc/app/token") {
+	if plan, _ := n.Effective("a"); !slices.Contains(plan.SealMask, "~/.netrc-extra") || !slices.Contains(plan.SealMask, "/etc/app/token") {
 		t.Errorf("a local policy's mask: %q", plan.SealMask)
 	}
 	for _, tt := range []struct{ name, seal, err string }{
@@ -125,7 +125,7 @@ func TestSealWrite(t *testing.T) {
 		{"a", []string{"/srv/out", "~/.config/app"}},
 		{"b", []string{"/srv/out"}},
 	} {
-		plan, err := p.Plan(tt.profile)
+		plan, err := p.Effective(tt.profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,14 +161,14 @@ func TestStateDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan("b")
+	plan, err := p.Effective("b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"~/.a", "~/.config/a", "~/.codex"}; !slices.Equal(sorted(plan.StateDirs), sorted(want)) {
 		t.Errorf("state dirs %q, want %q", plan.StateDirs, want)
 	}
-	if plan, _ := mustDefault(t).Plan("claude"); !slices.Equal(plan.StateDirs, []string{"~/.claude"}) {
+	if plan, _ := mustDefault(t).Effective("claude"); !slices.Equal(plan.StateDirs, []string{"~/.claude"}) {
 		t.Errorf("builtin claude's state dirs: %q", plan.StateDirs)
 	}
 	for _, bad := range []string{"/etc/x", "~/", "~/../x", "~/a/../b", "~/a/", "~user/x", "x"} {

@@ -83,7 +83,7 @@ func Locate(override, exe string) (string, error) {
 }
 
 // InitName is the file name of envsieve-init, the init of an isolated
-// launch's namespaces in C (launch.Isolate), installed beside the shim.
+// launch's namespaces in C (internal/proc.Isolate), installed beside the shim.
 const InitName = "envsieve-init"
 
 // LocateInit returns the path of envsieve-init next to the shim lib, or an

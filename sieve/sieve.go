@@ -165,8 +165,9 @@ type Request struct {
 // engine's plumbing (they return internal/compiled's types): callers pass
 // a *policy.Policy.
 type compiledPolicy interface {
-	// Plan returns the merged plan for a profile; "" means no profile.
-	Plan(profile string) (*compiled.Plan, error)
+	// Effective returns the effective policy of a profile, the merged
+	// view of its levels; "" means no profile.
+	Effective(profile string) (*compiled.Effective, error)
 	// Compiled returns the rules, tools, secrets and local level; nil for
 	// a nil policy.
 	Compiled() *compiled.Policy
@@ -205,10 +206,10 @@ type Result struct {
 	// global level's), raised by the rule's or the local policy's.
 	Seal compiled.SealMode
 	// SealMask are the policy's own paths the seal masks besides the
-	// built-in list: the plan's and the rule's ("~/" not yet expanded).
+	// built-in list: the effective policy's and the rule's ("~/" not yet expanded).
 	SealMask []string
 	// SealWrite are the policy's own places the sealed tree may write
-	// besides its work and caches: the plan's and the rule's.
+	// besides its work and caches: the effective policy's and the rule's.
 	SealWrite []string
 	// Hide names the keys of Env the shim hides when BlockIteration is on:
 	// every sensitive key admitted by exact name, every injected secret, and
@@ -348,12 +349,12 @@ func Build(in Input) (*Result, error) {
 	if p == nil {
 		return nil, ErrNilPolicy
 	}
-	plan, err := in.Policy.Plan(in.Profile)
+	eff, err := in.Policy.Effective(in.Profile)
 	if err != nil {
 		return nil, err
 	}
 	rule := chooseRule(p, in.Request)
-	res := &Result{Profile: in.Profile, Rule: rule, Mode: plan.Mode, Limits: plan.Limits}
+	res := &Result{Profile: in.Profile, Rule: rule, Mode: eff.Mode, Limits: eff.Limits}
 	var rt *compiled.Tables
 	if rule != nil {
 		rt = rule.Tables
@@ -389,7 +390,7 @@ func Build(in Input) (*Result, error) {
 	}
 
 	denied := func(key string) (*compiled.Source, bool) {
-		if s, ok := plan.Deny(key); ok {
+		if s, ok := eff.Deny(key); ok {
 			return s, true
 		}
 		if rt != nil {
@@ -410,7 +411,7 @@ func Build(in Input) (*Result, error) {
 		}
 		ovs = append(ovs, override{key: s.Key, env: s.Env, hash: compiled.HashName(s.Key), reason: Set, source: s.Source})
 	}
-	for _, s := range plan.Set {
+	for _, s := range eff.Set {
 		setKey(s)
 	}
 	if rule != nil {
@@ -460,7 +461,7 @@ func Build(in Input) (*Result, error) {
 	sc := getScratch(len(in.Parent))
 	defer scratches.Put(sc)
 	audit := res.Mode == compiled.Audit
-	pt := &plan.Tables
+	pt := &eff.Tables
 	total, longest := 0, 0 // for the limits: the size of the environment and its longest value
 	keep := func(ref, kvLen, eq int, kv string) {
 		p0, p1 := keyPrefix(kv, eq)
@@ -522,9 +523,9 @@ func Build(in Input) (*Result, error) {
 				continue
 			}
 		}
-		inPlan, inRule := pt.MayMatch(h, key), rt != nil && rt.MayMatch(h, key)
-		if inPlan || inRule {
-			decide(d, pt, rt, inPlan, inRule, h, key, val)
+		inEff, inRule := pt.MayMatch(h, key), rt != nil && rt.MayMatch(h, key)
+		if inEff || inRule {
+			decide(d, pt, rt, inEff, inRule, h, key, val)
 		} else {
 			d.Reason = NotAllowed // most keys: in no table, matched by no glob
 		}
@@ -581,29 +582,29 @@ func Build(in Input) (*Result, error) {
 		env[i] = text(e)
 	}
 	res.Env = env
-	res.Seal = plan.Seal
+	res.Seal = eff.Seal
 	if rule != nil && rule.Level.Seal != nil {
 		res.Seal = res.Seal.Stronger(*rule.Level.Seal)
 	}
-	res.SealMask = plan.SealMask
+	res.SealMask = eff.SealMask
 	if rule != nil && len(rule.Level.SealMask) > 0 {
-		res.SealMask = slices.Clip(plan.SealMask)
+		res.SealMask = slices.Clip(eff.SealMask)
 		for _, m := range rule.Level.SealMask {
 			if !slices.Contains(res.SealMask, m) {
 				res.SealMask = append(res.SealMask, m)
 			}
 		}
 	}
-	res.SealWrite = plan.SealWrite
+	res.SealWrite = eff.SealWrite
 	if rule != nil && len(rule.Level.SealWrite) > 0 {
-		res.SealWrite = slices.Clip(plan.SealWrite)
+		res.SealWrite = slices.Clip(eff.SealWrite)
 		for _, w := range rule.Level.SealWrite {
 			if !slices.Contains(res.SealWrite, w) {
 				res.SealWrite = append(res.SealWrite, w)
 			}
 		}
 	}
-	res.BlockIteration = plan.BlockIteration
+	res.BlockIteration = eff.BlockIteration
 	if rule != nil && rule.Level.BlockIteration != nil {
 		res.BlockIteration = *rule.Level.BlockIteration
 	}
@@ -611,18 +612,18 @@ func Build(in Input) (*Result, error) {
 		res.BlockIteration = true
 	}
 	if res.BlockIteration {
-		res.Hide = hidden(res, plan, rule)
+		res.Hide = hidden(res, eff, rule)
 	}
-	res.Brokered = brokered(res, p, plan, rule)
+	res.Brokered = brokered(res, p, eff, rule)
 	return res, nil
 }
 
 // brokered lists the keys of Env that are brokered.
-func brokered(res *Result, p *compiled.Policy, plan *compiled.Plan, rule *compiled.Rule) []string {
+func brokered(res *Result, p *compiled.Policy, eff *compiled.Effective, rule *compiled.Rule) []string {
 	var out []string
 	for _, kv := range res.Env {
 		key, _, _ := strings.Cut(kv, "=")
-		is := slices.Contains(plan.Brokered, key)
+		is := slices.Contains(eff.Brokered, key)
 		if !is && rule != nil {
 			is = slices.ContainsFunc(rule.Level.Brokered, func(s *compiled.Source) bool { return s.Entry == key })
 		}
@@ -639,9 +640,9 @@ func brokered(res *Result, p *compiled.Policy, plan *compiled.Plan, rule *compil
 }
 
 // hidden lists the kept keys the shim hides: secrets, sensitive keys that an
-// exact allow entry admitted, and the hide entries of the plan and the rule.
-func hidden(res *Result, plan *compiled.Plan, rule *compiled.Rule) []string {
-	extra := plan.Hide
+// exact allow entry admitted, and the hide entries of the effective policy and the rule.
+func hidden(res *Result, eff *compiled.Effective, rule *compiled.Rule) []string {
+	extra := eff.Hide
 	if rule != nil {
 		for _, s := range rule.Level.Hide {
 			extra = append(extra[:len(extra):len(extra)], s.Entry)
@@ -702,16 +703,16 @@ func secretSource(p *compiled.Policy, tool, name string) *compiled.Source {
 
 // decide runs admit, guard and deny for one parent key under enforce and
 // fills in d, whose Key is set and the rest zero. h is compiled.HashName(key);
-// inPlan and inRule are plan.MayMatch and rt.MayMatch of it (false for a
+// inPlan and inRule are effective policy.MayMatch and rt.MayMatch of it (false for a
 // nil rt).
-func decide(d *Decision, plan, rt *compiled.Tables, inPlan, inRule bool, h uint32, key, val string) {
+func decide(d *Decision, eff, rt *compiled.Tables, inEff, inRule bool, h uint32, key, val string) {
 	var (
 		a    compiled.Admit
 		ok   bool
 		deny *compiled.Source
 	)
-	if inPlan {
-		a, ok, deny = plan.Lookup(h, key)
+	if inEff {
+		a, ok, deny = eff.Lookup(h, key)
 	}
 	if inRule {
 		ra, rok, rdeny := rt.Lookup(h, key)

@@ -33,10 +33,11 @@ valid, 1 when it is not.`,
 				return err
 			}
 			// The built-in profiles are compiled when first asked for:
-			// plan each, so that check validates what a launch could use.
+			// merge each one's effective policy, so that check validates
+			// what a launch could use.
 			user, builtin := 0, 0
 			for _, pr := range p.Profiles() {
-				if _, err := p.Plan(pr.Name); err != nil {
+				if _, err := p.Effective(pr.Name); err != nil {
 					return err
 				}
 				if strings.HasPrefix(pr.Name, "builtin:") {

@@ -16,8 +16,8 @@ import (
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/doctor"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/seal"
 	"github.com/envsieve/envsieve/secret"
@@ -75,8 +75,8 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 		needStart = len(p.Rules) > 0
 		helpers = helperChecks(p)
 		for _, pr := range p.Profiles() {
-			needShim = needShim || pr.Plan != nil && pr.Plan.BlockIteration
-			needSeal = needSeal || pr.Plan != nil && pr.Plan.Seal == "required"
+			needShim = needShim || pr.Effective != nil && pr.Effective.BlockIteration
+			needSeal = needSeal || pr.Effective != nil && pr.Effective.Seal == "required"
 		}
 	}
 
@@ -105,7 +105,7 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 	ns := doctor.Check{Name: "namespaces", Status: "ok", Required: needSeal, Detail: "user, pid and mount namespaces work: --isolate and the seal are available"}
 	if err := seal.Available(); err != nil {
 		ns.Status, ns.Detail = "fail", err.Error()
-	} else if c, err := launch.Isolate(&launch.Cmd{Path: "/bin/true", Args: []string{"true"}, Env: []string{}}); err != nil {
+	} else if c, err := proc.Isolate(&proc.Cmd{Path: "/bin/true", Args: []string{"true"}, Env: []string{}}); err != nil {
 		ns.Status, ns.Detail = "fail", err.Error()
 	} else if err := c.Run(); err != nil {
 		ns.Status, ns.Detail = "fail", "an isolated start failed: "+firstLine(err.Error())

@@ -14,8 +14,8 @@ import (
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/shimwire"
-	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/shim"
 )
 
@@ -89,7 +89,7 @@ func (r *readSet) Refused(string)          {}
 
 func lintEnv(u *cli.UI, prefix string, argv []string) error {
 	parent := os.Environ()
-	path, err := launch.LookPath(argv[0], parent)
+	path, err := proc.LookPath(argv[0], parent)
 	if err != nil {
 		return err
 	}
@@ -113,8 +113,8 @@ func lintEnv(u *cli.UI, prefix string, argv []string) error {
 		}
 	}
 	env = append(env, shimwire.EnvPreload+"="+shim.Preload(lib, parent), shimwire.EnvSock+"="+srv.Path)
-	c := &launch.Cmd{Path: path, Args: argv, Env: env}
-	status, runErr := launch.Supervise(c, launch.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	c := &proc.Cmd{Path: path, Args: argv, Env: env}
+	status, runErr := proc.Supervise(c, proc.Resident{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
 	srv.Close()
 	if runErr != nil {
 		return runErr

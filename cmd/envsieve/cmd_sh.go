@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/shellcmd"
 	"github.com/envsieve/envsieve/launch"
 )
@@ -144,7 +145,7 @@ func shimLoads(h *launch.Host, shell string, noShim bool) bool {
 	if noShim {
 		return false
 	}
-	path, err := launch.LookPath(shell, os.Environ())
+	path, err := proc.LookPath(shell, os.Environ())
 	if err != nil {
 		return false
 	}

@@ -257,7 +257,7 @@ func runVerify(u *cli.UI, o *verifyOptions, argv []string) error {
 	// Whether the launch asked for the seal: --seal, or a profile that
 	// turns it on (--isolate alone closes only the /proc channels).
 	sealed := o.seal
-	if plan, err := p.Plan(profileOf(o)); err == nil && plan.Seal != policy.SealOff && plan.Seal != "" {
+	if eff, err := p.Effective(profileOf(o)); err == nil && eff.Seal != policy.SealOff && eff.Seal != "" {
 		sealed = true
 	}
 	if o.json {

@@ -55,7 +55,7 @@ func TestReadAudit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the starter policy does not load: %v\n%s", err, out)
 	}
-	pl, err := p.Plan("starter")
+	pl, err := p.Effective("starter")
 	if err != nil {
 		t.Fatal(err)
 	}

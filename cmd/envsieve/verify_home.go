@@ -113,8 +113,8 @@ func runVerifyHome(u *cli.UI, o *verifyOptions) error {
 }
 
 // homeSeal is the seal a launch would get: seal.Default for HOME and
-// envsieve's directories, with the masks of the policy's plan for the
-// profile.
+// envsieve's directories, with the masks of the profile's effective
+// policy.
 func homeSeal(u *cli.UI, o *verifyOptions, home string) (seal.Spec, error) {
 	p, err := cli.LoadPolicy(u, o.policy)
 	if err != nil {
@@ -124,12 +124,12 @@ func homeSeal(u *cli.UI, o *verifyOptions, home string) (seal.Spec, error) {
 	if profile == "" {
 		profile = envknob.Profile()
 	}
-	plan, err := p.Plan(profile)
+	eff, err := p.Effective(profile)
 	if err != nil {
 		return seal.Spec{}, err
 	}
 	var extra []string
-	for _, m := range plan.SealMask {
+	for _, m := range eff.SealMask {
 		if rest, ok := strings.CutPrefix(m, "~/"); ok {
 			m = filepath.Join(home, rest)
 		}

@@ -16,7 +16,7 @@ type Admit struct {
 	Curated bool
 }
 
-// Tables are a level's or a plan's allow and deny entries, compiled for
+// Tables are a level's or an effective policy's allow and deny entries, compiled for
 // lookup: exact names in maps, the rest as globs. Tables are immutable.
 type Tables struct {
 	// admit and deny collect the exact names while a policy is built;
@@ -358,9 +358,11 @@ func (t *Tables) addDeny(l *Level) {
 	}
 }
 
-// Plan is the merged view of the global level, a profile's levels and the
-// project-local level: what the engine needs before a rule is chosen.
-type Plan struct {
+// Effective is a profile's effective policy: the merged view of the
+// global level, the profile's levels and the project-local level, what
+// the engine needs before a rule is chosen. (A launch's built plan is
+// launch.Plan; this is never called a plan.)
+type Effective struct {
 	Profile string // "" when no profile was asked for
 	Levels  []*Level
 	Tables
@@ -400,7 +402,7 @@ type Plan struct {
 	// sealed with Landlock makes before the tree starts, which could not
 	// make a new directory in HOME (package seal).
 	StateDirs []string
-	// exactAllow and groups record what the plan admits, for the
+	// exactAllow and groups record what the effective policy admits, for the
 	// narrowing checks of sub-agent profiles.
 	groups map[string]bool
 }
@@ -415,10 +417,10 @@ func addPaths(list, add []string) []string {
 	return list
 }
 
-// NewPlan merges the global level, a profile's levels (levels, the global
-// level first) and the project-local level (nil for none) into a plan, the
-// bases and groups read from c. For the policy package's builder.
-func NewPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
+// Merge merges the global level, a profile's levels (levels, the global
+// level first) and the project-local level (nil for none) into the
+// profile's effective policy, the bases and groups read from c. For the policy package's builder.
+func Merge(profile string, levels []*Level, local *Level, c *Catalog) *Effective {
 	// How many exact names the tables will hold, about: the widest base's
 	// keys, and the levels' groups and entries.
 	admits, denies := 0, 0
@@ -438,7 +440,7 @@ func NewPlan(profile string, levels []*Level, local *Level, c *Catalog) *Plan {
 	if local != nil {
 		denies += len(local.Deny)
 	}
-	p := &Plan{Profile: profile, Levels: levels, Tables: *newTablesSized(admits, denies), Mode: Enforce, Seal: SealOff,
+	p := &Effective{Profile: profile, Levels: levels, Tables: *newTablesSized(admits, denies), Mode: Enforce, Seal: SealOff,
 		Limits: DefaultLimits, LimitSources: map[string]*Source{}, groups: map[string]bool{}, ClientEnv: ClientFiltered,
 		Base: DefaultBase, BaseSource: &Source{Level: "global", List: "base", Entry: string(DefaultBase), Pos: Pos{File: "default"}}}
 	for _, l := range levels {
@@ -526,9 +528,9 @@ func addNames(names []string, srcs []*Source) []string {
 	return names
 }
 
-// applyLimits overrides the plan's limits with the level's; a narrowing
+// applyLimits overrides the effective policy's limits with the level's; a narrowing
 // level only ever lowers them.
-func (p *Plan) applyLimits(l *Level, narrow bool) {
+func (p *Effective) applyLimits(l *Level, narrow bool) {
 	set := func(name string, v *int, dst *int) {
 		if v == nil || (narrow && *v >= *dst) {
 			return
@@ -547,7 +549,7 @@ func (l *Level) modeSource() *Source {
 
 // Escalations calls esc for everything in level l that parent does not
 // already grant: what makes l more than a narrowing of parent.
-func Escalations(l *Level, parent *Plan, esc func(pos Pos, format string, args ...any)) {
+func Escalations(l *Level, parent *Effective, esc func(pos Pos, format string, args ...any)) {
 	if l.Base != nil && BaseRank[*l.Base] > BaseRank[parent.Base] {
 		esc(l.BaseSource.Pos, "base %s is wider than the parent's base %s", *l.Base, parent.Base)
 	}

@@ -146,7 +146,7 @@ type Level struct {
 	// its state in, "~/" and a clean relative path (profiles only).
 	StateDirs []string
 	// Set once by the policy's builder (see [NewLevel]), read by
-	// [NewPlan] and [Escalations].
+	// [Merge] and [Escalations].
 	limitSources map[string]*Source
 	modePos      Pos // where mode was written
 	clientEnvPos Pos // where client_env was written
@@ -421,7 +421,7 @@ func IsNameByte(c byte) bool {
 }
 
 // Policy is the part of a compiled policy that the engine reads besides its
-// plans: the rules, the tools, the secrets and the project-local level. Its
+// effective policies: the rules, the tools, the secrets and the project-local level. Its
 // fields are those of the same name of the policy package's Policy, the
 // same values, never copied or changed.
 type Policy struct {

@@ -22,7 +22,7 @@ type layered struct {
 
 // buildEnv builds a command's environment (docs/design.md section 2, step 8):
 //
-//   - Layer 1, from the daemon's own environment: the keys of the plan's
+//   - Layer 1, from the daemon's own environment: the keys of the effective policy's
 //     base set (through the engine, so their values face the value test and
 //     every deny entry applies), plus the profile's shell_env_passthrough
 //     names, exact names the policy's author wrote (only a deny entry
@@ -38,11 +38,11 @@ type layered struct {
 func (s *Server) buildEnv(ss *session, req sieve.Request, values, files map[string]string) (*layered, error) {
 	p := s.cfg.Policy
 	l1req := sieve.Request{Commands: req.Commands, Path: req.Path, Profile: req.Profile, Mode: req.Mode}
-	r1, err := sieve.Build(sieve.Input{Parent: s.layer1[ss.plan.Base], Policy: p, Request: l1req})
+	r1, err := sieve.Build(sieve.Input{Parent: s.layer1[ss.eff.Base], Policy: p, Request: l1req})
 	if err != nil {
 		return nil, err
 	}
-	if ss.plan.ClientEnv == policy.ClientFull {
+	if ss.eff.ClientEnv == policy.ClientFull {
 		req.Mode = policy.Audit
 	}
 	r2, err := sieve.Build(sieve.Input{Parent: ss.snapshot, Policy: p, Request: req, SecretValues: values, SecretFiles: files})
@@ -55,11 +55,11 @@ func (s *Server) buildEnv(ss *session, req sieve.Request, values, files map[stri
 		k, _, _ := strings.Cut(kv, "=")
 		merged[k], out.layer[k] = kv, "daemon"
 	}
-	if len(ss.plan.ShellEnvPassthrough) > 0 {
+	if len(ss.eff.ShellEnvPassthrough) > 0 {
 		own := firstCopies(s.cfg.Env)
-		for _, name := range ss.plan.ShellEnvPassthrough {
+		for _, name := range ss.eff.ShellEnvPassthrough {
 			v, ok := own[name]
-			if !ok || strings.IndexByte(v, 0) >= 0 || denied(ss.plan, r2.Rule, name) {
+			if !ok || strings.IndexByte(v, 0) >= 0 || denied(ss.eff, r2.Rule, name) {
 				continue
 			}
 			merged[name], out.layer[name] = name+"="+v, "daemon"
@@ -93,9 +93,9 @@ func (s *Server) buildEnv(ss *session, req sieve.Request, values, files map[stri
 	return out, nil
 }
 
-// denied reports whether the plan or the rule has a deny entry for name.
-func denied(plan *policy.Plan, rule *policy.Rule, name string) bool {
-	if _, ok := plan.Deny(name); ok {
+// denied reports whether the effective policy or the rule has a deny entry for name.
+func denied(eff *policy.Effective, rule *policy.Rule, name string) bool {
+	if _, ok := eff.Deny(name); ok {
 		return true
 	}
 	if rule != nil {

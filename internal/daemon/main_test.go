@@ -9,7 +9,7 @@ import (
 )
 
 // TestMain lets the test binary be what the daemon re-executes for a
-// session command's Landlock domain (launch.Scope, a sealed session's
+// session command's Landlock domain (proc.Scope, a sealed session's
 // seal), as envsieve-daemon is: then nothing else runs. Otherwise it runs
 // the tests and removes what shimtest.Lib built.
 func TestMain(m *testing.M) {

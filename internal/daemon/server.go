@@ -169,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Env == nil {
 		return nil, errors.New("daemon: nil Env (the daemon's environment must be given, never inherited)")
 	}
-	global, err := cfg.Policy.Plan("")
+	global, err := cfg.Policy.Effective("")
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 // of a client's snapshot, fixed at creation.
 type session struct {
 	id, clientID, profile, parentID string
-	plan                            *policy.Plan
+	eff                             *policy.Effective
 	snapshot                        []string
 	// masked holds the snapshot's sensitive values (first copy of each
 	// key): masked in output unless the command's environment holds them.
@@ -41,7 +41,7 @@ type running struct {
 func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewResult, error) {
 	s := c.s
 	pol := s.cfg.Policy
-	plan, err := pol.Plan(p.Profile)
+	eff, err := pol.Effective(p.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (c *conn) sessionNew(_ context.Context, p *SessionNewParams) (*SessionNewRe
 	if p.ParentSession != "" && parent == nil {
 		return nil, rpcError(CodeUnknownSession, fmt.Sprintf("unknown parent_session %q", p.ParentSession))
 	}
-	ss := &session{clientID: p.ClientID, profile: p.Profile, plan: plan, execs: map[string]*running{}}
+	ss := &session{clientID: p.ClientID, profile: p.Profile, eff: eff, execs: map[string]*running{}}
 	if parent != nil {
 		if err := pol.CheckNarrows(p.Profile, parent.profile); err != nil {
 			if errors.Is(err, policy.ErrUnknownProfile) {

@@ -116,6 +116,12 @@ var rules = []rule{
 		but:  m("internal/broker/...", "internal/fake", "internal/sigv4"),
 	},
 	{
+		why:  "the process layer (internal/proc) needs only the seal: it starts, isolates, scopes and reaps processes, and knows nothing of policies, secrets or launches",
+		from: m("internal/proc"),
+		to:   append([]string{"github.com/...", "golang.org/...", "gopkg.in/..."}, m("...")...),
+		but:  append([]string{"golang.org/x/sys/...", "golang.org/x/term", "github.com/creack/pty"}, m("seal")...),
+	},
+	{
 		why:    "only the policy and the readers of tools' YAML files (login: gh's hosts.yml, yarn's .yarnrc.yml) parse YAML; the engine gets compiled values",
 		from:   []string{module + "/..."},
 		to:     []string{"github.com/goccy/go-yaml/..."},

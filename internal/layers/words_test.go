@@ -1,6 +1,10 @@
 package layers
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,5 +71,117 @@ func TestWords(t *testing.T) {
 	}
 	if seen < 100 {
 		t.Fatalf("read %d files: the check would be vacuous", seen)
+	}
+}
+
+// planWord is launch's word for a built launch (launch.Plan). A profile's
+// merged view of its levels is its effective policy (policy.Effective,
+// (*policy.Policy).Effective, compiled.Merge): the packages that define
+// and read that idea name nothing "Plan", so one word keeps one meaning.
+var planWord = "Pl" + "an"
+
+// effectivePackages are the packages of the effective policy.
+var effectivePackages = []string{"policy", "internal/compiled", "sieve"}
+
+// planNames returns the names declared in the Go files of dir (tests
+// aside) that hold planWord: types, funcs, methods, vars, consts, struct
+// fields, interface methods and parameters.
+func planNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var found []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse %s: %v", filepath.Join(dir, n), err)
+		}
+		check := func(id *ast.Ident) {
+			if id != nil && strings.Contains(id.Name, planWord) {
+				found = append(found, fmt.Sprintf("%s: %s", fset.Position(id.Pos()), id.Name))
+			}
+		}
+		ast.Inspect(f, func(x ast.Node) bool {
+			switch x := x.(type) {
+			case *ast.TypeSpec:
+				check(x.Name)
+			case *ast.FuncDecl:
+				check(x.Name)
+			case *ast.ValueSpec:
+				for _, id := range x.Names {
+					check(id)
+				}
+			case *ast.Field:
+				for _, id := range x.Names {
+					check(id)
+				}
+			case *ast.SelectorExpr:
+				check(x.Sel) // a use: a selector such as p.X(...)
+			}
+			return true
+		})
+	}
+	return found
+}
+
+// TestPlanWord keeps "Plan" for the built launch: the effective policy's
+// packages declare and use no name that holds it, and no file of the
+// module names the old policy-side spellings.
+func TestPlanWord(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, pkg := range effectivePackages {
+		for _, name := range planNames(t, filepath.Join(root, pkg)) {
+			t.Errorf("%s: a profile's merged view is its effective policy (Effective), never a %s: %s is launch's built launch", name, planWord, planWord)
+		}
+	}
+	old := []string{"policy." + planWord, "compiled." + planWord, "New" + planWord + "("}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".txtar":
+		default:
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, o := range old {
+			if strings.Contains(string(data), o) {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s names %s: the policy side's word is Effective", filepath.ToSlash(rel), o)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlanWordCatches proves planNames sees a declaration and a use.
+func TestPlanWordCatches(t *testing.T) {
+	dir := t.TempDir()
+	src := "package p\n\ntype X struct{ " + planWord + " int }\n\nfunc (x X) F() int { return x." + planWord + " }\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := planNames(t, dir); len(got) != 2 {
+		t.Fatalf("planNames found %v, want the field and its use", got)
 	}
 }

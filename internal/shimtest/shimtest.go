@@ -1,16 +1,24 @@
 // Package shimtest builds libenvsieve.so and small C programs for tests,
-// with the system C compiler, once per test binary.
+// with the system C compiler: the shim once per change of its sources
+// (a cache in /var/tmp shared by the packages and runs), a program once
+// per test.
 package shimtest
 
 import (
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // NoUserNS is the source of testdata/nouserns.c, for [Program]: a wrapper whose
@@ -70,10 +78,15 @@ func Source() string {
 // Lib returns the path of a libenvsieve.so built from the source tree,
 // with envsieve-start and envsieve-init beside it. It
 // fails the test when no C compiler is found: the shim is part of what
-// the tests prove.
+// the tests prove. The build is cached (see [cachedBuild]): the packages
+// that test the shim, and the next run, share one.
 func Lib(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
+		if dir, ok := cachedBuild(); ok {
+			libPath = filepath.Join(dir, "libenvsieve.so")
+			return
+		}
 		dir, err := os.MkdirTemp("", "envsieve-shimtest-")
 		if err != nil {
 			libErr = err
@@ -83,26 +96,7 @@ func Lib(t testing.TB) string {
 		// Readable by an unprivileged user, for the tests that drop to one.
 		os.Chmod(dir, 0o755)
 		libPath = filepath.Join(dir, "libenvsieve.so")
-		args := append(append([]string{}, CFlags...), "-o", libPath, Source(), "-ldl")
-		cmd := exec.Command(cc(), args...)
-		cmd.Env = os.Environ() // the compiler's own settings (PATH, TMPDIR), on purpose
-		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
-			return
-		}
-		// envsieve-start goes next to the shim, where the launcher looks.
-		start := filepath.Join(filepath.Dir(Source()), "start.c")
-		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
-		cmd = exec.Command(staticCC(), args...)
-		cmd.Env = os.Environ()
-		if libOut, libErr = cmd.CombinedOutput(); libErr != nil {
-			return
-		}
-		// So does envsieve-init, an isolated launch's init.
-		init := filepath.Join(filepath.Dir(Source()), "init.c")
-		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
-		cmd = exec.Command(staticCC(), args...)
-		cmd.Env = os.Environ()
-		libOut, libErr = cmd.CombinedOutput()
+		libOut, libErr = builder(dir)
 	})
 	if libErr != nil {
 		t.Fatalf("build libenvsieve.so: %v\n%s", libErr, libOut)
@@ -110,28 +104,199 @@ func Lib(t testing.TB) string {
 	return libPath
 }
 
-// Program compiles the C source src into an executable in a test directory
-// readable by everyone and returns its path.
+// builder is build; a test of the cache replaces it.
+var builder = build
+
+// build compiles the shim, envsieve-start and envsieve-init into dir.
+func build(dir string) ([]byte, error) {
+	args := append(append([]string{}, CFlags...), "-o", filepath.Join(dir, "libenvsieve.so"), Source(), "-ldl")
+	cmd := exec.Command(cc(), args...)
+	cmd.Env = os.Environ() // the compiler's own settings (PATH, TMPDIR), on purpose
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return out, err
+	}
+	// envsieve-start goes next to the shim, where the launcher looks.
+	start := filepath.Join(filepath.Dir(Source()), "start.c")
+	args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-start"), start)
+	cmd = exec.Command(staticCC(), args...)
+	cmd.Env = os.Environ()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return out, err
+	}
+	// So does envsieve-init, an isolated launch's init.
+	init := filepath.Join(filepath.Dir(Source()), "init.c")
+	args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
+	cmd = exec.Command(staticCC(), args...)
+	cmd.Env = os.Environ()
+	return cmd.CombinedOutput()
+}
+
+// cacheRoot holds the cache: /var/tmp, for temporary files kept between
+// runs, and not TMPDIR, which a test may point at a directory of its own
+// to see what the code under test leaves there (LeavesNothing).
+var cacheRoot = "/var/tmp"
+
+// cacheKeep is how long a cached build nobody used stays.
+const cacheKeep = 24 * time.Hour
+
+// cachedBuild returns the directory of the cached build of today's
+// sources (see [cached]), with libOut and libErr set when it failed; ok
+// false when there is no cache to use.
+func cachedBuild() (dir string, ok bool) {
+	key, err := sourceKey()
+	if err != nil {
+		return "", false
+	}
+	dir, ok, libOut, libErr = cached(key, builder)
+	return dir, ok
+}
+
+// cached returns the directory of the cache's entry key, made by build
+// when it is missing: one C build (the shim's takes about 2.5 s of CPU)
+// per change of what key hashes instead of one per test package and run.
+// The cache is in cacheRoot. An entry is made in a directory of its own
+// and renamed into place, so that packages building at once never see
+// half of one. The cache is this user's: a directory another user owns
+// or may write is not used (ok false: the caller builds in a directory
+// of its own, as without the cache). A build that fails is returned
+// (out, err), not cached.
+func cached(key string, build func(dir string) ([]byte, error)) (dir string, ok bool, out []byte, err error) {
+	base := filepath.Join(cacheRoot, "envsieve-shimtest-cache-"+strconv.Itoa(os.Getuid()))
+	_ = os.Mkdir(base, 0o755)
+	if !ownDir(base) {
+		return "", false, nil, nil
+	}
+	final := filepath.Join(base, key)
+	if ownDir(final) {
+		now := time.Now()
+		_ = os.Chtimes(final, now, now) // in use: not pruned
+		return final, true, nil, nil
+	}
+	tmp, err := os.MkdirTemp(base, "build-")
+	if err != nil {
+		return "", false, nil, nil
+	}
+	// Readable by an unprivileged user, for the tests that drop to one.
+	os.Chmod(tmp, 0o755)
+	if out, err := build(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", true, out, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		// Another package built it meanwhile.
+		os.RemoveAll(tmp)
+		if !ownDir(final) {
+			return "", false, nil, nil
+		}
+	}
+	prune(base, key)
+	return final, true, nil, nil
+}
+
+// prune removes the cache's entries but keep that no one used for
+// cacheKeep.
+func prune(base, keep string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.Name() == keep {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > cacheKeep {
+			os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+	}
+}
+
+// compilers writes each compiler's path, size and time to w.
+func compilers(w io.Writer, ccs ...string) error {
+	for _, c := range ccs {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			return err
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return nil
+}
+
+// sourceKey hashes what a build is made from: the files of
+// shim/libenvsieve, the flags, and each compiler's path, size and time.
+func sourceKey() (string, error) {
+	h := sha256.New()
+	src := filepath.Dir(Source())
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "%q %q\n", CFlags, StartCFlags)
+	if err := compilers(h, cc(), staticCC()); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Program compiles the C source src into an executable in a directory
+// readable by everyone and returns its path. The build is cached as
+// Lib's is (see [cached]), keyed by name, src, extra and the compiler: a
+// test must not change the file it returns (copy it first).
 func Program(t testing.TB, name, src string, extra ...string) string {
 	t.Helper()
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q\n", name, src, extra)
+	if compilers(h, cc()) == nil {
+		dir, ok, out, err := cached("prog-"+hex.EncodeToString(h.Sum(nil)), func(dir string) ([]byte, error) {
+			return compile(dir, name, src, extra)
+		})
+		if ok && err != nil {
+			t.Fatalf("cc %s: %v\n%s", name, err, out)
+		}
+		if ok {
+			return filepath.Join(dir, name)
+		}
+	}
 	dir, err := os.MkdirTemp("", "envsieve-prog-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
+	if out, err := compile(dir, name, src, extra); err != nil {
+		t.Fatalf("cc %s: %v\n%s", name, err, out)
+	}
+	return filepath.Join(dir, name)
+}
+
+// compile writes src to dir/name.c and compiles it to dir/name.
+func compile(dir, name, src string, extra []string) ([]byte, error) {
 	c := filepath.Join(dir, name+".c")
 	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	out := filepath.Join(dir, name)
-	args := append([]string{"-std=c11", "-O2", "-Wall", "-o", out, c}, extra...)
+	args := append([]string{"-std=c11", "-O2", "-Wall", "-o", filepath.Join(dir, name), c}, extra...)
 	cmd := exec.Command(cc(), args...)
 	cmd.Env = os.Environ()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("cc %s: %v\n%s", name, err, b)
-	}
-	return out
+	return cmd.CombinedOutput()
 }
 
 // staticCC is the compiler of the static helpers, as the Makefile picks

@@ -18,7 +18,7 @@ import (
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/envknob"
-	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/internal/proc"
 )
 
 // clientFlags are the flags every client subcommand shares.
@@ -33,7 +33,7 @@ func (f *clientFlags) dial(ctx context.Context) (*daemon.Client, error) {
 	// The client holds a session id or a client secret in its environment:
 	// no process of the user (a session's own command among them) may read
 	// it there. Elsewhere than Linux this cannot be done, and is said once.
-	if err := launch.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+	if err := proc.MakeNonDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return nil, err
 	}
 	path := f.socket

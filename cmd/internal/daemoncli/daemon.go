@@ -13,7 +13,7 @@ import (
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/daemon"
 	"github.com/envsieve/envsieve/internal/envknob"
-	"github.com/envsieve/envsieve/launch"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/secret"
 )
 
@@ -89,7 +89,7 @@ its commands take secrets only from their session's snapshot.`,
 			if err != nil {
 				return err
 			}
-			if err := launch.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
+			if err := proc.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
 				u.Warnf("%v", err)
 			} else if err != nil {
 				return err

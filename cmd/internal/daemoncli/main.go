@@ -21,7 +21,7 @@ import (
 // "daemon ARGS" serves, "client ARGS" talks to a daemon. envsieve hands
 // over to it with the verb and arguments it was given.
 func Main(version string) int {
-	// A session command's Landlock domain (launch.Scope): nothing else runs.
+	// A session command's Landlock domain (proc.Scope): nothing else runs.
 	if len(os.Args) > 1 && os.Args[1] == launch.ScopeInitArg {
 		return launch.ScopeInit(os.Args[2:])
 	}

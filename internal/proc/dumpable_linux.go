@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package proc
 
 import (
 	"fmt"

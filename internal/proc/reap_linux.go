@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package proc
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,7 +27,7 @@ import (
 //     exits, kills whatever is left before it exits itself. Started by a
 //     resident launcher, it watches the launcher (a pidfd) and does the
 //     same the moment the launcher dies, even by SIGKILL;
-//   - the resident launcher is a child subreaper too ([holdTree]): what
+//   - the resident launcher is a child subreaper too ([HoldTree]): what
 //     escapes the reaper (the tree killed it; the programs the launcher
 //     starts for grants, and what they start, which run outside the tree)
 //     is reparented to the launcher, which kills it when the program has
@@ -98,20 +97,20 @@ func statParent(b []byte) (int, bool) {
 	return pp, err == nil
 }
 
-// tree is a resident launcher's hold on the processes a launch starts:
+// Tree is a resident launcher's hold on the processes a launch starts:
 // the launcher is a child subreaper, and keep are the children it had
 // before the launch's program started (a broker process), which are not
 // the tree's.
-type tree struct {
+type Tree struct {
 	keep map[int]bool
 }
 
-// holdTree makes this process a child subreaper and returns its hold. An
+// HoldTree makes this process a child subreaper and returns its hold. An
 // error (a kernel before 3.4) leaves what the tree detaches to the
 // system's init: the launch goes on, and the reaper in the tree, where
 // there is one, still ends it.
-func holdTree() (*tree, error) {
-	t := &tree{keep: map[int]bool{}}
+func HoldTree() (*Tree, error) {
+	t := &Tree{keep: map[int]bool{}}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return t, fmt.Errorf("become a child subreaper: %w", err)
 	}
@@ -131,13 +130,13 @@ func hasChildren() bool {
 	return !errors.Is(err, syscall.ECHILD)
 }
 
-// end kills every child of this process but those kept, and those that
+// End kills every child of this process but those kept, and those that
 // become its children meanwhile (reparented orphans), and reaps them,
 // until none is left. It returns how many it killed, and an error when
 // some are left after endWithin. Other waiters of this process (the
 // programs started for grants) may lose their child to it: it runs when
 // the launch is over.
-func (t *tree) end() (int, error) {
+func (t *Tree) End() (int, error) {
 	if t == nil {
 		return 0, nil
 	}
@@ -399,100 +398,4 @@ func (c *Cmd) lifetimeAttr(a *syscall.SysProcAttr, env []string) []string {
 	}
 	a.Pdeathsig = syscall.SIGKILL
 	return env
-}
-
-// shimDirPrefix names the directories the shim's sockets live in
-// (shimwire.Listen).
-const shimDirPrefix = "envsieve-shim-"
-
-// socketDirs are the socket directories a launcher makes in its socket
-// directory, by prefix, with the name of the socket that listens while it
-// lives: the shim's, and the ssh agent filter's (startSSHAgent).
-var socketDirs = map[string]string{shimDirPrefix: "s", sshDirPrefix: "agent.sock"}
-
-// staleAfter is how old a socket directory must be before it may be
-// removed: one made a moment ago may not be listening yet.
-const staleAfter = 10 * time.Second
-
-// sweepSocketDirs starts removing, in the background, the socket
-// directories in dir that launchers killed before they could remove them
-// left behind: this user's, private, older than staleAfter, whose socket
-// nothing listens on (/proc/net/unix; no connection is made to a live
-// launcher). The returned function waits for it to finish.
-func sweepSocketDirs(dir string) (wait func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		var candidates []string
-		uid := uint32(os.Getuid())
-		for _, e := range ents {
-			if socketName(e.Name()) == "" || !e.IsDir() {
-				continue
-			}
-			p := dir + "/" + e.Name()
-			var st unix.Stat_t
-			if unix.Lstat(p, &st) != nil || st.Uid != uid || st.Mode&0o777 != 0o700 ||
-				time.Since(time.Unix(st.Mtim.Unix())) < staleAfter {
-				continue
-			}
-			candidates = append(candidates, p)
-		}
-		if len(candidates) == 0 {
-			return
-		}
-		listening, err := listeningUnix()
-		if err != nil {
-			return
-		}
-		for _, p := range candidates {
-			if !listening[p+"/"+socketName(filepath.Base(p))] {
-				_ = os.RemoveAll(p)
-			}
-		}
-	}()
-	return func() { <-done }
-}
-
-// socketName returns the socket a directory of that name holds while its
-// launcher lives; "" for a name that is not a launcher's socket directory.
-func socketName(dir string) string {
-	for prefix, sock := range socketDirs {
-		if strings.HasPrefix(dir, prefix) {
-			return sock
-		}
-	}
-	return ""
-}
-
-// listeningUnix returns the paths of the unix sockets that listen, in
-// this network namespace.
-func listeningUnix() (map[string]bool, error) {
-	b, err := os.ReadFile("/proc/net/unix")
-	if err != nil {
-		return nil, err
-	}
-	return parseListening(b), nil
-}
-
-// parseListening returns the paths of the listening sockets in the text of
-// /proc/net/unix. A path is any user's choice: one holding a newline can
-// add a line, which can only keep a directory from being removed.
-func parseListening(b []byte) map[string]bool {
-	paths := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n")[1:] {
-		f := strings.Fields(line)
-		// Num RefCount Protocol Flags Type St Inode Path; Flags 00010000
-		// is __SO_ACCEPTCON, a listening socket.
-		if len(f) < 8 {
-			continue
-		}
-		if flags, err := strconv.ParseUint(f[3], 16, 32); err == nil && flags&0x10000 != 0 {
-			paths[strings.Join(f[7:], " ")] = true
-		}
-	}
-	return paths
 }

@@ -1,4 +1,4 @@
-package launch
+package proc
 
 import (
 	"errors"
@@ -41,16 +41,15 @@ type Resident struct {
 	// time; Supervise then leaves it in place when it returns. Nil means
 	// Supervise registers and unregisters the signals itself.
 	Signals *Signals
-
-	// tree is the launcher's hold on the launch's processes; nil:
+	// Tree is the launcher's hold on the launch's processes; nil:
 	// Supervise takes its own.
-	tree *tree
-	// abort, when it delivers, ends the launch: the child is killed,
+	Tree *Tree
+	// Abort, when it delivers, ends the launch: the child is killed,
 	// then its tree, and Supervise returns 125 with the error.
-	abort <-chan error
-	// in is the child's stdin when it is not a file (Stdin nil): a
+	Abort <-chan error
+	// In is the child's stdin when it is not a file (Stdin nil): a
 	// library caller's reader, copied by os/exec.
-	in io.Reader
+	In io.Reader
 }
 
 // Signals is a resident launcher's registration for the signals it
@@ -86,16 +85,16 @@ func NotifySignals() *Signals {
 // terminal's SIGINT and SIGQUIT already reach it: those two are forwarded
 // only when stdin is not a terminal, so that a Ctrl-C is not delivered twice.
 func Supervise(c *Cmd, r Resident) (int, error) {
-	s, err := superviseStart(c, r)
+	s, err := SuperviseStart(c, r)
 	if err != nil {
 		return 0, err
 	}
-	return s.wait()
+	return s.Wait()
 }
 
-// supervised is a child Supervise started, and what it holds until the
+// Supervised is a child Supervise started, and what it holds until the
 // child exits.
-type supervised struct {
+type Supervised struct {
 	c           *Cmd
 	r           Resident
 	own         bool // the signals are Supervise's own registration
@@ -108,21 +107,27 @@ type supervised struct {
 	copied      atomic.Int64
 }
 
-// superviseStart is the first half of Supervise: it starts c, and fails
+// Process is the started child.
+func (s *Supervised) Process() *os.Process { return s.proc }
+
+// ProcessState is the exited child's state, or nil before Wait.
+func (s *Supervised) ProcessState() *os.ProcessState { return s.c.ProcessState() }
+
+// SuperviseStart is the first half of Supervise: it starts c, and fails
 // with nothing left running.
-func superviseStart(c *Cmd, r Resident) (*supervised, error) {
+func SuperviseStart(c *Cmd, r Resident) (*Supervised, error) {
 	if c.Env == nil {
 		return nil, ErrNilEnv
 	}
-	s := &supervised{c: c, r: r, own: r.Signals == nil, restore: func() {}}
+	s := &Supervised{c: c, r: r, own: r.Signals == nil, restore: func() {}}
 	if s.own {
 		s.r.Signals = NotifySignals()
 	}
 	<-s.r.Signals.ready
 	s.sigs = s.r.Signals.c
-	if s.r.tree == nil {
+	if s.r.Tree == nil {
 		// An error leaves what the child detaches to the system's init.
-		s.r.tree, _ = holdTree()
+		s.r.Tree, _ = HoldTree()
 	}
 	c.tied = true
 	var err error
@@ -131,7 +136,7 @@ func superviseStart(c *Cmd, r Resident) (*supervised, error) {
 	} else {
 		c.Stdin, c.Stdout, c.Stderr = r.Stdin, r.Stdout, r.Stderr
 		if r.Stdin == nil {
-			c.Stdin = r.in
+			c.Stdin = r.In
 		}
 		err = c.Start()
 	}
@@ -169,15 +174,15 @@ func superviseStart(c *Cmd, r Resident) (*supervised, error) {
 	return s, nil
 }
 
-func (s *supervised) stopSignals() {
+func (s *Supervised) stopSignals() {
 	if s.own {
 		signal.Stop(s.sigs)
 	}
 }
 
-// wait is the second half of Supervise: it forwards signals until the
+// Wait is the second half of Supervise: it forwards signals until the
 // child exits, and returns its status.
-func (s *supervised) wait() (int, error) {
+func (s *Supervised) Wait() (int, error) {
 	defer s.stopSignals()
 	defer s.restore()
 	c, r, proc, ptmx := s.c, s.r, s.proc, s.ptmx
@@ -186,7 +191,7 @@ func (s *supervised) wait() (int, error) {
 	var aborted error
 	for {
 		select {
-		case err := <-r.abort:
+		case err := <-r.Abort:
 			if aborted == nil {
 				aborted = err
 				_ = proc.Kill()
@@ -210,7 +215,7 @@ func (s *supervised) wait() (int, error) {
 			// Nothing the child started outlives it: ended before the
 			// output drains, as a process left holding the pty would
 			// keep it open.
-			_, _ = r.tree.end()
+			_, _ = r.Tree.End()
 			if ptmx != nil {
 				// The launcher holds a slave fd of its own, so the pty does
 				// not hang up the moment the child exits: Linux may drop
@@ -229,7 +234,7 @@ func (s *supervised) wait() (int, error) {
 			if aborted != nil {
 				return 125, aborted
 			}
-			return exitStatus(c.ProcessState(), werr)
+			return ExitStatus(c.ProcessState(), werr)
 		}
 	}
 }
@@ -241,7 +246,7 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 	if c.cmd != nil {
 		return nil, nil, errors.New("launch: already started")
 	}
-	if err := checkNUL(c.Args, c.Env); err != nil {
+	if err := CheckNUL(c.Args, c.Env); err != nil {
 		return nil, nil, err
 	}
 	ptmx, slave, err = pty.Open()
@@ -291,8 +296,8 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// exitStatus turns a finished child into the status a shell reports.
-func exitStatus(st *os.ProcessState, err error) (int, error) {
+// ExitStatus turns a finished child into the status a shell reports.
+func ExitStatus(st *os.ProcessState, err error) (int, error) {
 	if st == nil {
 		return 0, err
 	}

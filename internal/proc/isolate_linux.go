@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package proc
 
 import (
 	"errors"
@@ -27,16 +27,16 @@ import (
 // Call it before [MakeNonDumpable]: a non-dumpable process cannot read its
 // own /proc/self/exe as an unprivileged user, and Isolate resolves the
 // launcher's path from it.
-func Isolate(c *Cmd) (*Cmd, error) { return isolateWith(c, "") }
+func Isolate(c *Cmd) (*Cmd, error) { return IsolateWith(c, "") }
 
-// isolateWith is [Isolate] with init as the namespaces' init: the path of
+// IsolateWith is [Isolate] with init as the namespaces' init: the path of
 // envsieve-init (shim.LocateInit), which does what [IsolateInit] does
 // without a second Go start, or "" for envsieve itself.
-func isolateWith(c *Cmd, init string) (*Cmd, error) {
+func IsolateWith(c *Cmd, init string) (*Cmd, error) {
 	if init != "" {
 		args := append([]string{"envsieve-init", c.Path}, c.Args...)
-		return &Cmd{Path: init, Args: args, Env: initEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-			Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result, isolate: true}, nil
+		return &Cmd{Path: init, Args: args, Env: InitEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+			Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, isolate: true}, nil
 	}
 	ic, err := reexec(c, IsolateInitArg)
 	if err != nil {
@@ -57,8 +57,8 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 		return nil, fmt.Errorf("find envsieve's own executable: %w", err)
 	}
 	args := append([]string{"envsieve", initArg, c.Path}, c.Args...)
-	return &Cmd{Path: self, Args: args, Env: initEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
-		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, Result: c.Result}, nil
+	return &Cmd{Path: self, Args: args, Env: InitEnv(c.Env), Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles}, nil
 }
 
 // programEnv is the environment of the program an init started by
@@ -67,7 +67,7 @@ func reexec(c *Cmd, initArg string) (*Cmd, error) {
 func programEnv() []string {
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, initSeal) {
+		if strings.HasPrefix(kv, InitSeal) {
 			continue // the init's, not the program's
 		}
 		if v, ok := strings.CutPrefix(kv, initPreload); ok {
@@ -78,11 +78,11 @@ func programEnv() []string {
 	return env
 }
 
-// applySeal makes the seal an init was given (initSeal) with apply: the
+// applySeal makes the seal an init was given (InitSeal) with apply: the
 // namespaces' masks, or Landlock's domain. sealed is false when the init
 // was given none.
 func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
-	text, ok := os.LookupEnv(strings.TrimSuffix(initSeal, "="))
+	text, ok := os.LookupEnv(strings.TrimSuffix(InitSeal, "="))
 	if !ok {
 		return false, nil
 	}
@@ -93,19 +93,19 @@ func applySeal(apply func(seal.Spec) error) (sealed bool, err error) {
 	return true, err
 }
 
-// isolateSealedWith is [Isolate] with a sealed filesystem view and init as
-// the init (see isolateWith): the init masks and write-protects spec's paths
+// IsolateSealedWith is [Isolate] with a sealed filesystem view and init as
+// the init (see IsolateWith): the init masks and write-protects spec's paths
 // in the new mount namespace before the program starts (see package seal).
-func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
+func IsolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	text, err := spec.Encode()
 	if err != nil {
 		return nil, err
 	}
-	ic, err := isolateWith(c, init)
+	ic, err := IsolateWith(c, init)
 	if err != nil {
 		return nil, err
 	}
-	ic.Env = append(ic.Env, initSeal+text)
+	ic.Env = append(ic.Env, InitSeal+text)
 	return ic, nil
 }
 
@@ -230,12 +230,12 @@ func mountProc() error {
 	return nil
 }
 
-// noSeccomp reports whether this process runs under no seccomp filter (a
+// NoSeccomp reports whether this process runs under no seccomp filter (a
 // filter that refuses to say counts as one). A filter, a container's, may
 // refuse user namespaces that the kernel's switches allow (seal.Available);
 // without one only a limit or a security module can, rare enough to be
 // met after the exec.
-func noSeccomp() bool {
+func NoSeccomp() bool {
 	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	return err == nil && mode == 0
 }

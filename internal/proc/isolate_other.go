@@ -1,6 +1,6 @@
 //go:build !linux
 
-package launch
+package proc
 
 import (
 	"fmt"
@@ -11,15 +11,15 @@ import (
 )
 
 // errIsolateLinux says where --isolate works.
-var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces are Linux-only", errNamespaces)
+var errIsolateLinux = fmt.Errorf("--isolate: %w: user, pid and mount namespaces are Linux-only", ErrNamespaces)
 
 // Isolate is Linux-only: elsewhere it returns an error wrapping
-// [errNamespaces], and nothing is started.
+// [ErrNamespaces], and nothing is started.
 func Isolate(c *Cmd) (*Cmd, error) { return nil, errIsolateLinux }
 
-func isolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
+func IsolateWith(c *Cmd, init string) (*Cmd, error) { return nil, errIsolateLinux }
 
-func isolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
+func IsolateSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 	return nil, errIsolateLinux
 }
 
@@ -32,5 +32,5 @@ func IsolateInit(args []string) int {
 // isolateAttr is never used where Isolate fails.
 func isolateAttr() *syscall.SysProcAttr { return nil }
 
-// noSeccomp is false where Isolate fails: nothing is exec'd in place.
-func noSeccomp() bool { return false }
+// NoSeccomp is false where Isolate fails: nothing is exec'd in place.
+func NoSeccomp() bool { return false }

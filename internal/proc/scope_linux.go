@@ -1,6 +1,6 @@
 //go:build linux
 
-package launch
+package proc
 
 import (
 	"fmt"
@@ -38,20 +38,20 @@ func Scope(c *Cmd) (*Cmd, error) {
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or an error
-// wrapping errNoScope.
+// wrapping ErrNoScope.
 func landlockABI() (int, error) {
 	abi, err := seal.LandlockABI()
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errNoScope, err)
+		return 0, fmt.Errorf("%w: %v", ErrNoScope, err)
 	}
 	return abi, nil
 }
 
-// scopeSealed is [Scope] with the seal made by Landlock: the init enters
+// ScopeSealed is [Scope] with the seal made by Landlock: the init enters
 // a domain that seals spec (seal.Restrict) instead of the scope's empty
 // one, which keeps the tree out of launcher-started programs all the same.
 // The init fails, and nothing starts, where the seal cannot be made.
-func scopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
+func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
 	text, err := spec.Encode()
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func scopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
-	sc.Env = append(sc.Env, initSeal+text)
+	sc.Env = append(sc.Env, InitSeal+text)
 	sc.reaps = true
 	return sc, nil
 }
@@ -104,11 +104,11 @@ func enterDomain() error {
 	attr := unix.LandlockRulesetAttr{Handled_access_fs: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
 	if errno != 0 {
-		return fmt.Errorf("%w: create a ruleset: %v", errNoScope, errno)
+		return fmt.Errorf("%w: create a ruleset: %v", ErrNoScope, errno)
 	}
 	defer unix.Close(int(fd))
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
-		return fmt.Errorf("%w: restrict: %v", errNoScope, errno)
+		return fmt.Errorf("%w: restrict: %v", ErrNoScope, errno)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package launch
+package proc
 
 import (
 	"errors"
@@ -20,5 +20,5 @@ func controllingTerminal(*syscall.SysProcAttr) error {
 	return errors.New("a terminal for the child (pty) is not supported on this system")
 }
 
-// ownGroup: a cancellation kills the command only here.
-func ownGroup(*exec.Cmd) {}
+// OwnGroup: a cancellation kills the command only here.
+func OwnGroup(*exec.Cmd) {}

@@ -1,4 +1,4 @@
-package launch
+package proc
 
 import "errors"
 
@@ -7,6 +7,6 @@ import "errors"
 // hands such a process to [ScopeInit] before anything else runs.
 const ScopeInitArg = "__envsieve-scope-init"
 
-// errNoScope is returned (wrapped) where the kernel cannot put a tree in a
+// ErrNoScope is returned (wrapped) where the kernel cannot put a tree in a
 // Landlock domain. Use errors.Is.
-var errNoScope = errors.New("the kernel has no Landlock")
+var ErrNoScope = errors.New("the kernel has no Landlock")

@@ -1,6 +1,6 @@
 //go:build unix
 
-package launch
+package proc
 
 import (
 	"os"
@@ -22,9 +22,9 @@ func controllingTerminal(a *syscall.SysProcAttr) error {
 	return nil
 }
 
-// ownGroup runs cmd in a process group of its own, which a cancellation
+// OwnGroup runs cmd in a process group of its own, which a cancellation
 // of its context kills whole (a server's command: Host.Server).
-func ownGroup(cmd *exec.Cmd) {
+func OwnGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }

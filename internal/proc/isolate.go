@@ -1,4 +1,4 @@
-package launch
+package proc
 
 import (
 	"errors"
@@ -10,14 +10,14 @@ import (
 // [IsolateInit] before anything else runs.
 const IsolateInitArg = "__envsieve-isolate-init"
 
-// errNamespaces is returned (wrapped) when the kernel refuses to create the
+// ErrNamespaces is returned (wrapped) when the kernel refuses to create the
 // namespaces --isolate needs, and where there are none (not Linux). Use
 // errors.Is.
-var errNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
+var ErrNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
 
-// initEnv is the environment of an init: the program's, with its
+// InitEnv is the environment of an init: the program's, with its
 // LD_PRELOAD set aside (initPreload).
-func initEnv(programEnv []string) []string {
+func InitEnv(programEnv []string) []string {
 	env := make([]string, len(programEnv))
 	for i, kv := range programEnv {
 		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
@@ -31,7 +31,7 @@ func initEnv(programEnv []string) []string {
 // initPreload carries the program's LD_PRELOAD past the isolated init.
 const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
 
-// initSeal carries a seal's spec to the isolated init, which applies it and
+// InitSeal carries a seal's spec to the isolated init, which applies it and
 // removes it before the program starts (the tree does not exist yet, and
 // never sees it).
-const initSeal = "ENVSIEVE_INIT_SEAL="
+const InitSeal = "ENVSIEVE_INIT_SEAL="
