@@ -100,6 +100,11 @@ func Lib(t testing.TB) string {
 		// So does envsieve-init, an isolated launch's init.
 		init := filepath.Join(filepath.Dir(Source()), "init.c")
 		args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
+		if os.Getenv("ENVSIEVE_TEST_INIT_PER_ENTRY") == "1" {
+			// The init that never makes the overlay of HOME (init.c), so
+			// that every test of the seal can run its fallback too.
+			args = append(args, "-DENVSIEVE_INIT_NO_OVERLAY")
+		}
 		cmd = exec.Command(staticCC(), args...)
 		cmd.Env = os.Environ()
 		libOut, libErr = cmd.CombinedOutput()
