@@ -110,3 +110,40 @@ func TestSealOverlay(t *testing.T) {
 		}
 	}
 }
+
+// TestSealOverlayLinkedMask: a masked path reached through a symbolic link
+// beneath HOME (~/.aws linked to ~/dotfiles/aws, as a dotfiles manager
+// makes it) is one the overlay cannot hold as a copy would (the user may
+// point the link elsewhere later), so the C init seals per entry: HOME is
+// its tmpfs copy, and the credentials are masked by either path.
+func TestSealOverlayLinkedMask(t *testing.T) {
+	s := newSealedLauncher(t, false, true)
+	canary := "linked-canary-" + strings.Repeat("5e", 4)
+	s.write(map[string]string{"dotfiles/aws/credentials": canary + "\n", "dotfiles/aws/config": "[default]\n", "proj/.keep": ""})
+	if err := os.Symlink("dotfiles/aws", filepath.Join(s.home, ".aws")); err != nil {
+		t.Fatal(err)
+	}
+	s.chown()
+	probe := `awk -v h="$HOME" '$5 == h {print "home-fs=" $9}' /proc/self/mountinfo | tail -n 1; ` +
+		`cat "$HOME/.aws/credentials" "$HOME/dotfiles/aws/credentials" "$HOME/.aws/config" 2>/dev/null; true`
+	for _, sealed := range []bool{true, false} {
+		args := []string{"run", "--no-shim"}
+		if sealed {
+			args = append(args, "--seal")
+		}
+		out, err := s.command(filepath.Join(s.home, "proj"), append(args, "--", "/bin/sh", "-c", probe)...).CombinedOutput()
+		got := strings.ReplaceAll(string(out), canary, "<canary>")
+		if err != nil {
+			t.Fatalf("sealed %v: %v\n%s", sealed, err, got)
+		}
+		if !strings.Contains(got, "[default]") {
+			t.Errorf("sealed %v: the tree does not read ~/.aws/config through the link:\n%s", sealed, got)
+		}
+		if sealed != !strings.Contains(string(out), canary) {
+			t.Errorf("sealed %v: the tree read the credentials %v:\n%s", sealed, strings.Contains(string(out), canary), got)
+		}
+		if sealed && !strings.Contains(got, "home-fs=tmpfs\n") {
+			t.Errorf("sealed, a mask through a link beneath HOME should be sealed per entry (HOME a tmpfs copy):\n%s", got)
+		}
+	}
+}

@@ -16,7 +16,10 @@
  *      it is; then each held directory ("h PATH": HOME and those between
  *      it and a mask) is replaced by a read-only tmpfs copy of its entries,
  *      bound back, the masked ones left empty (or their fakes), so that a mask holds while
- *      the user works (seal.Apply); a path that does not exist is skipped,
+ *      the user works (seal.Apply) - or, where the kernel allows it, HOME
+ *      is covered by one read-only overlay whose top layer holds the
+ *      masked names (struct overlay, seal), with the write places bound
+ *      back on it; a path that does not exist is skipped,
  *      any other failure ends the init (exit 125) before the program
  *      starts;
  *   3. drop every capability (ambient, bounding, inheritable), so that the
@@ -319,6 +322,7 @@ struct overlay {
 	char real[PATH_MAX]; /* the same, resolved */
 	char **grafts;      /* the mounts beneath it, resolved */
 	size_t ng;
+	char *bind;         /* each "r" and "w" line: 1 when bound on itself first */
 	char **rel;         /* each mask's place in the layer, relative, or NULL */
 	char *kind;         /* each mask's entry: 'f' file, 'd' directory, 'w' whiteout */
 };
@@ -382,23 +386,59 @@ static int layer_place(struct overlay *o, size_t k, const char *m) {
 	return 0;
 }
 
-/* overlay_plan finds the root's grafts and each mask's place. Returns 0,
- * 1 where the seal must be made per entry, or -1. */
+/* overlay_plan finds the root's grafts and each mask's place. The root
+ * is read-only in the overlay, so only some read-only and write lines need
+ * their bind on themselves (o->bind): a read-only path with a write path
+ * beneath it, or in a mount of the user's own beneath the root, and a write
+ * path in one of those; the others are grafts bound from where they are,
+ * or (read-only paths) nothing at all. Returns 0, 1 where the seal must be
+ * made per entry, or -1. */
 static int overlay_plan(struct overlay *o, char **masks, size_t nm, char **binds, size_t nb) {
 	if (resolve(o->root, o->real) != 0)
 		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
 	if (mounts_beneath(o->real, &o->grafts, &o->ng) != 0)
 		return -1;
-	char r[PATH_MAX];
-	for (size_t i = 0; i < nb; i++)
-		if (resolve(binds[i] + 2, r) == 0 && beneath(r, o->real, 1) && add(&o->grafts, &o->ng, r) != 0)
-			return -1;
-	for (size_t k = 0; k < nm; k++) {
-		int ret = layer_place(o, k, masks[k] + 2);
-		if (ret != 0)
-			return ret;
+	size_t own = o->ng; /* the user's own mounts, first in grafts */
+	char **real = calloc(nb + 1, sizeof *real);
+	if (real == NULL)
+		return -1;
+	int ret = 0;
+	for (size_t i = 0; i < nb && ret == 0; i++) {
+		char r[PATH_MAX];
+		if (resolve(binds[i] + 2, r) == 0 && beneath(r, o->real, 1) && (real[i] = strdup(r)) == NULL)
+			ret = -1;
 	}
-	return 0;
+	/* binds are sorted the deepest first: a read-only line's write lines
+	 * come before it. */
+	for (size_t i = nb; i-- > 0 && ret == 0;) {
+		if (real[i] == NULL) { /* outside the root: as before; the root's own: the overlay */
+			o->bind[i] = strcmp(binds[i] + 2, o->root) != 0;
+			continue;
+		}
+		int in_own = 0, in_bound_ro = 0, has_write = 0;
+		for (size_t g = 0; g < own; g++)
+			in_own |= beneath(real[i], o->grafts[g], 0);
+		for (size_t j = 0; j < nb; j++) {
+			if (real[j] == NULL || j == i)
+				continue;
+			if (binds[j][0] == 'r' && o->bind[j] && beneath(real[i], real[j], 1))
+				in_bound_ro = 1;
+			if (binds[j][0] == 'w' && beneath(real[j], real[i], 1))
+				has_write = 1;
+		}
+		if (binds[i][0] == 'r')
+			o->bind[i] = (char)(has_write || in_own);
+		else
+			o->bind[i] = (char)(in_bound_ro || in_own);
+		if ((binds[i][0] == 'w' || o->bind[i]) && add(&o->grafts, &o->ng, real[i]) != 0)
+			ret = -1;
+	}
+	for (size_t i = 0; i < nb; i++)
+		free(real[i]);
+	free(real);
+	for (size_t k = 0; k < nm && ret == 0; k++)
+		ret = layer_place(o, k, masks[k] + 2);
+	return ret;
 }
 
 /* by_depth sorts the layer's entries (indices into sort_rel) the
@@ -592,6 +632,28 @@ out:
 	return ret;
 }
 
+/* bind_paths binds each read-only and write line on itself, the deepest
+ * first (binds is sorted so), recursively, so that what is bound beneath
+ * it stays, read-only or as it is: those whose flag in chosen is set, with
+ * chosen NULL all of them. A path that does not exist is skipped. *at is
+ * the path of a failure. */
+static int bind_paths(char **binds, size_t nb, const char *chosen, char set, const char **at) {
+	for (size_t i = 0; i < nb; i++) {
+		const char *p = *at = binds[i] + 2;
+		if (chosen && chosen[i] != set)
+			continue;
+		struct stat st;
+		if (stat(p, &st) != 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			return -1;
+		}
+		if ((binds[i][0] == 'w' ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* seal applies the spec as seal.Apply does, in steps:
  *
  *   1. read the lines: masks ("m", each with the fake of an "s" line just
@@ -618,10 +680,12 @@ static int seal(char *spec) {
 	struct overlay o = {0};
 	o.rel = calloc(n, sizeof *o.rel);
 	o.kind = calloc(n, 1);
+	o.bind = calloc(n, 1);
 	size_t nb = 0, nm = 0, nh = 0;
 	const char *what = "seal", *p = NULL;
 	int ret = -1, per_entry = 1;
-	if (binds == NULL || masks == NULL || holds == NULL || fakes == NULL || o.rel == NULL || o.kind == NULL) {
+	if (binds == NULL || masks == NULL || holds == NULL || fakes == NULL || o.rel == NULL || o.kind == NULL ||
+	    o.bind == NULL) {
 		what = "seal: allocate";
 		goto out;
 	}
@@ -664,25 +728,10 @@ static int seal(char *spec) {
 		if ((per_entry || o.rel[k] == NULL) && mask_mount(p, fakes[k]) != 0)
 			goto out;
 	}
-	/* 4. The read-only and write paths. */
-	const char *root_ro = NULL;
-	for (size_t i = 0; i < nb; i++) {
-		p = binds[i] + 2;
-		int write = binds[i][0] == 'w';
-		what = write ? "seal writable" : "seal read-only";
-		if (!write && o.root && strcmp(p, o.root) == 0) {
-			root_ro = p;
-			if (!per_entry)
-				continue;
-		}
-		struct stat st;
-		if (stat(p, &st) != 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue;
-			goto out;
-		}
-		if ((write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
-			goto out;
+	/* 4. The read-only and write paths (with the overlay, those it needs). */
+	if (bind_paths(binds, nb, per_entry ? NULL : o.bind, 1, &p) != 0) {
+		what = "seal: bind";
+		goto out;
 	}
 	/* 5. The overlay, or the copies. */
 	what = "seal";
@@ -691,13 +740,15 @@ static int seal(char *spec) {
 		what = "seal: overlay";
 		if ((per_entry = overlay_mount(&o, fakes, nm)) < 0)
 			goto out;
-		if (per_entry) { /* refused: the masks it held, by mounts, and HOME read-only */
+		if (per_entry) { /* refused: the masks it held, by mounts, and the binds it did not need */
 			what = "seal";
 			for (size_t k = 0; k < nm; k++)
 				if (o.rel[k] && mask_mount(p = masks[k] + 2, fakes[k]) != 0)
 					goto out;
-			if (root_ro && read_only_bind(p = root_ro, root_ro) != 0)
+			if (bind_paths(binds, nb, o.bind, 0, &p) != 0) {
+				what = "seal: bind";
 				goto out;
+			}
 		}
 	}
 	what = "seal";
@@ -726,6 +777,7 @@ out:
 	free(o.grafts);
 	free(o.rel);
 	free(o.kind);
+	free(o.bind);
 	free(binds);
 	free(masks);
 	free(holds);
