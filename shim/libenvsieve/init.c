@@ -335,6 +335,62 @@ static int in_graft(const struct overlay *o, const char *p) {
 	return 0;
 }
 
+/* openat2's how and its resolve flags, declared here: musl's headers do
+ * not carry the kernel's <linux/openat2.h>. */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct open_how_v0 {
+	uint64_t flags, mode, resolve;
+};
+#define RESOLVE_NO_SYMLINKS 0x04
+
+/* place_beneath sets where mask k, the path rel beneath the root (HOME),
+ * goes in the layer: one openat2 that follows no link, from the root's
+ * descriptor, tells whether it exists with no link on the way; where it
+ * does not exist, the first missing name gets the whiteout. Returns as
+ * layer_place. */
+static int place_beneath(struct overlay *o, size_t k, int root, const char *rel) {
+	struct open_how_v0 how = {O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS};
+	char real[PATH_MAX], name[PATH_MAX];
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof how), missing = 0;
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOSYS || errno == E2BIG || errno == EINVAL)
+			return 1; /* a link on the way (or no openat2): per entry */
+		if (errno == ENOTDIR)
+			return 0; /* beneath a file: nothing can be made there */
+		if (errno != ENOENT)
+			return -1;
+		/* No link before the first missing name: find it. */
+		size_t c = 0;
+		int found;
+		do {
+			c += strcspn(rel + c, "/");
+			snprintf(name, sizeof name, "%.*s", (int)c, rel);
+		} while ((found = fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && rel[c++] != 0);
+		if (found)
+			return 1; /* made meanwhile: per entry */
+		if (errno != ENOENT)
+			return errno == ENOTDIR ? 0 : -1;
+		rel = name;
+		missing = 1;
+	} else {
+		int e = fstat(fd, &st) != 0 ? errno : 0;
+		close(fd);
+		if (e != 0)
+			return errno = e, -1;
+	}
+	if ((size_t)snprintf(real, sizeof real, "%s/%s", strcmp(o->real, "/") ? o->real : "", rel) >= sizeof real)
+		return errno = ENAMETOOLONG, -1;
+	if (in_graft(o, real))
+		return 0;
+	if ((o->rel[k] = strdup(rel)) == NULL)
+		return -1;
+	o->kind[k] = missing ? 'w' : S_ISDIR(st.st_mode) ? 'd' : 'f';
+	return 0;
+}
+
 /* layer_place sets where mask k goes in the layer (o->rel, o->kind), or
  * nothing when a mount masks it (outside the root, or in a graft) or it
  * is nothing to hide. Returns 0, 1 where the overlay cannot keep the mask
@@ -436,8 +492,17 @@ static int overlay_plan(struct overlay *o, char **masks, size_t nm, char **binds
 	for (size_t i = 0; i < nb; i++)
 		free(real[i]);
 	free(real);
-	for (size_t k = 0; k < nm && ret == 0; k++)
-		ret = layer_place(o, k, masks[k] + 2);
+	int root = ret == 0 ? open(o->root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (root < 0)
+		return -1;
+	for (size_t k = 0; k < nm && ret == 0; k++) {
+		const char *m = masks[k] + 2;
+		if (beneath(m, o->root, 1))
+			ret = place_beneath(o, k, root, m + strlen(o->root) + (strcmp(o->root, "/") != 0));
+		else
+			ret = layer_place(o, k, m); /* outside HOME lexically: rare */
+	}
+	close(root);
 	return ret;
 }
 
@@ -470,9 +535,9 @@ static int layer_build(const struct overlay *o, int ldir, int home, size_t nm) {
 	struct stat st;
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		const char *rel = o->rel[order[i]];
-		int hidden = 0; /* beneath a masked directory or a whiteout */
+		int hidden = 0; /* made already, or beneath a masked directory or a whiteout */
 		for (size_t j = 0; j < i && !hidden; j++)
-			hidden = o->kind[order[j]] != 'f' && beneath(rel, o->rel[order[j]], 1);
+			hidden = beneath(rel, o->rel[order[j]], 0); /* nothing is beneath a file */
 		if (hidden)
 			continue;
 		/* The directories on the way. */
