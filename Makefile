@@ -9,7 +9,7 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 BIN := $(CURDIR)/bin
 
-.PHONY: build man install uninstall test deps agents quick cross arm64 vet staticcheck race fuzz bench clean
+.PHONY: build man install uninstall test deps agents quick cross arm64 vet staticcheck race perentry fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/envsieve ./cmd/envsieve
@@ -61,7 +61,13 @@ arm64:
 		echo "arm64 (qemu): $$p"; (cd $$p && qemu-aarch64 $$t -test.count=1 -test.skip '$(ARM64_SKIP)') || exit 1; \
 	done
 
-test: deps agents vet cross arm64 staticcheck race
+test: deps agents vet cross arm64 staticcheck race perentry
+
+# perentry: the seal's tests again with the envsieve-init that never makes
+# the overlay of HOME, its fallback where the kernel refuses one (init.c).
+PERENTRY_RUN := ^(TestSeal|TestSealOverlay|TestSealOverlayLinkedMask|TestSealWrites|TestSealReadOnlyHome|TestSealMasksHold|TestAgentLoginFiles|TestAgentLoginViewKeepsMasks|TestAgentLoginOwnDir|TestAgentLoginOwnDirFaked|TestRuleBoundary|TestShSealed|TestSealedTreeReadsNoOutsideProcess)$$
+perentry:
+	ENVSIEVE_TEST_INIT_PER_ENTRY=1 $(GO) test -count=1 -run '$(PERENTRY_RUN)' ./cmd/envsieve/
 
 # deps: the programs the tests run for real (the shim's runtimes table, the
 # static and setuid programs of its attack tests, the unprivileged user's

@@ -22,7 +22,10 @@
 //     are replaced by read-only copies of their entries (bound back, the
 //     masked ones empty stand-ins), so a mask holds while the user works:
 //     a file renamed over, deleted and made anew, or a directory renamed
-//     and another made in its place outside does not reach the tree.
+//     and another made in its place outside does not reach the tree. (The
+//     C init, envsieve-init, holds them instead by one read-only overlay
+//     of HOME whose top layer holds the masked names, where the kernel
+//     allows it: shim/libenvsieve/init.c.)
 //   - [Landlock], where unprivileged user namespaces are refused (Ubuntu
 //     24.04's AppArmor restriction, a container's seccomp filter):
 //     [Restrict] puts the program in a Landlock domain (ABI 3 or later)

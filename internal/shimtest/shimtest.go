@@ -126,9 +126,20 @@ func build(dir string) ([]byte, error) {
 	// So does envsieve-init, an isolated launch's init.
 	init := filepath.Join(filepath.Dir(Source()), "init.c")
 	args = append(append([]string{}, StartCFlags...), "-o", filepath.Join(dir, "envsieve-init"), init)
+	args = append(args, initFlags()...)
 	cmd = exec.Command(staticCC(), args...)
 	cmd.Env = os.Environ()
 	return cmd.CombinedOutput()
+}
+
+// initFlags are envsieve-init's extra flags: with
+// ENVSIEVE_TEST_INIT_PER_ENTRY=1, the init that never makes the overlay of
+// HOME (init.c), so that every test of the seal can run its fallback too.
+func initFlags() []string {
+	if os.Getenv("ENVSIEVE_TEST_INIT_PER_ENTRY") == "1" {
+		return []string{"-DENVSIEVE_INIT_NO_OVERLAY"}
+	}
+	return nil
 }
 
 // cacheRoot holds the cache: /var/tmp, for temporary files kept between
@@ -249,7 +260,7 @@ func sourceKey() (string, error) {
 		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "%q %q\n", CFlags, StartCFlags)
+	fmt.Fprintf(h, "%q %q %q\n", CFlags, StartCFlags, initFlags())
 	if err := compilers(h, cc(), staticCC()); err != nil {
 		return "", err
 	}

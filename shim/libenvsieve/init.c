@@ -16,7 +16,10 @@
  *      it is; then each held directory ("h PATH": HOME and those between
  *      it and a mask) is replaced by a read-only tmpfs copy of its entries,
  *      bound back, the masked ones left empty (or their fakes), so that a mask holds while
- *      the user works (seal.Apply); a path that does not exist is skipped,
+ *      the user works (seal.Apply) - or, where the kernel allows it, HOME
+ *      is covered by one read-only overlay whose top layer holds the
+ *      masked names (struct overlay, seal), with the write places bound
+ *      back on it; a path that does not exist is skipped,
  *      any other failure ends the init (exit 125) before the program
  *      starts;
  *   3. drop every capability (ambient, bounding, inheritable), so that the
@@ -49,6 +52,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <dirent.h>
 #include <limits.h>
 #include <unistd.h>
@@ -188,27 +192,569 @@ out:
 	return ret;
 }
 
-/* seal applies the spec as seal.Apply does: the masks first (a file with
- * a fake, its "s SOURCE" line just before its "m PATH", gets the fake
- * bound read-only on it instead of /dev/null), then each
- * read-only and write path, the deepest first, bound on itself
- * (recursively, so that what is bound beneath it stays), read-only or as
- * it is; then each held directory ("h PATH"), the shallowest first, is
- * replaced by its copy (freeze). The spec is modified in place (its lines
- * split). */
+/* mask_mount hides the masked path p by a mount, as seal.Apply does: an
+ * empty read-only tmpfs over a directory, the fake (or /dev/null) bound
+ * read-only over a file. Links are followed: the target is masked. A path
+ * that does not exist is skipped. */
+static int mask_mount(const char *p, const char *fake) {
+	struct stat st;
+	if (stat(p, &st) != 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+	if (S_ISDIR(st.st_mode))
+		return mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500");
+	return read_only_bind(fake ? fake : "/dev/null", p);
+}
+
+/* beneath reports whether the clean absolute path is dir or beneath it
+ * (strictly beneath, with strict). */
+static int beneath(const char *path, const char *dir, int strict) {
+	size_t n = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || (!strict && path[n] == 0));
+}
+
+/* resolve puts in out (PATH_MAX bytes) the path p names with every link
+ * followed, as the kernel gives it for a descriptor; it fails as open
+ * does. */
+static int resolve(const char *p, char *out) {
+	int fd = open(p, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char link[sizeof "/proc/self/fd/" + 12];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, out, PATH_MAX - 1);
+	int e = errno;
+	close(fd);
+	if (n < 0 || n >= PATH_MAX - 1) {
+		errno = n < 0 ? e : ENAMETOOLONG;
+		return -1;
+	}
+	out[n] = 0;
+	return 0;
+}
+
+/* add appends a copy of s to the list *v of *n. */
+static int add(char ***v, size_t *n, const char *s) {
+	char **more = realloc(*v, (*n + 1) * sizeof **v);
+	if (more == NULL)
+		return -1;
+	*v = more;
+	if ((more[*n] = strdup(s)) == NULL)
+		return -1;
+	(*n)++;
+	return 0;
+}
+
+/* mounts_beneath adds to *v the mount points of this namespace strictly
+ * beneath dir (a resolved path), as /proc/self/mountinfo lists them (its
+ * fifth field, with its octal escapes undone). */
+static int mounts_beneath(const char *dir, char ***v, size_t *n) {
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0, cap = 16384;
+	char *text = malloc(cap);
+	for (ssize_t got = 1; text && got > 0;) {
+		if (len + 1 == cap) {
+			char *more = realloc(text, cap *= 2);
+			if (more == NULL)
+				free(text);
+			text = more;
+			if (text == NULL)
+				break;
+		}
+		got = read(fd, text + len, cap - 1 - len);
+		if (got < 0 && errno != EINTR) {
+			free(text);
+			text = NULL;
+		}
+		if (got > 0)
+			len += got;
+	}
+	close(fd);
+	if (text == NULL)
+		return -1;
+	text[len] = 0;
+	int ret = 0;
+	char point[PATH_MAX];
+	for (char *line = text; ret == 0 && *line;) {
+		char *end = strchr(line, '\n'), *f = line;
+		if (end)
+			*end = 0;
+		for (int field = 0; field < 4 && f; field++)
+			if ((f = strchr(f, ' ')) != NULL)
+				f++;
+		size_t k = 0;
+		for (; f && *f && *f != ' ' && k < sizeof point - 1; f++) {
+			if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] >= '0' && f[2] <= '7' && f[3] >= '0' && f[3] <= '7') {
+				point[k++] = (char)((f[1] - '0') << 6 | (f[2] - '0') << 3 | (f[3] - '0'));
+				f += 3;
+			} else {
+				point[k++] = *f;
+			}
+		}
+		point[k] = 0;
+		if (k > 0 && beneath(point, dir, 1))
+			ret = add(v, n, point);
+		line = end ? end + 1 : line + strlen(line);
+	}
+	free(text);
+	return ret;
+}
+
+/*
+ * The overlay of HOME. The held root (the shallowest "h" line: HOME) is
+ * covered by one read-only overlay whose upper lower layer, a small tmpfs,
+ * holds an entry for each masked name beneath it: an empty file (0400) for
+ * a file, an empty opaque directory (0500) for a directory, and a whiteout
+ * where the masked path does not exist (at its first missing component).
+ * The overlay finds a name in that layer first, whatever happens to it in
+ * HOME outside, so a mask holds with one mount instead of a tmpfs copy of
+ * each held directory. An overlay shows none of the mounts beneath its
+ * lower layer: those (the read-only and write binds, the user's own mounts,
+ * the masks beneath them) are its grafts, bound back on top, the outermost
+ * ones, with the held directories at or beneath them frozen as before.
+ * Where the overlay cannot be made (an old kernel, a filesystem it refuses
+ * as a lower layer, a nesting too deep, a link on the way to a mask), the
+ * seal is made per entry (freeze), as before.
+ */
+struct overlay {
+	const char *root;   /* the held root, as the spec names it */
+	char real[PATH_MAX]; /* the same, resolved */
+	char **grafts;      /* the mounts beneath it, resolved */
+	size_t ng;
+	char *bind;         /* each "r" and "w" line: 1 when bound on itself first */
+	char **rel;         /* each mask's place in the layer, relative, or NULL */
+	char *kind;         /* each mask's entry: 'f' file, 'd' directory, 'w' whiteout */
+};
+
+/* in_graft reports whether the resolved path p is at or beneath a graft. */
+static int in_graft(const struct overlay *o, const char *p) {
+	for (size_t i = 0; i < o->ng; i++)
+		if (beneath(p, o->grafts[i], 0))
+			return 1;
+	return 0;
+}
+
+/* openat2's how and its resolve flags, declared here: musl's headers do
+ * not carry the kernel's <linux/openat2.h>. */
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct open_how_v0 {
+	uint64_t flags, mode, resolve;
+};
+#define RESOLVE_NO_SYMLINKS 0x04
+
+/* place_beneath sets where mask k, the path rel beneath the root (HOME),
+ * goes in the layer: one openat2 that follows no link, from the root's
+ * descriptor, tells whether it exists with no link on the way; where it
+ * does not exist, the first missing name gets the whiteout. Returns as
+ * layer_place. */
+static int place_beneath(struct overlay *o, size_t k, int root, const char *rel) {
+	struct open_how_v0 how = {O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS};
+	char real[PATH_MAX], name[PATH_MAX];
+	struct stat st;
+	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof how), missing = 0;
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOSYS || errno == E2BIG || errno == EINVAL)
+			return 1; /* a link on the way (or no openat2): per entry */
+		if (errno == ENOTDIR)
+			return 0; /* beneath a file: nothing can be made there */
+		if (errno != ENOENT)
+			return -1;
+		/* No link before the first missing name: find it. */
+		size_t c = 0;
+		int found;
+		do {
+			c += strcspn(rel + c, "/");
+			snprintf(name, sizeof name, "%.*s", (int)c, rel);
+		} while ((found = fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && rel[c++] != 0);
+		if (found)
+			return 1; /* made meanwhile: per entry */
+		if (errno != ENOENT)
+			return errno == ENOTDIR ? 0 : -1;
+		rel = name;
+		missing = 1;
+	} else {
+		int e = fstat(fd, &st) != 0 ? errno : 0;
+		close(fd);
+		if (e != 0)
+			return errno = e, -1;
+	}
+	if ((size_t)snprintf(real, sizeof real, "%s/%s", strcmp(o->real, "/") ? o->real : "", rel) >= sizeof real)
+		return errno = ENAMETOOLONG, -1;
+	if (in_graft(o, real))
+		return 0;
+	if ((o->rel[k] = strdup(rel)) == NULL)
+		return -1;
+	o->kind[k] = missing ? 'w' : S_ISDIR(st.st_mode) ? 'd' : 'f';
+	return 0;
+}
+
+/* layer_place sets where mask k goes in the layer (o->rel, o->kind), or
+ * nothing when a mount masks it (outside the root, or in a graft) or it
+ * is nothing to hide. Returns 0, 1 where the overlay cannot keep the mask
+ * as a copy would (a link beneath the root on the way to it), or -1. */
+static int layer_place(struct overlay *o, size_t k, const char *m) {
+	char r[PATH_MAX], up[PATH_MAX], want[PATH_MAX];
+	const char *lexical = m; /* the deepest existing path on the way */
+	int missing = 0;
+	struct stat st;
+	if (resolve(m, r) != 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			return -1;
+		/* Its deepest existing directory, and the first name missing. */
+		if (strlen(m) >= sizeof up)
+			return errno = ENAMETOOLONG, -1;
+		strcpy(up, m);
+		const char *name;
+		do {
+			char *cut = strrchr(up, '/');
+			if (cut == NULL)
+				return 0;
+			name = m + (cut - up) + 1;
+			cut[cut == up] = 0; /* "/x" leaves "/" */
+		} while (resolve(up, r) != 0);
+		if (stat(r, &st) != 0 || !S_ISDIR(st.st_mode))
+			return 0; /* beneath a file: nothing can be made there */
+		int c = (int)strcspn(name, "/");
+		if ((size_t)snprintf(want, sizeof want, "%s/%.*s", strcmp(r, "/") ? r : "", c, name) >= sizeof want)
+			return errno = ENAMETOOLONG, -1;
+		if (lstat(want, &st) == 0)
+			return beneath(m, o->root, 1); /* a dangling link */
+		strcpy(r, want);
+		lexical = up;
+		missing = 1;
+	}
+	/* A link beneath the root on the way: the tree could follow it where
+	 * the user points it later, which a copy of the directory would not. */
+	if (beneath(lexical, o->root, 1)) {
+		if ((size_t)snprintf(want, sizeof want, "%s%s", o->real, lexical + strlen(o->root)) >= sizeof want)
+			return errno = ENAMETOOLONG, -1;
+		if (!beneath(r, want, 0))
+			return 1;
+	}
+	if (!beneath(r, o->real, 1) || in_graft(o, r))
+		return 0;
+	if ((o->rel[k] = strdup(r + strlen(o->real) + (strcmp(o->real, "/") != 0))) == NULL)
+		return -1;
+	o->kind[k] = missing ? 'w' : stat(r, &st) == 0 && S_ISDIR(st.st_mode) ? 'd' : 'f';
+	return 0;
+}
+
+/* overlay_plan finds the root's grafts and each mask's place. The root
+ * is read-only in the overlay, so only some read-only and write lines need
+ * their bind on themselves (o->bind): a read-only path with a write path
+ * beneath it, or in a mount of the user's own beneath the root, and a write
+ * path in one of those; the others are grafts bound from where they are,
+ * or (read-only paths) nothing at all. Returns 0, 1 where the seal must be
+ * made per entry, or -1. */
+static int overlay_plan(struct overlay *o, char **masks, size_t nm, char **binds, size_t nb) {
+	if (resolve(o->root, o->real) != 0)
+		return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+	if (mounts_beneath(o->real, &o->grafts, &o->ng) != 0)
+		return -1;
+	size_t own = o->ng; /* the user's own mounts, first in grafts */
+	char **real = calloc(nb + 1, sizeof *real);
+	if (real == NULL)
+		return -1;
+	int ret = 0;
+	for (size_t i = 0; i < nb && ret == 0; i++) {
+		char r[PATH_MAX];
+		if (resolve(binds[i] + 2, r) == 0 && beneath(r, o->real, 1) && (real[i] = strdup(r)) == NULL)
+			ret = -1;
+	}
+	/* binds are sorted the deepest first: a read-only line's write lines
+	 * come before it. */
+	for (size_t i = nb; i-- > 0 && ret == 0;) {
+		if (real[i] == NULL) { /* outside the root: as before; the root's own: the overlay */
+			o->bind[i] = strcmp(binds[i] + 2, o->root) != 0;
+			continue;
+		}
+		int in_own = 0, in_bound_ro = 0, has_write = 0;
+		for (size_t g = 0; g < own; g++)
+			in_own |= beneath(real[i], o->grafts[g], 0);
+		for (size_t j = 0; j < nb; j++) {
+			if (real[j] == NULL || j == i)
+				continue;
+			if (binds[j][0] == 'r' && o->bind[j] && beneath(real[i], real[j], 1))
+				in_bound_ro = 1;
+			if (binds[j][0] == 'w' && beneath(real[j], real[i], 1))
+				has_write = 1;
+		}
+		if (binds[i][0] == 'r')
+			o->bind[i] = (char)(has_write || in_own);
+		else
+			o->bind[i] = (char)(in_bound_ro || in_own);
+		if ((binds[i][0] == 'w' || o->bind[i]) && add(&o->grafts, &o->ng, real[i]) != 0)
+			ret = -1;
+	}
+	for (size_t i = 0; i < nb; i++)
+		free(real[i]);
+	free(real);
+	int root = ret == 0 ? open(o->root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (root < 0)
+		return -1;
+	for (size_t k = 0; k < nm && ret == 0; k++) {
+		const char *m = masks[k] + 2;
+		if (beneath(m, o->root, 1))
+			ret = place_beneath(o, k, root, m + strlen(o->root) + (strcmp(o->root, "/") != 0));
+		else
+			ret = layer_place(o, k, m); /* outside HOME lexically: rare */
+	}
+	close(root);
+	return ret;
+}
+
+/* by_depth sorts the layer's entries (indices into sort_rel) the
+ * shallowest first, or with by_depth_down the deepest first. */
+static char **sort_rel;
+static int by_depth(const void *a, const void *b) {
+	size_t la = strlen(sort_rel[*(const size_t *)a]), lb = strlen(sort_rel[*(const size_t *)b]);
+	return la < lb ? -1 : la > lb;
+}
+static int by_depth_down(const void *a, const void *b) { return by_depth(b, a); }
+
+/* layer_build fills the mask layer, the directory ldir, with each mask's
+ * entry and the directories on the way, which get the modes of HOME's own
+ * (home, a descriptor) once all is made: the init may hold no capability
+ * to write in a directory whose mode forbids it. */
+static int layer_build(const struct overlay *o, int ldir, int home, size_t nm) {
+	size_t *order = calloc(nm + 1, sizeof *order), n = 0, nd = 0;
+	char **dirs = NULL; /* the directories made, relative */
+	mode_t *modes = NULL;
+	if (order == NULL)
+		return -1;
+	for (size_t k = 0; k < nm; k++)
+		if (o->rel[k])
+			order[n++] = k;
+	sort_rel = o->rel;
+	qsort(order, n, sizeof *order, by_depth);
+	int ret = 0, fd;
+	char dir[PATH_MAX];
+	struct stat st;
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		const char *rel = o->rel[order[i]];
+		int hidden = 0; /* made already, or beneath a masked directory or a whiteout */
+		for (size_t j = 0; j < i && !hidden; j++)
+			hidden = beneath(rel, o->rel[order[j]], 0); /* nothing is beneath a file */
+		if (hidden)
+			continue;
+		/* The directories on the way. */
+		for (const char *s = strchr(rel, '/'); s && ret == 0; s = strchr(s + 1, '/')) {
+			snprintf(dir, sizeof dir, "%.*s", (int)(s - rel), rel);
+			if (mkdirat(ldir, dir, 0700) == 0) {
+				mode_t *more = realloc(modes, (nd + 1) * sizeof *modes);
+				if (more == NULL || (modes = more, fstatat(home, dir, &st, 0) != 0) || add(&dirs, &nd, dir) != 0)
+					ret = -1;
+				else
+					modes[nd - 1] = st.st_mode & 07777;
+			} else if (errno != EEXIST) {
+				ret = -1;
+			}
+		}
+		if (ret != 0)
+			break;
+		switch (o->kind[order[i]]) {
+		case 'w':
+			if (mknodat(ldir, rel, S_IFCHR | 0600, 0) != 0 && errno != EEXIST)
+				ret = -1;
+			break;
+		case 'd':
+			if (mkdirat(ldir, rel, 0700) != 0 || (fd = openat(ldir, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+				ret = errno == EEXIST ? 0 : -1;
+				break;
+			}
+			ret = fsetxattr(fd, "user.overlay.opaque", "y", 1, 0);
+			if (ret == 0)
+				ret = fchmod(fd, 0500);
+			close(fd);
+			break;
+		default:
+			if ((fd = openat(ldir, rel, O_CREAT | O_WRONLY | O_CLOEXEC, 0400)) < 0)
+				ret = -1;
+			else
+				close(fd);
+		}
+	}
+	/* The modes, the deepest first. */
+	size_t *down = calloc(nd + 1, sizeof *down);
+	if (down == NULL && ret == 0)
+		ret = -1;
+	for (size_t i = 0; down && i < nd; i++)
+		down[i] = i;
+	sort_rel = dirs;
+	if (down)
+		qsort(down, nd, sizeof *down, by_depth_down);
+	for (size_t i = 0; down && i < nd && ret == 0; i++)
+		ret = fchmodat(ldir, dirs[down[i]], modes[down[i]], 0);
+	int e = errno;
+	for (size_t i = 0; i < nd; i++)
+		free(dirs[i]);
+	free(dirs);
+	free(down);
+	free(modes);
+	free(order);
+	errno = e;
+	return ret;
+}
+
+/* fd_path is the name of descriptor fd in /proc, in buf. */
+static const char *fd_path(char *buf, size_t size, int fd) {
+	snprintf(buf, size, "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+/* overlay_mount covers the root with its overlay (see struct overlay),
+ * binds the grafts back and each fake of a mask in the layer on it.
+ * Returns 0, 1 where the kernel refuses it (nothing of it is left
+ * mounted: the caller seals per entry), or -1. */
+static int overlay_mount(const struct overlay *o, char **fakes, size_t nm) {
+	int ret = -1, refused = 0, home = -1, ldir = -1, e;
+	int *gfd = calloc(o->ng + 1, sizeof *gfd), *ffd = calloc(nm + 1, sizeof *ffd);
+	char from[sizeof "/proc/self/fd/" + 12], to[PATH_MAX];
+	struct stat st;
+	if (gfd == NULL || ffd == NULL)
+		goto out;
+	for (size_t i = 0; i < o->ng; i++)
+		gfd[i] = -1;
+	for (size_t k = 0; k < nm; k++)
+		ffd[k] = -1;
+	/* 1. Descriptors of all the overlay will cover: HOME, the grafts (the
+	 * outermost), the fakes. */
+	if ((home = open(o->root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(home, &st) != 0)
+		goto out;
+	for (size_t i = 0; i < o->ng; i++) {
+		int outer = 1;
+		for (size_t j = 0; j < o->ng && outer; j++)
+			outer = !(beneath(o->grafts[i], o->grafts[j], 1) || (j < i && strcmp(o->grafts[i], o->grafts[j]) == 0));
+		if (outer && (gfd[i] = open(o->grafts[i], O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 && errno != ENOENT)
+			goto out;
+	}
+	for (size_t k = 0; k < nm; k++)
+		if (o->rel[k] && fakes[k] && o->kind[k] == 'f' && (ffd[k] = open(fakes[k], O_PATH | O_CLOEXEC)) < 0)
+			goto out;
+	/* 2. The mask layer, a tmpfs over the root for now. */
+	if (mount("tmpfs", o->root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700") != 0)
+		goto out;
+	if ((ldir = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || layer_build(o, ldir, home, nm) != 0 ||
+	    fchmod(ldir, st.st_mode & 07777) != 0) {
+		refused = errno == EOPNOTSUPP || errno == EPERM; /* a tmpfs without user xattrs */
+		goto undo;
+	}
+	/* 3. The overlay: read-only, since it has no upper layer. */
+	char opts[sizeof "lowerdir=/proc/self/fd/:/proc/self/fd/,userxattr" + 24];
+	snprintf(opts, sizeof opts, "lowerdir=/proc/self/fd/%d:/proc/self/fd/%d,userxattr", ldir, home);
+#ifdef ENVSIEVE_INIT_NO_OVERLAY
+	/* A build for the tests of the seal per entry. */
+	errno = EPERM;
+	if (1) {
+#else
+	if (mount("overlay", o->root, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts) != 0) {
+#endif
+		refused = errno == EINVAL || errno == EPERM || errno == ENODEV || errno == EOPNOTSUPP || errno == ELOOP;
+		goto undo;
+	}
+	/* 4. The grafts back on top, and the fakes on their masks. */
+	for (size_t i = 0; i < o->ng; i++)
+		if (gfd[i] >= 0 && mount(fd_path(from, sizeof from, gfd[i]), o->grafts[i], NULL, MS_BIND | MS_REC, NULL) != 0 &&
+		    errno != ENOENT)
+			goto out;
+	for (size_t k = 0; k < nm; k++) {
+		if (ffd[k] < 0)
+			continue;
+		if ((size_t)snprintf(to, sizeof to, "%s/%s", o->real, o->rel[k]) >= sizeof to) {
+			errno = ENAMETOOLONG;
+			goto out;
+		}
+		if (read_only_bind(fd_path(from, sizeof from, ffd[k]), to) != 0)
+			goto out;
+	}
+	ret = 0;
+	goto out;
+undo:
+	e = errno;
+	if (umount2(o->root, MNT_DETACH) != 0)
+		refused = 0;
+	errno = e;
+	if (refused)
+		ret = 1;
+out:
+	e = errno;
+	if (ldir >= 0)
+		close(ldir);
+	if (home >= 0)
+		close(home);
+	for (size_t i = 0; gfd && i < o->ng; i++)
+		if (gfd[i] >= 0)
+			close(gfd[i]);
+	for (size_t k = 0; ffd && k < nm; k++)
+		if (ffd[k] >= 0)
+			close(ffd[k]);
+	free(gfd);
+	free(ffd);
+	errno = e;
+	return ret;
+}
+
+/* bind_paths binds each read-only and write line on itself, the deepest
+ * first (binds is sorted so), recursively, so that what is bound beneath
+ * it stays, read-only or as it is: those whose flag in chosen is set, with
+ * chosen NULL all of them. A path that does not exist is skipped. *at is
+ * the path of a failure. */
+static int bind_paths(char **binds, size_t nb, const char *chosen, char set, const char **at) {
+	for (size_t i = 0; i < nb; i++) {
+		const char *p = *at = binds[i] + 2;
+		if (chosen && chosen[i] != set)
+			continue;
+		struct stat st;
+		if (stat(p, &st) != 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				continue;
+			return -1;
+		}
+		if ((binds[i][0] == 'w' ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* seal applies the spec as seal.Apply does, in steps:
+ *
+ *   1. read the lines: masks ("m", each with the fake of an "s" line just
+ *      before it), read-only and write paths ("r", "w"), held directories
+ *      ("h");
+ *   2. plan the overlay of the held root (struct overlay);
+ *   3. mask by a mount each masked path the overlay's layer does not hold
+ *      (all of them, per entry);
+ *   4. bind each read-only and write path on itself, the deepest first
+ *      (recursively, so that what is bound beneath it stays), read-only or
+ *      as it is (the root's own read-only line is the overlay's, when made);
+ *   5. cover the root with the overlay; per entry, or where it is refused,
+ *      mask the rest by mounts, bind the root read-only and replace each
+ *      held directory, the shallowest first, by its copy (freeze); with
+ *      the overlay, only those in its grafts.
+ *
+ * The spec is modified in place (its lines split). */
 static int seal(char *spec) {
 	size_t n = 1;
 	for (char *c = spec; *c; c++)
 		n += *c == '\n';
 	char **binds = calloc(n, sizeof *binds), **masks = calloc(n, sizeof *masks), **holds = calloc(n, sizeof *holds);
 	char **fakes = calloc(n, sizeof *fakes), *src = NULL;
+	struct overlay o = {0};
+	o.rel = calloc(n, sizeof *o.rel);
+	o.kind = calloc(n, 1);
+	o.bind = calloc(n, 1);
 	size_t nb = 0, nm = 0, nh = 0;
 	const char *what = "seal", *p = NULL;
-	int ret = -1;
-	if (binds == NULL || masks == NULL || holds == NULL || fakes == NULL) {
+	int ret = -1, per_entry = 1;
+	if (binds == NULL || masks == NULL || holds == NULL || fakes == NULL || o.rel == NULL || o.kind == NULL ||
+	    o.bind == NULL) {
 		what = "seal: allocate";
 		goto out;
 	}
+	/* 1. The lines. */
 	for (char *line = spec; line && *line;) {
 		char *next = strchr(line, '\n');
 		if (next)
@@ -218,43 +764,67 @@ static int seal(char *spec) {
 			what = "seal: a malformed spec line";
 			goto out;
 		}
-		p = line + 2;
-		struct stat st;
 		if (line[0] == 's') {
 			src = line + 2; /* the fake of the next line's mask */
 		} else if (line[0] == 'h') {
 			holds[nh++] = line + 2;
 		} else if (line[0] != 'm') {
 			binds[nb++] = line;
-		} else if (fakes[nm] = src, src = NULL, masks[nm++] = line, stat(p, &st) != 0) { /* follows links: the target is masked */
-			if (errno != ENOENT && errno != ENOTDIR)
-				goto out;
-		} else if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0500") != 0)
-				goto out;
-		} else if (read_only_bind(fakes[nm - 1] ? fakes[nm - 1] : "/dev/null", p) != 0) {
-			goto out;
+		} else {
+			fakes[nm] = src;
+			src = NULL;
+			masks[nm++] = line;
 		}
 		line = next;
 	}
 	qsort(binds, nb, sizeof *binds, bind_order);
-	for (size_t i = 0; i < nb; i++) {
-		p = binds[i] + 2;
-		int write = binds[i][0] == 'w';
-		what = write ? "seal writable" : "seal read-only";
-		struct stat st;
-		if (stat(p, &st) != 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				continue;
-			goto out;
-		}
-		if ((write ? mount(p, p, NULL, MS_BIND | MS_REC, NULL) : read_only_bind(p, p)) != 0)
+	qsort(holds, nh, sizeof *holds, by_length);
+
+	/* 2. The overlay's plan. */
+	if (nh > 0) {
+		o.root = holds[0];
+		p = o.root;
+		if ((per_entry = overlay_plan(&o, masks, nm, binds, nb)) < 0)
 			goto out;
 	}
-	qsort(holds, nh, sizeof *holds, by_length);
+	/* 3. The masks the layer does not hold. */
+	for (size_t k = 0; k < nm; k++) {
+		p = masks[k] + 2;
+		if ((per_entry || o.rel[k] == NULL) && mask_mount(p, fakes[k]) != 0)
+			goto out;
+	}
+	/* 4. The read-only and write paths (with the overlay, those it needs). */
+	if (bind_paths(binds, nb, per_entry ? NULL : o.bind, 1, &p) != 0) {
+		what = "seal: bind";
+		goto out;
+	}
+	/* 5. The overlay, or the copies. */
+	what = "seal";
+	if (!per_entry) {
+		p = o.root;
+		what = "seal: overlay";
+		if ((per_entry = overlay_mount(&o, fakes, nm)) < 0)
+			goto out;
+		if (per_entry) { /* refused: the masks it held, by mounts, and the binds it did not need */
+			what = "seal";
+			for (size_t k = 0; k < nm; k++)
+				if (o.rel[k] && mask_mount(p = masks[k] + 2, fakes[k]) != 0)
+					goto out;
+			if (bind_paths(binds, nb, o.bind, 0, &p) != 0) {
+				what = "seal: bind";
+				goto out;
+			}
+		}
+	}
 	what = "seal";
 	for (size_t i = 0; i < nh; i++) {
 		p = holds[i];
+		if (!per_entry && beneath(p, o.root, 0)) {
+			char real[PATH_MAX];
+			snprintf(real, sizeof real, "%s%s", o.real, p + strlen(o.root));
+			if (!in_graft(&o, real))
+				continue; /* the overlay holds it */
+		}
 		if (freeze(p, masks, fakes, nm) != 0)
 			goto out;
 	}
@@ -265,6 +835,14 @@ out:
 		fail(what, p);
 		errno = e;
 	}
+	for (size_t i = 0; i < o.ng; i++)
+		free(o.grafts[i]);
+	for (size_t k = 0; o.rel && k < nm; k++)
+		free(o.rel[k]);
+	free(o.grafts);
+	free(o.rel);
+	free(o.kind);
+	free(o.bind);
 	free(binds);
 	free(masks);
 	free(holds);
