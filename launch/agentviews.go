@@ -295,17 +295,17 @@ func newViewLock(state string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := lockView(f); err != nil {
-			os.Remove(f.Name())
-			f.Close()
-			return nil, fmt.Errorf("lock the view: %w", err)
-		}
-		if sameOpen(f) {
+		err = lockView(f)
+		if err == nil && sameOpen(f) {
 			return f, nil
 		}
-		f.Close()
+		f.Close() // taken by another launch for a stale one, which removes it
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+			os.Remove(f.Name())
+			return nil, fmt.Errorf("lock the view: %w", err)
+		}
 	}
-	return nil, errors.New("lock the view: removed as soon as made")
+	return nil, errors.New("lock the view: taken or removed as soon as made")
 }
 
 // sameOpen reports whether the open file f is still the file at its name.
