@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/envsieve/envsieve/seal"
 )
@@ -70,14 +71,15 @@ func (l *Plan) ownStateDirs(base seal.Spec) []string {
 }
 
 // opensSeal says why making dir a write place would open what the seal
-// base keeps, or "".
+// base keeps, or "". The agent's own login files in dir and the locks of
+// views there (masked to hold dir: agentviews.go) open nothing.
 func (l *Plan) opensSeal(dir string, base seal.Spec, own []string) string {
 	home := filepath.Clean(l.host.Home)
 	if atOrIn(home, []string{dir}) {
 		return "is HOME or above it"
 	}
 	for _, p := range append(slices.Clone(base.Mask), base.ReadOnly...) {
-		if p = filepath.Clean(p); p != dir && atOrIn(p, []string{dir}) && !(filepath.Dir(p) == dir && slices.Contains(own, p)) {
+		if p = filepath.Clean(p); p != dir && atOrIn(p, []string{dir}) && !(filepath.Dir(p) == dir && (slices.Contains(own, p) || isViewLock(filepath.Base(p)))) {
 			return "holds a sealed path"
 		}
 	}
@@ -125,4 +127,9 @@ func agentDefaultMoved(p string, av agentView) (LoginState, bool) {
 		return LoginState{}, false
 	}
 	return LoginState{Path: p, Seen: "masked", Why: av.env + " names another state dir: the agent reads its login there"}, true
+}
+
+// isViewLock reports whether name is the name of a view's lock.
+func isViewLock(name string) bool {
+	return strings.HasPrefix(name, viewPrefix) && strings.HasSuffix(name, lockSuffix)
 }

@@ -28,10 +28,15 @@ import (
 // by its own variable: a directory inside the state dir holding the fake
 // login file (a regular file the agent may rewrite when it refreshes),
 // a copy of each other small file of the state dir, and a link to each
-// other entry (what the agent writes beneath them stays where it is). At the end of the launch, what the
-// agent made or replaced at the view's top level is moved into the state
-// dir (never the login file: the broker writes the real one back), and
-// the view is removed.
+// other entry (what the agent writes beneath them stays where it is).
+// A view is made with no login in it too (an agent used with an API
+// key). Beside it lies its lock, held by the launcher while it lives and
+// masked by the seal, which then holds the state dir by both mechanisms:
+// a login made outside during the session does not show in the tree. At
+// the end of the launch, what the agent made, replaced or deleted at the
+// view's top level is done in the state dir (never to the login file:
+// the broker writes the real one back), and the view is removed; a later
+// launch removes the views whose lock no launcher holds (killed).
 
 // agentView is how one agent's login file is shown: its state dir
 // (relative to HOME), the variable that moves the agent's state dir, and
@@ -57,8 +62,16 @@ var agentViews = map[string]agentView{
 	"gemini-mcp-oauth": {dir: ".gemini", env: "GEMINI_CLI_HOME", home: true},
 }
 
-// viewPrefix begins the name of a launch's view in an agent's state dir.
-const viewPrefix = ".envsieve-view-"
+// viewPrefix begins the name of a launch's view in an agent's state dir;
+// lockSuffix ends the name of its lock beside it (the view's name and
+// lockSuffix), which its launcher holds (lockView) while it lives.
+// Not ".lock": Claude Code takes its lock for a refresh by making the
+// directory CLAUDE_CONFIG_DIR+".lock" (proper-lockfile), and takes a file
+// there for another process holding it.
+const (
+	viewPrefix = ".envsieve-view-"
+	lockSuffix = "-lock"
+)
 
 // loginView is a launch's view of one agent's state dir.
 type loginView struct {
@@ -79,6 +92,14 @@ type loginView struct {
 	// dirInfo is dir as it was made: the tree may replace a dir below
 	// root (a link to another directory, whose entries would then move).
 	dirInfo fs.FileInfo
+	// lock is the view's lock file beside root, held open (and locked)
+	// in lockF while the launcher lives: a later launch takes a view
+	// whose lock it can take for one left by a launcher that was killed
+	// (cleanStaleViews). The seal masks it, so that the state dir is
+	// held by both mechanisms (a login made there during the session
+	// does not show in the tree).
+	lock  string
+	lockF *os.File
 }
 
 // viewCopyMax is the largest file of a state dir that its view copies
@@ -186,27 +207,38 @@ func envValueIn(env []string, name string) string {
 // none, the agent has no login in the tree) under the name cred. A file
 // at or in one of masks (the seal's) is linked, never copied: the copy
 // would not be masked.
-func makeView(av agentView, state, cred string, fake []byte, masks []string) (*loginView, error) {
-	root, err := os.MkdirTemp(state, viewPrefix)
+func makeView(av agentView, state, cred string, fake []byte, masks []string) (v *loginView, err error) {
+	cleanStaleViews(state)
+	lockF, err := newViewLock(state)
 	if err != nil {
 		return nil, err
 	}
-	v := &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}, copies: map[string]fs.FileInfo{}}
+	root := strings.TrimSuffix(lockF.Name(), lockSuffix)
+	if err := os.Mkdir(root, 0o700); err != nil {
+		os.Remove(lockF.Name())
+		lockF.Close()
+		return nil, err
+	}
+	v = &loginView{state: state, root: root, dir: root, cred: cred, links: map[string]string{}, seen: map[string]fs.FileInfo{}, copies: map[string]fs.FileInfo{},
+		lock: lockF.Name(), lockF: lockF}
+	defer func() {
+		if err != nil {
+			v.remove()
+		}
+	}()
 	if av.home {
 		v.dir = filepath.Join(root, filepath.Base(state))
 		if err := os.Mkdir(v.dir, 0o700); err != nil {
-			os.RemoveAll(root)
 			return nil, err
 		}
 	}
 	ents, err := os.ReadDir(state)
 	if err != nil {
-		os.RemoveAll(root)
 		return nil, err
 	}
 	targets := map[string]string{}
 	for _, e := range ents {
-		if name := e.Name(); name != cred && !strings.HasPrefix(name, viewPrefix) {
+		if name := e.Name(); name != cred && !strings.HasPrefix(name, viewPrefix) { // nor their locks
 			targets[name] = filepath.Join(state, name) // not the login, nor the views of launches (this one's too)
 		}
 	}
@@ -231,21 +263,84 @@ func makeView(av agentView, state, cred string, fake []byte, masks []string) (*l
 			}
 		}
 		if err := os.Symlink(target, filepath.Join(v.dir, name)); err != nil {
-			os.RemoveAll(root)
 			return nil, err
 		}
 	}
 	if fake != nil {
 		if err := os.WriteFile(filepath.Join(v.dir, cred), fake, 0o600); err != nil {
-			os.RemoveAll(root)
 			return nil, err
 		}
 	}
 	if v.dirInfo, err = os.Lstat(v.dir); err != nil {
-		os.RemoveAll(root)
 		return nil, err
 	}
 	return v, nil
+}
+
+// remove removes the view and its lock, and lets the lock go.
+func (v *loginView) remove() {
+	os.RemoveAll(v.root) // not followed: a link in it is removed, not its target
+	os.Remove(v.lock)
+	v.lockF.Close()
+}
+
+// newViewLock makes a new view's lock file in state and takes it (the
+// view's name is its own without lockSuffix). The lock is made before
+// the view, and checked to be still in place once taken: a later launch
+// that took it between (for a stale one) removed it.
+func newViewLock(state string) (*os.File, error) {
+	for range 8 {
+		f, err := os.CreateTemp(state, viewPrefix+"*"+lockSuffix)
+		if err != nil {
+			return nil, err
+		}
+		err = lockView(f)
+		if err == nil && sameOpen(f) {
+			return f, nil
+		}
+		f.Close() // taken by another launch for a stale one, which removes it
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) {
+			os.Remove(f.Name())
+			return nil, fmt.Errorf("lock the view: %w", err)
+		}
+	}
+	return nil, errors.New("lock the view: taken or removed as soon as made")
+}
+
+// sameOpen reports whether the open file f is still the file at its name.
+func sameOpen(f *os.File) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Lstat(f.Name())
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// cleanStaleViews removes the views in state left by launchers that
+// ended without removing them (killed): those whose lock no launcher
+// holds. A view without a lock beside it (being made, or made by an
+// envsieve before locks) is left as it is. Nothing is followed; the
+// tree's work in a stale view is lost (what it would move back cannot be
+// told from the user's own changes without the launcher's record).
+func cleanStaleViews(state string) {
+	ents, err := os.ReadDir(state)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, viewPrefix) || !strings.HasSuffix(name, lockSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		lock := filepath.Join(state, name)
+		f, err := os.OpenFile(lock, os.O_RDONLY|openNoFollow, 0)
+		if err != nil {
+			continue
+		}
+		if lockView(f) == nil && sameOpen(f) {
+			os.RemoveAll(strings.TrimSuffix(lock, lockSuffix))
+			os.Remove(lock)
+		}
+		f.Close()
+	}
 }
 
 // sameStamp reports whether a and b are the same file, not changed.
@@ -257,7 +352,8 @@ func sameStamp(a, b fs.FileInfo) bool {
 func (v *loginView) envValue() string { return v.root }
 
 // syncBack moves what the tree made or replaced at the view's top level
-// into the state dir, and removes the view. An entry is moved when the
+// into the state dir, deletes there what it deleted (a file, never a
+// directory), and removes the view. An entry is moved or deleted when the
 // state dir's entry of that name is as it was when the view was made (or
 // still absent): what the user's own agent wrote there meanwhile wins. The
 // login file never moves (the real one is the broker's to write back), a
@@ -265,13 +361,18 @@ func (v *loginView) envValue() string { return v.root }
 // the tree made moves as a link. It returns the names left behind.
 func (v *loginView) syncBack() []string {
 	var left []string
-	defer os.RemoveAll(v.root) // not followed: a link in it is removed, not its target
+	defer v.remove()
 	if fi, err := os.Lstat(v.dir); err != nil || !fi.IsDir() || !os.SameFile(fi, v.dirInfo) {
 		return []string{filepath.Base(v.dir)} // replaced by the tree: nothing of it moves
 	}
-	ents, _ := os.ReadDir(v.dir)
+	ents, err := os.ReadDir(v.dir)
+	if err != nil {
+		return []string{filepath.Base(v.dir)} // nothing can be told of it
+	}
+	present := map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
+		present[name] = true
 		if name == v.cred || slices.Contains(v.fakes, name) {
 			continue
 		}
@@ -312,6 +413,25 @@ func (v *loginView) syncBack() []string {
 			left = append(left, name)
 		}
 	}
+	// What the tree deleted: a file (or link) of the state dir as it was
+	// when the view was made is deleted there too; a directory never is
+	// (the tree could only remove the link to it).
+	for name, to := range v.links {
+		was, existed := v.seen[name]
+		if present[name] || !existed {
+			continue
+		}
+		now, err := os.Lstat(to)
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // gone outside too
+		case err != nil || now.IsDir() || !sameStamp(now, was):
+			left = append(left, name)
+		default:
+			if err := os.Remove(to); err != nil {
+				left = append(left, name)
+			}
+		}
+	}
 	return left
 }
 
@@ -330,6 +450,9 @@ func (l *Plan) agentLogin(name, p string, fakeErr error, out []byte) (*loginView
 	}
 	if fakeErr != nil {
 		out = nil
+	}
+	if err := os.Mkdir(state, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("make ~/%s: %w", av.dir, err) // made for the tree anyway (writePlaces)
 	}
 	extra := make([]string, 0, len(l.Result.SealMask))
 	for _, m := range l.Result.SealMask {
@@ -367,7 +490,25 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	state, _ := l.agentStateDir(agentViews[f.Name])
 	p := filepath.Join(state, filepath.Base(rel)) // in the user's own state dir when its variable names one
 	real, err := os.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if errors.Is(err, syscall.ENOTDIR) {
+		return
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		// No login (an API key, or none yet): the agent works in a view
+		// all the same, so that its state dir's top level and Claude
+		// Code's ~/.claude.json stay writable, and the state dir is held
+		// (the view's lock is masked): a login made outside during the
+		// session does not show in the tree. One view a state dir: its
+		// login or another token file of the agent may have made it.
+		if viewOf(lf.views, state) != nil {
+			return
+		}
+		if v, err := l.agentLogin(f.Name, p, nil, nil); err != nil {
+			l.host.debugf("login: no view of ~/%s: %v", agentViews[f.Name].dir, err)
+		} else {
+			lf.addView(f.Name, v)
+			l.host.debugf("login: %s does not exist: a view with none in %s", p, v.dir)
+		}
 		return
 	}
 	st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
@@ -397,9 +538,7 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	}
 	v, err := l.agentLogin(f.Name, p, err, out)
 	if v != nil {
-		lf.views = append(lf.views, v)
-		lf.vars[agentViews[f.Name].env] = v.envValue()
-		lf.viewVars[agentViews[f.Name].env] = v.envValue()
+		lf.addView(f.Name, v)
 	}
 	if err != nil {
 		st.Why = err.Error()
@@ -416,4 +555,13 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	st.Why = "the agent's own copy, in " + agentViews[f.Name].env + "'s view"
 	lf.add(LoginFile{Path: p, Format: f.Name}, creds, st)
 	l.host.debugf("login: %s is a fake the agent may rewrite, in %s", p, v.dir)
+}
+
+// addView records the view v of the agent of format name: its variable
+// for the tree, and its lock for the seal to mask.
+func (lf *loginFakes) addView(name string, v *loginView) {
+	lf.views = append(lf.views, v)
+	lf.vars[agentViews[name].env] = v.envValue()
+	lf.viewVars[agentViews[name].env] = v.envValue()
+	lf.masks = append(lf.masks, v.lock)
 }

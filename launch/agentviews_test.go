@@ -3,7 +3,9 @@
 package launch
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,6 +31,7 @@ func TestLoginViewSyncBack(t *testing.T) {
 		want  map[string]string
 		left  []string
 		links map[string]string // state's entries that must be links, to these
+		gone  []string          // state's entries that must be gone
 	}{
 		{name: "untouched", want: map[string]string{"settings.json": "s0", "sub/f": "f0", ".credentials.json": "REAL"}},
 		{
@@ -89,6 +92,37 @@ func TestLoginViewSyncBack(t *testing.T) {
 			want: map[string]string{"sub/f": "f0"},
 			left: []string{"sub"},
 		},
+		{
+			name: "a file the tree deletes is deleted",
+			tree: func(t *testing.T, _, v string) {
+				os.Remove(filepath.Join(v, "settings.json"))
+				os.Remove(filepath.Join(v, "big"))
+			},
+			want: map[string]string{"sub/f": "f0"},
+			gone: []string{"settings.json", "big"},
+		},
+		{
+			name: "a file the tree deletes and the user changed meanwhile stays",
+			tree: func(t *testing.T, _, v string) {
+				os.Remove(filepath.Join(v, "settings.json"))
+			},
+			user: func(t *testing.T, s, _ string) {
+				time.Sleep(10 * time.Millisecond)
+				write(filepath.Join(s, "settings.json.tmp"), "user")
+				os.Rename(filepath.Join(s, "settings.json.tmp"), filepath.Join(s, "settings.json"))
+			},
+			want: map[string]string{"settings.json": "user"},
+			left: []string{"settings.json"},
+		},
+		{
+			name: "a directory and the login are never deleted",
+			tree: func(t *testing.T, _, v string) {
+				os.Remove(filepath.Join(v, "sub"))
+				os.Remove(filepath.Join(v, ".credentials.json"))
+			},
+			want: map[string]string{"sub/f": "f0", ".credentials.json": "REAL"},
+			left: []string{"sub"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +131,7 @@ func TestLoginViewSyncBack(t *testing.T) {
 			write(filepath.Join(state, ".credentials.json"), "REAL")
 			write(filepath.Join(state, "settings.json"), "s0")
 			write(filepath.Join(state, "sub", "f"), "f0")
+			write(filepath.Join(state, "big"), strings.Repeat("b", viewCopyMax+1)) // linked, not copied
 			v, err := makeView(agentViews["claude-credentials"], state, ".credentials.json", []byte("FAKE"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -128,6 +163,11 @@ func TestLoginViewSyncBack(t *testing.T) {
 					t.Errorf("%s: link to %q (%v), want one to %s", rel, got, err, to)
 				}
 			}
+			for _, rel := range tc.gone {
+				if _, err := os.Lstat(filepath.Join(state, rel)); err == nil {
+					t.Errorf("%s: not deleted", rel)
+				}
+			}
 			ents, _ := os.ReadDir(state)
 			for _, e := range ents {
 				if strings.HasPrefix(e.Name(), viewPrefix) {
@@ -135,6 +175,77 @@ func TestLoginViewSyncBack(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoginViewStale: a view whose launcher was killed (SIGKILL: nothing
+// ran to remove it) is removed, lock and all, by the next view made in
+// that state dir; the view of a launcher still running is left as it is.
+func TestLoginViewStale(t *testing.T) {
+	if state := os.Getenv("ENVSIEVE_TEST_VIEW_STATE"); state != "" {
+		// The launcher to be killed: makes its view and waits.
+		if _, err := makeView(agentViews["codex-auth"], state, "auth.json", []byte("FAKE"), nil); err != nil {
+			os.Exit(1)
+		}
+		os.Stdout.WriteString("made\n")
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	state := filepath.Join(t.TempDir(), ".codex")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, "config.toml"), []byte("x"), 0o600)
+	live, err := makeView(agentViews["codex-auth"], state, "auth.json", []byte("FAKE"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.syncBack()
+	// A view made by an envsieve before locks: whose it is cannot be told.
+	old := filepath.Join(state, viewPrefix+"old")
+	os.Mkdir(old, 0o700)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoginViewStale$")
+	cmd.Env = append(os.Environ(), "ENVSIEVE_TEST_VIEW_STATE="+state)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "made\n" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the launcher did not make its view: %q", line)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	views := func() []string {
+		var out []string
+		ents, _ := os.ReadDir(state)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), viewPrefix) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if got := views(); len(got) != 5 {
+		t.Fatalf("before: %v, want the live view, the killed one, their locks and the old one", got)
+	}
+	next, err := makeView(agentViews["codex-auth"], state, "auth.json", []byte("FAKE"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Base(live.root), filepath.Base(live.lock), filepath.Base(next.root), filepath.Base(next.lock), filepath.Base(old)}
+	slices.Sort(want)
+	if got := views(); !slices.Equal(got, want) {
+		t.Errorf("after the next view: %v, want %v", got, want)
+	}
+	next.syncBack()
+	if b, err := os.ReadFile(filepath.Join(live.dir, "auth.json")); err != nil || string(b) != "FAKE" {
+		t.Errorf("the live view's login: %q, %v", b, err)
 	}
 }
 

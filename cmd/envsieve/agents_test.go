@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,6 +67,8 @@ var agentCases = []agentCase{
 		model: func(t *testing.T) (*modelStandIn, []byte) { return anthropicModel(t, canary), nil },
 		args:  func(*modelStandIn) []string { return []string{"-p", "Run the canary.", "--allowedTools", "Bash"} },
 		setup: func(t *testing.T, home string, m *modelStandIn, _ []byte) ([]string, []string) {
+			// Its global config, which it rewrites (issue 25): checked after.
+			writeOwned(t, filepath.Join(home, ".claude.json"), `{"hasCompletedOnboarding":true,"marker":"kept"}`)
 			return nil, []string{"ANTHROPIC_BASE_URL=" + m.URL, "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 		},
 	},
@@ -204,6 +207,16 @@ func TestAgentsBrokered(t *testing.T) {
 				}
 				if strings.Contains(string(out), ag.key) {
 					t.Error("the real key is in what the agent printed")
+				}
+				if ag.profile == "claude" {
+					// Logged in by an API key, Claude Code still works in
+					// a view of ~/.claude: its ~/.claude.json is written in
+					// the sealed tree and persists.
+					var gc struct{ Marker, FirstStartTime string }
+					b, err := os.ReadFile(filepath.Join(home, ".claude.json"))
+					if json.Unmarshal(b, &gc); err != nil || gc.Marker != "kept" || gc.FirstStartTime == "" {
+						t.Errorf("~/.claude.json was not read and written by the tree's Claude Code (%v): %s", err, b)
+					}
 				}
 			})
 		}
