@@ -14,11 +14,11 @@ import (
 // code injection, invalid names, and a duplicated PATH whose second value
 // must never win. Tokens are assembled at run time so no real-looking secret
 // sits in the source in one piece.
-func canaryEnv(bindir string) []string {
+func canaryEnv(bindir, home string) []string {
 	ghp := "ghp" + "_" + strings.Repeat("Zq9X", 9)
 	return []string{
 		"PATH=" + bindir + ":/usr/bin:/bin",
-		"HOME=/home/canary",
+		"HOME=" + home,
 		"ANTHROPIC_API_KEY=sk-ant-" + strings.Repeat("k3y", 12),
 		"DATABASE_URL=postgres://app:hunter2hunter2@db.internal:5432/app",
 		"AWS_SECRET_ACCESS_KEY=" + strings.Repeat("wJalrXUtnFEMI/K7MDENG", 2),
@@ -35,14 +35,14 @@ func canaryEnv(bindir string) []string {
 
 // runCanary runs `envsieve ARGS -- envdump` under the canary environment and
 // returns the child's environment as a map, failing on duplicate keys.
-func runCanary(t *testing.T, args ...string) map[string]string {
+func runCanary(t *testing.T, home string, args ...string) map[string]string {
 	t.Helper()
 	bindir := filepath.Dir(binary(t, "envdump"))
 	// The child writes its environment to a file: its stdout passes through
 	// the launcher's redaction, which would mask the API key it prints.
 	dump := filepath.Join(t.TempDir(), "env.txt")
 	argv := append(append([]string{"envsieve"}, args...), "--", "envdump", "-o", dump)
-	env := append(canaryEnv(bindir), "ENVSIEVE_AUDIT="+suiteAudit)
+	env := append(canaryEnv(bindir, home), "ENVSIEVE_AUDIT="+suiteAudit)
 	_, stderr, err := startRaw(binary(t, "envsieve"), argv, env, t.TempDir())
 	if err != nil {
 		t.Fatalf("envsieve %v: %v\n%s", args, err, stderr)
@@ -133,6 +133,17 @@ func takeBrokered(t *testing.T, env map[string]string, key, real string) {
 	delete(env, "ANTHROPIC_BASE_URL")
 }
 
+// takeView asserts that the child's CLAUDE_CONFIG_DIR names the launch's
+// view of Claude Code's state dir (docs/design.md 9.6: made with no login
+// too), and removes it.
+func takeView(t *testing.T, env map[string]string, home string) {
+	t.Helper()
+	if v := env["CLAUDE_CONFIG_DIR"]; !strings.HasPrefix(v, filepath.Join(home, ".claude", ".envsieve-view-")) {
+		t.Errorf("child's CLAUDE_CONFIG_DIR is %q, not a view of ~/.claude", v)
+	}
+	delete(env, "CLAUDE_CONFIG_DIR")
+}
+
 func leftover(t *testing.T, env map[string]string) {
 	t.Helper()
 	if len(env) == 0 {
@@ -152,16 +163,18 @@ func leftover(t *testing.T, env map[string]string) {
 func TestComplianceProfileClaude(t *testing.T) {
 	bindir := filepath.Dir(binary(t, "envdump"))
 	want := map[string]string{}
-	for _, kv := range canaryEnv(bindir) {
+	home := t.TempDir() // the launcher makes the tree's write places in it
+	for _, kv := range canaryEnv(bindir, home) {
 		k, v, _ := strings.Cut(kv, "=")
 		if _, ok := want[k]; !ok {
 			want[k] = v
 		}
 	}
-	env := runCanary(t, "run", "--profile", "claude")
+	env := runCanary(t, home, "run", "--profile", "claude")
 	take(t, env, "PATH", want["PATH"]) // the first PATH, what getenv sees
 	take(t, env, "HOME", want["HOME"])
 	takeBrokered(t, env, "ANTHROPIC_API_KEY", want["ANTHROPIC_API_KEY"])
+	takeView(t, env, home)
 	take(t, env, "ENVSIEVE_TREE", "1") // the launcher's marker: the child is in an envsieve tree (internal/nest)
 	leftover(t, env)
 }
@@ -174,9 +187,11 @@ func TestComplianceWildcards(t *testing.T) {
 	if err := os.WriteFile(pol, []byte("version: 1\nbase: safe\nallow: [\"MYAPP_*\", \"*\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := runCanary(t, "run", "--policy", pol, "--profile", "claude")
+	home := t.TempDir()
+	env := runCanary(t, home, "run", "--policy", pol, "--profile", "claude")
 	take(t, env, "PATH", bindir+":/usr/bin:/bin")
-	take(t, env, "HOME", "/home/canary")
+	take(t, env, "HOME", home)
+	takeView(t, env, home)
 	takeBrokered(t, env, "ANTHROPIC_API_KEY", "sk-ant-"+strings.Repeat("k3y", 12))
 	take(t, env, "PROOF_ENV", "innocent")
 	take(t, env, "ENVSIEVE_AUDIT", suiteAudit) // innocent too: "*" admits it
