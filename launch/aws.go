@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -693,5 +694,95 @@ func (lf *loginFakes) makeDir(dir string) error {
 		return fmt.Errorf("login fakes: %w", err)
 	}
 	lf.dir = d
+	return nil
+}
+
+// awsWebIdentityVars are the variables of a web identity in the
+// environment (EKS's IRSA): botocore assumes the role AWS_ROLE_ARN names
+// with the token in the file AWS_WEB_IDENTITY_TOKEN_FILE names.
+var awsWebIdentityVars = []string{"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME"}
+
+// awsEnvValue returns the value of name in env: the last copy, as
+// os.Getenv reads a Go program's.
+func awsEnvValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if x, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = x
+		}
+	}
+	return v
+}
+
+// awsWebIdentityTokenFile returns the token file env's
+// AWS_WEB_IDENTITY_TOKEN_FILE names, as botocore reads it (no "~"
+// expansion; a relative path is the working directory's), or "".
+func awsWebIdentityTokenFile(env []string) string {
+	p := awsEnvValue(env, "AWS_WEB_IDENTITY_TOKEN_FILE")
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+// fakeAWSWebIdentityEnv fakes a web identity of the child's environment
+// (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, as the policy admitted
+// them) in a sealed launch: the broker reads the token outside the tree
+// and calls STS AssumeRoleWithWebIdentity itself (at AWS_ENDPOINT_URL_STS,
+// else AWS_ENDPOINT_URL, else AWS's, in AWS_REGION or AWS_DEFAULT_REGION),
+// and the tree gets fake static keys in their place (lf.envSet, with the
+// variables in lf.envDrop); the seal masks the token file whatever the
+// tree's environment holds (run.go). Nothing when the environment holds
+// static keys, which botocore reads first, or names an STS endpoint that
+// is not https.
+func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
+	env := l.Env
+	arn, token := awsEnvValue(env, "AWS_ROLE_ARN"), awsWebIdentityTokenFile(env)
+	if arn == "" || token == "" || awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "" {
+		return nil
+	}
+	const profile = "env-web-identity"
+	_, keys, err := login.AWSFakeProfiles([]login.AWSFetcher{{Profile: profile}}, faker)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	region := awsEnvValue(env, "AWS_REGION")
+	if region == "" {
+		region = awsEnvValue(env, "AWS_DEFAULT_REGION")
+	}
+	endpoint := awsEnvValue(env, "AWS_ENDPOINT_URL_STS")
+	if endpoint == "" {
+		endpoint = awsEnvValue(env, "AWS_ENDPOINT_URL")
+	}
+	var hosts []string
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			// The tree keeps the variables, and the seal the token.
+			l.host.warnf("AWS_ENDPOINT_URL_STS or AWS_ENDPOINT_URL is not an https URL: the environment's web identity is not faked, and its token file is masked")
+			return nil
+		}
+		hosts = append(hosts, u.Host)
+	}
+	if data, err := os.ReadFile(awsConfigPath(l.host.Home, l.opt.Parent)); err == nil && l.host.Home != "" {
+		if h, err := login.AWSEndpointHosts(data); err == nil {
+			p := awsEnvValue(env, "AWS_PROFILE")
+			if p == "" {
+				p = "default"
+			}
+			hosts = append(hosts, h[p]...)
+		}
+	}
+	name := "aws:" + profile
+	k := keys[name]
+	a := AWSLogin{Name: name, Fake: k, Hosts: hosts, Fetch: &AWSFetch{STS: endpoint,
+		Role: &login.AWSRoleProfile{ARN: arn, TokenFile: token, SessionName: awsEnvValue(env, "AWS_ROLE_SESSION_NAME"), Region: region}}}
+	lf.aws = append(lf.aws, a)
+	lf.envSet = map[string]string{"AWS_ACCESS_KEY_ID": k.AccessKeyID, "AWS_SECRET_ACCESS_KEY": k.SecretAccessKey, "AWS_SESSION_TOKEN": k.SessionToken}
+	lf.envDrop = awsWebIdentityVars
+	l.host.debugf("login: the environment's web identity is fake keys in the sealed tree; the broker assumes the role with %s", token)
 	return nil
 }

@@ -157,6 +157,10 @@ type loginFakes struct {
 	// (fakeAWSConfig).
 	aws   []AWSLogin
 	masks []string
+	// envSet are variables the tree gets in place of envDrop, which it
+	// does not (fakeAWSWebIdentityEnv).
+	envSet  map[string]string
+	envDrop []string
 	// userSet are the variables of vars the user's environment set to
 	// the real file that was faked: the tree's copy names the fake, even
 	// where its environment holds the user's value (toolEnv).
@@ -288,6 +292,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 		}
 	}
 	if err := l.fakeAWSConfig(lf, faker); err != nil {
+		os.RemoveAll(lf.dir)
+		return nil, err
+	}
+	if err := l.fakeAWSWebIdentityEnv(lf, faker); err != nil {
 		os.RemoveAll(lf.dir)
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/envsieve/envsieve/internal/shimtest"
+	"github.com/envsieve/envsieve/internal/sigv4"
+)
+
+// TestAWSWebIdentityEnv: a user whose environment holds EKS's IRSA
+// variables (AWS_WEB_IDENTITY_TOKEN_FILE naming a token file outside
+// HOME, AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME), admitted by the policy,
+// runs Debian's aws in a sealed tree as an unprivileged user: the tree
+// cannot read the token, its environment holds none of the three
+// variables but fake static keys, and `aws sts get-caller-identity` works
+// twice through the broker, which assumed the role once itself
+// (AssumeRoleWithWebIdentity with the token, at AWS_ENDPOINT_URL_STS),
+// against a stand-in that serves only the role's real keys. Sealed by
+// namespaces and by Landlock. A policy that admits none of the variables
+// still gets the token file masked (EKS's path is well known). Before,
+// the tree read the token and got the variables.
+func TestAWSWebIdentityEnv(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testAWSWebIdentityEnv(t, false, true) })
+	t.Run("landlock", func(t *testing.T) { testAWSWebIdentityEnv(t, true, true) })
+	t.Run("not-admitted", func(t *testing.T) { testAWSWebIdentityEnv(t, false, false) })
+}
+
+func testAWSWebIdentityEnv(t *testing.T, landlock, admit bool) {
+	if _, err := os.Stat("/usr/bin/aws"); err != nil {
+		t.Fatalf("Debian's awscli is needed: %v", err)
+	}
+	exe, home := unprivilegedInstall(t)
+	name := loopbackName(t)
+	roleID, roleSecret := "ASIA"+strings.Repeat("IRSA", 4), strings.Repeat("irsaReal/Secret+", 3)[:40]
+	roleToken := strings.Repeat("irsaRealSessionToken", 8)
+	webToken := "eyJhbGciOiJSUzI1NiJ9.irsaWebIdentity.c2lnbmF0dXJl"
+	roleARN := "arn:aws:iam::123456789012:role/irsa"
+	var assumed atomic.Int32
+	host, ca, _ := companyStandIn(t, name, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		q, _ := url.ParseQuery(string(body))
+		if q.Get("Action") == "AssumeRoleWithWebIdentity" {
+			if q.Get("WebIdentityToken") != webToken || q.Get("RoleArn") != roleARN || q.Get("RoleSessionName") != "irsa-session" {
+				http.Error(w, "<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>", http.StatusForbidden)
+				return
+			}
+			assumed.Add(1)
+			fmt.Fprintf(w, `<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials><AccessKeyId>%s</AccessKeyId>`+
+				`<SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken><Expiration>%s</Expiration></Credentials>`+
+				`</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>`,
+				roleID, roleSecret, roleToken, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+			return
+		}
+		s, err := sigv4.Parse(r)
+		sum := sha256.Sum256(body)
+		if err != nil || s == nil || s.AccessKeyID != roleID || r.Header.Get("X-Amz-Security-Token") != roleToken ||
+			s.Verify(r, roleSecret, hex.EncodeToString(sum[:])) != nil {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code><Message>not the real keys</Message></Error></ErrorResponse>")
+			return
+		}
+		io.WriteString(w, `<GetCallerIdentityResponse><GetCallerIdentityResult><Arn>arn:aws:sts::123456789012:assumed-role/irsa/e2e</Arn>`+
+			`<UserId>AROAE2E</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`)
+	})
+	write := func(p, body string) {
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Outside HOME, as EKS projects it.
+	secrets := t.TempDir()
+	tokenFile := filepath.Join(secrets, "eks", "token")
+	write(tokenFile, webToken)
+	write(filepath.Join(home, ".aws/config"), "[default]\nregion = us-east-1\n")
+	write(filepath.Join(home, "company-ca.pem"), string(ca))
+	policy := "version: 1\nallow: [AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME, AWS_ENDPOINT_URL_STS, AWS_REGION]\n"
+	if !admit {
+		policy = "version: 1\nallow: [AWS_REGION]\n"
+	}
+	write(filepath.Join(home, "policy.yaml"), policy)
+	write(filepath.Join(home, "work/.keep"), "")
+	if os.Getuid() == 0 {
+		for _, d := range []string{home, secrets} {
+			filepath.Walk(d, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+		}
+		os.Chmod(filepath.Dir(secrets), 0o755)
+	}
+	script := `cd "$HOME/work"
+echo "token: $(cat ` + tokenFile + ` 2>/dev/null | wc -c)"
+echo "vars: $(env | grep -c '^AWS_WEB_IDENTITY_TOKEN_FILE=\|^AWS_ROLE_ARN=\|^AWS_ROLE_SESSION_NAME=')"
+echo "id: $(printenv AWS_ACCESS_KEY_ID)"
+for i in 1 2; do
+  echo "sts: $(AWS_EC2_METADATA_DISABLED=true /usr/bin/aws sts get-caller-identity --endpoint-url https://` + host + ` --query Arn --output text 2>&1)"
+done
+`
+	argv := []string{exe, "run", "--seal", "--policy", filepath.Join(home, "policy.yaml"), "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "SSL_CERT_FILE=" + filepath.Join(home, "company-ca.pem"),
+		"AWS_WEB_IDENTITY_TOKEN_FILE=" + tokenFile, "AWS_ROLE_ARN=" + roleARN, "AWS_ROLE_SESSION_NAME=irsa-session",
+		"AWS_ENDPOINT_URL_STS=https://" + host, "AWS_REGION=us-east-1"}
+	cmd.Dir = filepath.Join(home, "work")
+	cmd.SysProcAttr = asUnprivileged()
+	b, err := cmd.CombinedOutput()
+	out := strings.NewReplacer(roleID, "<REAL-ROLE-ID>", roleSecret, "<REAL-ROLE-SECRET>", roleToken, "<REAL-ROLE-TOKEN>", webToken, "<WEB-TOKEN>").Replace(string(b))
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, out)
+	}
+	if out != string(b) {
+		t.Errorf("a real key or the token is in what the tree printed:\n%s", out)
+	}
+	want := []string{"token: 0\n", "vars: 0\n", "id: ASIA",
+		"sts: arn:aws:sts::123456789012:assumed-role/irsa/e2e\nsts: arn:aws:sts::123456789012:assumed-role/irsa/e2e"}
+	wantAssumed := int32(1)
+	if !admit {
+		want, wantAssumed = []string{"token: 0\n", "vars: 0\n", "id: \n"}, 0
+	}
+	for _, want := range want {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing:\n%s", want, out)
+		}
+	}
+	if n := assumed.Load(); n != wantAssumed {
+		t.Errorf("the role was assumed %d times, want %d (by the broker, its keys valid an hour)", n, wantAssumed)
+	}
+}
