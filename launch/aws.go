@@ -233,6 +233,10 @@ type AWSState struct {
 	// Grant is true when only a rule's exec-time grant would hand the
 	// variables over, not the tree's own environment.
 	Grant bool `json:"grant,omitempty"`
+	// File, for a profile of the config (AWSConfigPreview), is the config
+	// the user's AWS_CONFIG_FILE names, when it names one other than
+	// ~/.aws/config.
+	File string `json:"file,omitempty"`
 }
 
 // awsStates returns the AWS profiles among creds as explain shows them.
@@ -280,7 +284,8 @@ func awsEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 }
 
 // AWSConfigPreview says, for explain, what a launch's tree gets of the
-// profiles of ~/.aws/config under home that fetch their keys
+// profiles of ~/.aws/config under home (or the file the user's
+// AWS_CONFIG_FILE names: File) that fetch their keys
 // (credential_process, IAM Identity Center): in a sealed launch with a
 // broker, "fake" static keys whose real ones the broker fetches outside
 // the tree (From "process" or "sso"; a profile the credentials file
@@ -293,16 +298,34 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if home == "" {
 		return nil
 	}
-	data, err := os.ReadFile(awsConfigPath(home, os.Environ()))
+	cfg := awsConfigPath(home, os.Environ())
+	data, err := os.ReadFile(cfg)
 	if err != nil {
 		return nil
 	}
+	file, shown := "", "~/.aws/config"
+	if cfg != filepath.Join(home, ".aws", "config") {
+		file, shown = cfg, cfg
+	}
+	out, err := awsConfigPreview(home, data, sealed, broker, shown)
+	for i := range out {
+		out[i].File = file
+	}
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// awsConfigPreview is AWSConfigPreview of the config data, which explain
+// names as shown.
+func awsConfigPreview(home string, data []byte, sealed, broker bool, shown string) ([]AWSState, error) {
 	fetchers, err := login.AWSConfigFetchers(data)
 	if err != nil {
 		if sealed && broker && (bytes.Contains(data, []byte("credential_process")) || bytes.Contains(data, []byte("sso_"))) {
-			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error()}}
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error()}}, nil
 		}
-		return nil
+		return nil, err
 	}
 	if sealed && broker {
 		faked := map[string]bool{}
@@ -317,7 +340,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 		}
 		_, fs, fetch, hosts, err := awsFetchers(home, os.Environ(), treeWrites(home), faked)
 		if err != nil {
-			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": ~/.aws/config is masked"}}
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": " + shown + " is masked"}}, nil
 		}
 		var out []AWSState
 		for _, f := range fs {
@@ -331,13 +354,13 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			case a.Role != nil:
 				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
 			case a.Static != nil:
-				st.Why = "real keys in ~/.aws/config itself, kept by the broker"
+				st.Why = "real keys in " + shown + " itself, kept by the broker"
 			default:
 				st.Why = "real keys from its credential_process, run by the broker outside the tree"
 			}
 			out = append(out, st)
 		}
-		return append(out, awsCredentialSources(fetchers)...)
+		return append(out, awsCredentialSources(fetchers)...), nil
 	}
 	names := slices.Sorted(maps.Keys(fetchers))
 	var out []AWSState
@@ -358,7 +381,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 		}
 		out = append(out, st)
 	}
-	return append(out, awsCredentialSources(fetchers)...)
+	return append(out, awsCredentialSources(fetchers)...), nil
 }
 
 // awsCredentialSources says, for explain, what a tree gets of the

@@ -68,6 +68,14 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
 			p := filepath.Join(home, rel)
+			userSet := false
+			if f.Name == "aws-credentials" {
+				// The file the user's AWS_SHARED_CREDENTIALS_FILE names,
+				// faked in its place (fakeLogins).
+				if u := awsCredentialsPath(home, os.Environ()); u != p {
+					p, userSet = u, true
+				}
+			}
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
@@ -96,7 +104,7 @@ func LoginPreview(home string, sealed bool, by seal.Mechanism, broker, nested bo
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
 				st.Seen, st.Hosts = "passed", nil
-			case !agent && !slices.Contains(seal.CredentialFiles(), rel):
+			case !agent && !userSet && !slices.Contains(seal.CredentialFiles(), rel):
 				st.Seen, st.Why, st.Hosts = "passed", "not on the seal's list", nil
 			case err != nil:
 				st.Why, st.Hosts = err.Error(), nil

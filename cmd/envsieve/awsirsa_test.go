@@ -5,6 +5,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -141,5 +143,72 @@ done
 	}
 	if n := assumed.Load(); n != wantAssumed {
 		t.Errorf("the role was assumed %d times, want %d (by the broker, its keys valid an hour)", n, wantAssumed)
+	}
+}
+
+// TestExplainAWSUserSetFiles: with AWS_CONFIG_FILE and
+// AWS_SHARED_CREDENTIALS_FILE set by the user to files outside ~/.aws,
+// explain names those files (what a launch fakes), not ~/.aws/config and
+// ~/.aws/credentials, in text and JSON. Before, it named the default
+// paths (and listed no credentials file at all, none being there).
+func TestExplainAWSUserSetFiles(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	realID := "AKIA" + strings.Repeat("USRS", 4)
+	realSecret := strings.Repeat("userSet/Secret+x", 3)[:40]
+	write := func(rel, body string) {
+		p := filepath.Join(home, rel)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, cred := filepath.Join(home, "etc/aws-config"), filepath.Join(home, "etc/aws-creds")
+	write("etc/aws-creds", "[default]\naws_access_key_id = "+realID+"\naws_secret_access_key = "+realSecret+"\n")
+	write("etc/aws-config", "[default]\nregion = us-east-1\n[profile vault]\ncredential_process = /usr/bin/false\n")
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	explain := func(args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"explain", "--seal"}, args...), "--", "true")...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_CONFIG_FILE=" + cfg, "AWS_SHARED_CREDENTIALS_FILE=~/etc/aws-creds"}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		clean := strings.NewReplacer(realID, "<REAL-ID>", realSecret, "<REAL-SECRET>").Replace(string(out))
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, clean)
+		}
+		if clean != string(out) {
+			t.Errorf("explain %v printed a real value:\n%s", args, clean)
+		}
+		return string(out)
+	}
+	text := explain()
+	for _, want := range []string{
+		"login:   " + cred + " fake, bound to *.amazonaws.com, *.amazonaws.com.cn\n",
+		"aws:     " + cred + ": profile default faked, real keys from the file",
+		"aws:     " + cfg + ": profile vault fake (real keys from its credential_process, run by the broker outside the tree)\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("explain --seal: %q missing:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "~/.aws/config") || strings.Contains(text, ".aws/credentials") {
+		t.Errorf("explain --seal names a default path:\n%s", text)
+	}
+	var doc struct {
+		Seal struct {
+			Logins []struct{ Path string }
+		}
+		AWSConfig []struct{ Name, File string } `json:"aws_config"`
+	}
+	if err := json.Unmarshal([]byte(explain("--json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if c := doc.AWSConfig; len(c) != 1 || c[0].Name != "aws:vault" || c[0].File != cfg {
+		t.Errorf("explain --json: aws_config = %+v", c)
+	}
+	if l := doc.Seal.Logins; !slices.ContainsFunc(l, func(s struct{ Path string }) bool { return s.Path == cred }) {
+		t.Errorf("explain --json: logins = %+v", l)
 	}
 }

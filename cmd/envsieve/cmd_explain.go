@@ -454,7 +454,11 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		fmt.Fprintln(w)
 	}
 	for _, a := range doc.AWSConfig {
-		fmt.Fprintf(w, "aws:     ~/.aws/config: profile %s %s (%s)\n", strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
+		file := "~/.aws/config"
+		if a.File != "" {
+			file = a.File // the user's AWS_CONFIG_FILE
+		}
+		fmt.Fprintf(w, "aws:     %s: profile %s %s (%s)\n", file, strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
 	}
 	switch {
 	case doc.Shim.RulesAt == "exec":
