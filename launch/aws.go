@@ -809,3 +809,37 @@ func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
 	l.host.debugf("login: the environment's web identity is fake keys in the sealed tree; the broker assumes the role with %s", token)
 	return nil
 }
+
+// awsWebIdentityPreview says, for explain, what the tree gets of the web
+// identity token file the user's environment (parent) names, env being
+// the child's environment as the policy admits it; nil when there is
+// none. File is the token file, Vars the web identity's variables the
+// policy admits.
+func awsWebIdentityPreview(env, parent []string, sealed, broker bool) *AWSState {
+	token := awsWebIdentityTokenFile(parent)
+	if token == "" {
+		return nil
+	}
+	st := &AWSState{Name: "aws:env-web-identity", File: token, From: "web-identity"}
+	for _, k := range awsWebIdentityVars {
+		if awsEnvValue(env, k) != "" {
+			st.Vars = append(st.Vars, k)
+		}
+	}
+	admitted := awsEnvValue(env, "AWS_ROLE_ARN") != "" && awsWebIdentityTokenFile(env) != ""
+	switch {
+	case !sealed && admitted:
+		st.Seen, st.Why = "real", "not sealed: the tree reads the token and assumes the role itself"
+	case !sealed:
+		st.Seen, st.Why = "real", "not sealed: the tree can read the token file"
+	case !admitted:
+		st.Seen, st.Why = "masked", "the policy does not admit AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the seal masks the token file"
+	case awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "":
+		st.Seen, st.Why = "masked", "the environment's static keys come first; the seal masks the token file"
+	case !broker:
+		st.Seen, st.Why = "masked", "no broker can run: the seal masks the token file, so the role does not work in the tree"
+	default:
+		st.Seen, st.Why = "fake", "real keys from STS AssumeRoleWithWebIdentity, called by the broker with the token file, which the seal masks; the tree gets fake keys instead of the variables"
+	}
+	return st
+}

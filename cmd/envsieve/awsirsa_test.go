@@ -212,3 +212,62 @@ func TestExplainAWSUserSetFiles(t *testing.T) {
 		t.Errorf("explain --json: logins = %+v", l)
 	}
 }
+
+// TestExplainAWSWebIdentityEnv: explain names the web identity token file
+// the user's AWS_WEB_IDENTITY_TOKEN_FILE names and what the tree gets of
+// it: fake keys from the broker when the policy admits the variables in a
+// sealed launch, masked when it does not or no broker runs, real unsealed;
+// never the token.
+func TestExplainAWSWebIdentityEnv(t *testing.T) {
+	exe, home := unprivilegedInstall(t)
+	webToken := "eyJhbGciOiJSUzI1NiJ9.explainWebIdentity.c2ln"
+	tokenFile := filepath.Join(home, "eks/token")
+	os.MkdirAll(filepath.Dir(tokenFile), 0o700)
+	if err := os.WriteFile(tokenFile, []byte(webToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admit := filepath.Join(home, "admit.yaml")
+	none := filepath.Join(home, "none.yaml")
+	os.WriteFile(admit, []byte("version: 1\nallow: [AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN]\n"), 0o600)
+	os.WriteFile(none, []byte("version: 1\n"), 0o600)
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+	}
+	explain := func(args ...string) string {
+		cmd := exec.Command(exe, append(append([]string{"explain"}, args...), "--", "true")...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_WEB_IDENTITY_TOKEN_FILE=" + tokenFile, "AWS_ROLE_ARN=arn:aws:iam::1:role/irsa"}
+		cmd.Dir = home
+		cmd.SysProcAttr = asUnprivileged()
+		out, err := cmd.CombinedOutput()
+		if strings.Contains(string(out), webToken) {
+			t.Fatalf("explain %v printed the token", args)
+		}
+		if err != nil {
+			t.Fatalf("explain %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	line := "aws:     web identity " + tokenFile + ": "
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seal", "--policy", admit}, line + "fake (real keys from STS AssumeRoleWithWebIdentity"},
+		{[]string{"--seal", "--policy", none}, line + "masked (the policy does not admit"},
+		{[]string{"--seal", "--no-broker", "--policy", admit}, line + "masked (no broker can run"},
+		{[]string{"--policy", admit}, line + "real (not sealed: the tree reads the token"},
+	} {
+		if text := explain(tc.args...); !strings.Contains(text, tc.want) {
+			t.Errorf("explain %v: %q missing:\n%s", tc.args, tc.want, text)
+		}
+	}
+	var doc struct {
+		W *struct{ Name, Seen, File string } `json:"aws_web_identity"`
+	}
+	if err := json.Unmarshal([]byte(explain("--seal", "--json", "--policy", admit)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if w := doc.W; w == nil || w.Seen != "fake" || w.File != tokenFile {
+		t.Errorf("explain --json: aws_web_identity = %+v", doc.W)
+	}
+}
