@@ -672,9 +672,9 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	for _, f := range fetchers {
 		name := "aws:" + f.Profile
 		a := AWSLogin{Name: name, Fake: keys[name], Hosts: hosts[f.Profile], Fetch: fetch[name]}
-		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, r.TokenFile) {
+		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, awsTokenMask(r.TokenFile)) {
 			// A web identity token is a credential: the tree gets none.
-			lf.masks = append(lf.masks, r.TokenFile)
+			lf.masks = append(lf.masks, awsTokenMask(r.TokenFile))
 		}
 		lf.aws = append(lf.aws, a)
 		st.AWS = append(st.AWS, AWSState{Name: name, Seen: "fake", From: a.Fetch.From(),
@@ -842,4 +842,18 @@ func awsWebIdentityPreview(env, parent []string, sealed, broker bool) *AWSState 
 		st.Seen, st.Why = "fake", "real keys from STS AssumeRoleWithWebIdentity, called by the broker with the token file, which the seal masks; the tree gets fake keys instead of the variables"
 	}
 	return st
+}
+
+// awsTokenMask is what the seal masks for the web identity token file p:
+// p, or its directory when that is a volume Kubernetes projects (it holds
+// "..data", the link the kubelet swaps when it rotates the token: a mask
+// of p alone would hide the first token's file, not the next one's).
+func awsTokenMask(p string) string {
+	if p == "" {
+		return ""
+	}
+	if fi, err := os.Lstat(filepath.Join(filepath.Dir(p), "..data")); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.Dir(p)
+	}
+	return p
 }

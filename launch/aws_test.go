@@ -353,3 +353,28 @@ func TestFakeAWSWebIdentity(t *testing.T) {
 		t.Errorf("fetched %+v", lf.aws)
 	}
 }
+
+// TestAWSTokenMask: a token in a volume Kubernetes projects masks its
+// directory (the kubelet swaps ..data to rotate it); any other token file
+// masks itself, a "..data" that is no link included.
+func TestAWSTokenMask(t *testing.T) {
+	d := t.TempDir()
+	k8s, plain, odd := filepath.Join(d, "k8s"), filepath.Join(d, "plain"), filepath.Join(d, "odd")
+	for _, p := range []string{filepath.Join(k8s, "..2026_01_01"), plain, filepath.Join(odd, "..data")} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("..2026_01_01", filepath.Join(k8s, "..data"))
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{filepath.Join(k8s, "token"), k8s},
+		{filepath.Join(plain, "token"), filepath.Join(plain, "token")},
+		{filepath.Join(odd, "token"), filepath.Join(odd, "token")},
+		{filepath.Join(d, "missing", "token"), filepath.Join(d, "missing", "token")},
+	} {
+		if got := awsTokenMask(tc.in); got != tc.want {
+			t.Errorf("awsTokenMask(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

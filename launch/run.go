@@ -201,7 +201,7 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 	if l.logins != nil {
 		spec.Mask = append(spec.Mask, l.logins.masks...) // ~/.aws/config (fakeAWSConfig)
 	}
-	if p := awsWebIdentityTokenFile(l.opt.Parent); p != "" && !slices.Contains(spec.Mask, p) {
+	if p := awsTokenMask(awsWebIdentityTokenFile(l.opt.Parent)); p != "" && !slices.Contains(spec.Mask, p) {
 		// A web identity token the user's environment names (EKS's IRSA)
 		// is a credential: the broker reads it (fakeAWSWebIdentityEnv).
 		if _, err := os.Lstat(p); err == nil {

@@ -271,3 +271,95 @@ func TestExplainAWSWebIdentityEnv(t *testing.T) {
 		t.Errorf("explain --json: aws_web_identity = %+v", doc.W)
 	}
 }
+
+// TestAWSWebIdentityEnvRotated: the token file as Kubernetes projects it
+// (DIR/token a link to DIR/..data/token, ..data a link to a dated
+// directory, swapped when the kubelet rotates the token): the sealed tree
+// reads none of it, not even the token the kubelet writes while the tree
+// runs. Both seals.
+func TestAWSWebIdentityEnvRotated(t *testing.T) {
+	t.Run("namespaces", func(t *testing.T) { testAWSWebIdentityEnvRotated(t, false) })
+	t.Run("landlock", func(t *testing.T) { testAWSWebIdentityEnvRotated(t, true) })
+}
+
+func testAWSWebIdentityEnvRotated(t *testing.T, landlock bool) {
+	exe, home := unprivilegedInstall(t)
+	secrets := t.TempDir()
+	dir := filepath.Join(secrets, "serviceaccount")
+	project := func(stamp, token string) {
+		d := filepath.Join(dir, "..2026_11_27_"+stamp)
+		os.MkdirAll(d, 0o755)
+		if err := os.WriteFile(filepath.Join(d, "token"), []byte(token), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "..data_tmp")
+		os.Remove(tmp)
+		if err := os.Symlink(filepath.Base(d), tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+		if os.Getuid() == 0 {
+			filepath.Walk(secrets, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+		}
+	}
+	first, second := "eyJhbGciOiJSUzI1NiJ9.firstProjected.c2ln", "eyJhbGciOiJSUzI1NiJ9.secondRotated.c2ln"
+	project("10_00", first)
+	if err := os.Symlink("..data/token", filepath.Join(dir, "token")); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(secrets), 0o755)
+	os.Chmod(secrets, 0o755)
+	os.MkdirAll(filepath.Join(home, "work"), 0o755)
+	if os.Getuid() == 0 {
+		filepath.Walk(home, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, 65534, 65534) })
+		os.Lchown(secrets, 65534, 65534)
+	}
+	script := `cd "$HOME/work"
+echo "before: $(cat ` + dir + `/token ` + dir + `/..data/token ` + dir + `/..2026_11_27_10_00/token 2>/dev/null | wc -c)"
+touch ready
+while [ ! -e go ]; do sleep 0.05; done
+echo "after: $(cat ` + dir + `/token ` + dir + `/..data/token ` + dir + `/..2026_11_27_11_00/token 2>/dev/null | wc -c)"
+`
+	argv := []string{exe, "run", "--seal", "--", "/bin/sh", "-c", script}
+	if landlock {
+		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
+		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
+		argv = append([]string{noNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "AWS_WEB_IDENTITY_TOKEN_FILE=" + filepath.Join(dir, "token"),
+		"AWS_ROLE_ARN=arn:aws:iam::123456789012:role/irsa"}
+	cmd.Dir = filepath.Join(home, "work")
+	cmd.SysProcAttr = asUnprivileged()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(home, "work/ready")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the tree did not start:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	project("11_00", second) // the kubelet rotates the token
+	os.WriteFile(filepath.Join(home, "work/go"), nil, 0o644)
+	err := cmd.Wait()
+	text := strings.NewReplacer(first, "<TOKEN>", second, "<ROTATED>").Replace(out.String())
+	if err != nil {
+		t.Fatalf("envsieve run: %v\n%s", err, text)
+	}
+	for _, want := range []string{"before: 0\n", "after: 0\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%q missing:\n%s", want, text)
+		}
+	}
+}
