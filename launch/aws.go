@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -232,6 +233,10 @@ type AWSState struct {
 	// Grant is true when only a rule's exec-time grant would hand the
 	// variables over, not the tree's own environment.
 	Grant bool `json:"grant,omitempty"`
+	// File, for a profile of the config (AWSConfigPreview), is the config
+	// the user's AWS_CONFIG_FILE names, when it names one other than
+	// ~/.aws/config.
+	File string `json:"file,omitempty"`
 }
 
 // awsStates returns the AWS profiles among creds as explain shows them.
@@ -279,7 +284,8 @@ func awsEnvPreview(env, parent []string, p *policy.Policy, home string, broker, 
 }
 
 // AWSConfigPreview says, for explain, what a launch's tree gets of the
-// profiles of ~/.aws/config under home that fetch their keys
+// profiles of ~/.aws/config under home (or the file the user's
+// AWS_CONFIG_FILE names: File) that fetch their keys
 // (credential_process, IAM Identity Center): in a sealed launch with a
 // broker, "fake" static keys whose real ones the broker fetches outside
 // the tree (From "process" or "sso"; a profile the credentials file
@@ -292,16 +298,34 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 	if home == "" {
 		return nil
 	}
-	data, err := os.ReadFile(awsConfigPath(home, os.Environ()))
+	cfg := awsConfigPath(home, os.Environ())
+	data, err := os.ReadFile(cfg)
 	if err != nil {
 		return nil
 	}
+	file, shown := "", "~/.aws/config"
+	if cfg != filepath.Join(home, ".aws", "config") {
+		file, shown = cfg, cfg
+	}
+	out, err := awsConfigPreview(home, data, sealed, broker, shown)
+	for i := range out {
+		out[i].File = file
+	}
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// awsConfigPreview is AWSConfigPreview of the config data, which explain
+// names as shown.
+func awsConfigPreview(home string, data []byte, sealed, broker bool, shown string) ([]AWSState, error) {
 	fetchers, err := login.AWSConfigFetchers(data)
 	if err != nil {
 		if sealed && broker && (bytes.Contains(data, []byte("credential_process")) || bytes.Contains(data, []byte("sso_"))) {
-			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error()}}
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error()}}, nil
 		}
-		return nil
+		return nil, err
 	}
 	if sealed && broker {
 		faked := map[string]bool{}
@@ -316,7 +340,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 		}
 		_, fs, fetch, hosts, err := awsFetchers(home, os.Environ(), treeWrites(home), faked)
 		if err != nil {
-			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": ~/.aws/config is masked"}}
+			return []AWSState{{Name: "aws:*", Seen: "masked", Why: err.Error() + ": " + shown + " is masked"}}, nil
 		}
 		var out []AWSState
 		for _, f := range fs {
@@ -330,13 +354,13 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 			case a.Role != nil:
 				st.Why = "real keys from STS AssumeRole, called by the broker with profile " + a.Role.Source + "'s keys"
 			case a.Static != nil:
-				st.Why = "real keys in ~/.aws/config itself, kept by the broker"
+				st.Why = "real keys in " + shown + " itself, kept by the broker"
 			default:
 				st.Why = "real keys from its credential_process, run by the broker outside the tree"
 			}
 			out = append(out, st)
 		}
-		return append(out, awsCredentialSources(fetchers)...)
+		return append(out, awsCredentialSources(fetchers)...), nil
 	}
 	names := slices.Sorted(maps.Keys(fetchers))
 	var out []AWSState
@@ -357,7 +381,7 @@ func AWSConfigPreview(home string, sealed, broker bool) []AWSState {
 		}
 		out = append(out, st)
 	}
-	return append(out, awsCredentialSources(fetchers)...)
+	return append(out, awsCredentialSources(fetchers)...), nil
 }
 
 // awsCredentialSources says, for explain, what a tree gets of the
@@ -648,9 +672,9 @@ func (l *Plan) fakeAWSConfig(lf *loginFakes, faker login.Faker) error {
 	for _, f := range fetchers {
 		name := "aws:" + f.Profile
 		a := AWSLogin{Name: name, Fake: keys[name], Hosts: hosts[f.Profile], Fetch: fetch[name]}
-		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, r.TokenFile) {
+		if r := a.Fetch.Role; r != nil && r.TokenFile != "" && !slices.Contains(lf.masks, awsTokenMask(r.TokenFile)) {
 			// A web identity token is a credential: the tree gets none.
-			lf.masks = append(lf.masks, r.TokenFile)
+			lf.masks = append(lf.masks, awsTokenMask(r.TokenFile))
 		}
 		lf.aws = append(lf.aws, a)
 		st.AWS = append(st.AWS, AWSState{Name: name, Seen: "fake", From: a.Fetch.From(),
@@ -694,4 +718,142 @@ func (lf *loginFakes) makeDir(dir string) error {
 	}
 	lf.dir = d
 	return nil
+}
+
+// awsWebIdentityVars are the variables of a web identity in the
+// environment (EKS's IRSA): botocore assumes the role AWS_ROLE_ARN names
+// with the token in the file AWS_WEB_IDENTITY_TOKEN_FILE names.
+var awsWebIdentityVars = []string{"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME"}
+
+// awsEnvValue returns the value of name in env: the last copy, as
+// os.Getenv reads a Go program's.
+func awsEnvValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if x, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = x
+		}
+	}
+	return v
+}
+
+// awsWebIdentityTokenFile returns the token file env's
+// AWS_WEB_IDENTITY_TOKEN_FILE names, as botocore reads it (no "~"
+// expansion; a relative path is the working directory's), or "".
+func awsWebIdentityTokenFile(env []string) string {
+	p := awsEnvValue(env, "AWS_WEB_IDENTITY_TOKEN_FILE")
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return filepath.Clean(p)
+}
+
+// fakeAWSWebIdentityEnv fakes a web identity of the child's environment
+// (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN, as the policy admitted
+// them) in a sealed launch: the broker reads the token outside the tree
+// and calls STS AssumeRoleWithWebIdentity itself (at AWS_ENDPOINT_URL_STS,
+// else AWS_ENDPOINT_URL, else AWS's, in AWS_REGION or AWS_DEFAULT_REGION),
+// and the tree gets fake static keys in their place (lf.envSet, with the
+// variables in lf.envDrop); the seal masks the token file whatever the
+// tree's environment holds (run.go). Nothing when the environment holds
+// static keys, which botocore reads first, or names an STS endpoint that
+// is not https.
+func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
+	env := l.Env
+	arn, token := awsEnvValue(env, "AWS_ROLE_ARN"), awsWebIdentityTokenFile(env)
+	if arn == "" || token == "" || awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "" {
+		return nil
+	}
+	const profile = "env-web-identity"
+	_, keys, err := login.AWSFakeProfiles([]login.AWSFetcher{{Profile: profile}}, faker)
+	if err != nil {
+		return fmt.Errorf("login fakes: %w", err)
+	}
+	region := awsEnvValue(env, "AWS_REGION")
+	if region == "" {
+		region = awsEnvValue(env, "AWS_DEFAULT_REGION")
+	}
+	endpoint := awsEnvValue(env, "AWS_ENDPOINT_URL_STS")
+	if endpoint == "" {
+		endpoint = awsEnvValue(env, "AWS_ENDPOINT_URL")
+	}
+	var hosts []string
+	if endpoint != "" {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			// The tree keeps the variables, and the seal the token.
+			l.host.warnf("AWS_ENDPOINT_URL_STS or AWS_ENDPOINT_URL is not an https URL: the environment's web identity is not faked, and its token file is masked")
+			return nil
+		}
+		hosts = append(hosts, u.Host)
+	}
+	if data, err := os.ReadFile(awsConfigPath(l.host.Home, l.opt.Parent)); err == nil && l.host.Home != "" {
+		if h, err := login.AWSEndpointHosts(data); err == nil {
+			p := awsEnvValue(env, "AWS_PROFILE")
+			if p == "" {
+				p = "default"
+			}
+			hosts = append(hosts, h[p]...)
+		}
+	}
+	name := "aws:" + profile
+	k := keys[name]
+	a := AWSLogin{Name: name, Fake: k, Hosts: hosts, Fetch: &AWSFetch{STS: endpoint,
+		Role: &login.AWSRoleProfile{ARN: arn, TokenFile: token, SessionName: awsEnvValue(env, "AWS_ROLE_SESSION_NAME"), Region: region}}}
+	lf.aws = append(lf.aws, a)
+	lf.envSet = map[string]string{"AWS_ACCESS_KEY_ID": k.AccessKeyID, "AWS_SECRET_ACCESS_KEY": k.SecretAccessKey, "AWS_SESSION_TOKEN": k.SessionToken}
+	lf.envDrop = awsWebIdentityVars
+	l.host.debugf("login: the environment's web identity is fake keys in the sealed tree; the broker assumes the role with %s", token)
+	return nil
+}
+
+// awsWebIdentityPreview says, for explain, what the tree gets of the web
+// identity token file the user's environment (parent) names, env being
+// the child's environment as the policy admits it; nil when there is
+// none. File is the token file, Vars the web identity's variables the
+// policy admits.
+func awsWebIdentityPreview(env, parent []string, sealed, broker bool) *AWSState {
+	token := awsWebIdentityTokenFile(parent)
+	if token == "" {
+		return nil
+	}
+	st := &AWSState{Name: "aws:env-web-identity", File: token, From: "web-identity"}
+	for _, k := range awsWebIdentityVars {
+		if awsEnvValue(env, k) != "" {
+			st.Vars = append(st.Vars, k)
+		}
+	}
+	admitted := awsEnvValue(env, "AWS_ROLE_ARN") != "" && awsWebIdentityTokenFile(env) != ""
+	switch {
+	case !sealed && admitted:
+		st.Seen, st.Why = "real", "not sealed: the tree reads the token and assumes the role itself"
+	case !sealed:
+		st.Seen, st.Why = "real", "not sealed: the tree can read the token file"
+	case !admitted:
+		st.Seen, st.Why = "masked", "the policy does not admit AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the seal masks the token file"
+	case awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "":
+		st.Seen, st.Why = "masked", "the environment's static keys come first; the seal masks the token file"
+	case !broker:
+		st.Seen, st.Why = "masked", "no broker can run: the seal masks the token file, so the role does not work in the tree"
+	default:
+		st.Seen, st.Why = "fake", "real keys from STS AssumeRoleWithWebIdentity, called by the broker with the token file, which the seal masks; the tree gets fake keys instead of the variables"
+	}
+	return st
+}
+
+// awsTokenMask is what the seal masks for the web identity token file p:
+// p, or its directory when that is a volume Kubernetes projects (it holds
+// "..data", the link the kubelet swaps when it rotates the token: a mask
+// of p alone would hide the first token's file, not the next one's).
+func awsTokenMask(p string) string {
+	if p == "" {
+		return ""
+	}
+	if fi, err := os.Lstat(filepath.Join(filepath.Dir(p), "..data")); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return filepath.Dir(p)
+	}
+	return p
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -351,5 +352,89 @@ func TestFakeAWSWebIdentity(t *testing.T) {
 	if len(lf.aws) != 1 || lf.aws[0].Name != "aws:w" || lf.aws[0].Fetch == nil || lf.aws[0].Fetch.Role == nil ||
 		lf.aws[0].Fetch.Role.TokenFile != tok || lf.aws[0].Fetch.Role.ARN != "arn:aws:iam::1:role/irsa" || lf.aws[0].Fetch.From() != "web-identity" {
 		t.Errorf("fetched %+v", lf.aws)
+	}
+}
+
+// TestAWSTokenMask: a token in a volume Kubernetes projects masks its
+// directory (the kubelet swaps ..data to rotate it); any other token file
+// masks itself, a "..data" that is no link included.
+func TestAWSTokenMask(t *testing.T) {
+	d := t.TempDir()
+	k8s, plain, odd := filepath.Join(d, "k8s"), filepath.Join(d, "plain"), filepath.Join(d, "odd")
+	for _, p := range []string{filepath.Join(k8s, "..2026_01_01"), plain, filepath.Join(odd, "..data")} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("..2026_01_01", filepath.Join(k8s, "..data"))
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{filepath.Join(k8s, "token"), k8s},
+		{filepath.Join(plain, "token"), filepath.Join(plain, "token")},
+		{filepath.Join(odd, "token"), filepath.Join(odd, "token")},
+		{filepath.Join(d, "missing", "token"), filepath.Join(d, "missing", "token")},
+	} {
+		if got := awsTokenMask(tc.in); got != tc.want {
+			t.Errorf("awsTokenMask(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestFakeAWSWebIdentityEnv: the child's environment with
+// AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN gets a login the broker
+// fetches (AssumeRoleWithWebIdentity with the token file, at the STS
+// endpoint the environment names, in its region) and fake static keys in
+// place of the three variables; nothing with static keys in the
+// environment (botocore reads them first), without the role, or with an
+// STS endpoint that is not https.
+func TestFakeAWSWebIdentityEnv(t *testing.T) {
+	home := t.TempDir()
+	tok := filepath.Join(home, "k8s", "token")
+	os.MkdirAll(filepath.Dir(tok), 0o700)
+	os.WriteFile(tok, []byte("eyJhbGciOiJSUzI1NiJ9.e30.sig\n"), 0o600)
+	base := []string{"AWS_WEB_IDENTITY_TOKEN_FILE=" + tok, "AWS_ROLE_ARN=arn:aws:iam::1:role/irsa", "AWS_ROLE_SESSION_NAME=me",
+		"AWS_REGION=eu-west-1", "AWS_ENDPOINT_URL_STS=https://sts.example.test:8443"}
+	for _, tc := range []struct {
+		name  string
+		env   []string
+		fetch bool
+	}{
+		{"irsa", base, true},
+		{"static-keys-first", append(slices.Clone(base), "AWS_ACCESS_KEY_ID=AKIAEXAMPLE"), false},
+		{"no-role", base[:1], false},
+		{"http-endpoint", append(slices.Clone(base), "AWS_ENDPOINT_URL_STS=http://sts.example.test"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := loginPlan(home)
+			l.opt.Parent = []string{"PATH=/usr/bin", "HOME=" + home}
+			l.Env = tc.env
+			lf, err := l.fakeLogins()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.removeLogins()
+			if !tc.fetch {
+				if lf != nil && (len(lf.aws) > 0 || lf.envSet != nil) {
+					t.Errorf("faked: %+v %v", lf.aws, slices.Sorted(maps.Keys(lf.envSet)))
+				}
+				return
+			}
+			if lf == nil || len(lf.aws) != 1 {
+				t.Fatalf("no login: %+v", lf)
+			}
+			a := lf.aws[0]
+			if r := a.Fetch.Role; r == nil || r.TokenFile != tok || r.ARN != "arn:aws:iam::1:role/irsa" || r.SessionName != "me" ||
+				r.Region != "eu-west-1" || a.Fetch.STS != "https://sts.example.test:8443" || a.Fetch.From() != "web-identity" ||
+				!slices.Contains(a.Hosts, "sts.example.test:8443") {
+				t.Errorf("fetched %+v %+v", a, a.Fetch.Role)
+			}
+			if k := lf.envSet["AWS_ACCESS_KEY_ID"]; k != a.Fake.AccessKeyID || !strings.HasPrefix(k, "ASIA") ||
+				lf.envSet["AWS_SECRET_ACCESS_KEY"] != a.Fake.SecretAccessKey || lf.envSet["AWS_SESSION_TOKEN"] != a.Fake.SessionToken {
+				t.Errorf("the tree's keys are not the login's fakes")
+			}
+			if !slices.Equal(lf.envDrop, awsWebIdentityVars) {
+				t.Errorf("dropped %v", lf.envDrop)
+			}
+		})
 	}
 }

@@ -266,6 +266,16 @@ func (l *Plan) startBroker() error {
 			l.brokerEnv[k] = v
 		}
 	}
+	if logins != nil && logins.envSet != nil {
+		// The environment's web identity: fake keys in its place.
+		l.Env = slices.DeleteFunc(l.Env, func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return slices.Contains(logins.envDrop, k)
+		})
+		for k, v := range logins.envSet {
+			l.brokerEnv[k] = v
+		}
+	}
 	l.Env = overlay(l.Env, l.brokerEnv)
 	if awsEnv != nil && !treeAWS {
 		// Only a rule's grant gets them (brokerOverlay), not the tree.

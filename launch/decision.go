@@ -87,6 +87,9 @@ type Decision struct {
 	// AWSEnv is what the tree gets of the environment's AWS keys
 	// (awsEnvPreview); set for a dry run only, nil otherwise.
 	AWSEnv *AWSState `json:"-"`
+	// AWSWebIdentity is what the tree gets of the web identity the user's
+	// environment names (awsWebIdentityPreview); dry run only.
+	AWSWebIdentity *AWSState `json:"-"`
 }
 
 // Decision returns the record of what the launch decided (see
@@ -190,6 +193,7 @@ func (l *Plan) decide() {
 	d.Resident = !inPlace
 	if o.DryRun {
 		d.AWSEnv = awsEnvPreview(res.Env, o.Parent, o.Policy, h.Home, h.Broker != nil, o.NoBroker)
+		d.AWSWebIdentity = awsWebIdentityPreview(res.Env, o.Parent, d.Sealed, h.Broker != nil && !o.NoBroker)
 	}
 }
 

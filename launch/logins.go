@@ -79,6 +79,14 @@ func LoginPreview(home string, env []string, sealed bool, by seal.Mechanism, bro
 					p = filepath.Join(dir, filepath.Base(rel))
 				}
 			}
+			userSet := false
+			if f.Name == "aws-credentials" {
+				// The file the user's AWS_SHARED_CREDENTIALS_FILE names,
+				// faked in its place (fakeLogins).
+				if u := awsCredentialsPath(home, os.Environ()); u != p {
+					p, userSet = u, true
+				}
+			}
 			real, err := os.ReadFile(p)
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
@@ -107,7 +115,7 @@ func LoginPreview(home string, env []string, sealed bool, by seal.Mechanism, bro
 			switch v, hasVar := toolVars[f.Name]; {
 			case !sealed:
 				st.Seen, st.Hosts = "passed", nil
-			case !agent && !slices.Contains(seal.CredentialFiles(), rel):
+			case !agent && !userSet && !slices.Contains(seal.CredentialFiles(), rel):
 				st.Seen, st.Why, st.Hosts = "passed", "not on the seal's list", nil
 			case err != nil:
 				st.Why, st.Hosts = err.Error(), nil
@@ -168,6 +176,10 @@ type loginFakes struct {
 	// (fakeAWSConfig).
 	aws   []AWSLogin
 	masks []string
+	// envSet are variables the tree gets in place of envDrop, which it
+	// does not (fakeAWSWebIdentityEnv).
+	envSet  map[string]string
+	envDrop []string
 	// userSet are the variables of vars the user's environment set to
 	// the real file that was faked: the tree's copy names the fake, even
 	// where its environment holds the user's value (toolEnv).
@@ -299,6 +311,10 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 		}
 	}
 	if err := l.fakeAWSConfig(lf, faker); err != nil {
+		os.RemoveAll(lf.dir)
+		return nil, err
+	}
+	if err := l.fakeAWSWebIdentityEnv(lf, faker); err != nil {
 		os.RemoveAll(lf.dir)
 		return nil, err
 	}

@@ -202,6 +202,13 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 	if l.logins != nil {
 		spec.Mask = append(spec.Mask, l.logins.masks...) // ~/.aws/config (fakeAWSConfig)
 	}
+	if p := awsTokenMask(awsWebIdentityTokenFile(l.opt.Parent)); p != "" && !slices.Contains(spec.Mask, p) {
+		// A web identity token the user's environment names (EKS's IRSA)
+		// is a credential: the broker reads it (fakeAWSWebIdentityEnv).
+		if _, err := os.Lstat(p); err == nil {
+			spec.Mask = append(spec.Mask, p)
+		}
+	}
 	if l.logins != nil && len(l.logins.fake) > 0 && l.broker != nil {
 		// Shown by a namespace seal; masked by Landlock all the same.
 		spec.Fake = map[string]string{}

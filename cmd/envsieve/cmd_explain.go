@@ -64,6 +64,9 @@ type explainJSON struct {
 	// admits: fakes the broker re-signs for its hosts, or why not
 	// (additive to schema v1).
 	AWSEnv *launch.AWSState `json:"aws_env,omitempty"`
+	// AWSWebIdentity says what the child gets of the web identity token
+	// file the user's AWS_WEB_IDENTITY_TOKEN_FILE names (EKS's IRSA).
+	AWSWebIdentity *launch.AWSState `json:"aws_web_identity,omitempty"`
 	// AWSConfig are the profiles of ~/.aws/config that get their keys by
 	// means envsieve does not fake (credential_process, IAM Identity
 	// Center), and what the tree can do with them (additive to schema v1).
@@ -302,6 +305,7 @@ func runExplain(u *cli.UI, o *explainOptions, argv []string) error {
 	doc.Seal.Logins = launch.LoginPreview(h.Home, res.Env, doc.Seal.Mode != policy.SealOff && doc.Seal.Available,
 		doc.Seal.Mechanism, h.Broker != nil && !f.noBroker, h.Nested != "")
 	doc.AWSEnv = d.AWSEnv
+	doc.AWSWebIdentity = d.AWSWebIdentity
 	doc.AWSConfig = launch.AWSConfigPreview(h.Home, doc.Seal.Mode != policy.SealOff && doc.Seal.Available, h.Broker != nil && !f.noBroker)
 	if o.json {
 		enc := json.NewEncoder(u.Out)
@@ -453,8 +457,15 @@ func printExplain(w io.Writer, doc *explainJSON) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if a := doc.AWSWebIdentity; a != nil {
+		fmt.Fprintf(w, "aws:     web identity %s: %s (%s)\n", a.File, a.Seen, a.Why)
+	}
 	for _, a := range doc.AWSConfig {
-		fmt.Fprintf(w, "aws:     ~/.aws/config: profile %s %s (%s)\n", strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
+		file := "~/.aws/config"
+		if a.File != "" {
+			file = a.File // the user's AWS_CONFIG_FILE
+		}
+		fmt.Fprintf(w, "aws:     %s: profile %s %s (%s)\n", file, strings.TrimPrefix(a.Name, "aws:"), a.Seen, a.Why)
 	}
 	switch {
 	case doc.Shim.RulesAt == "exec":

@@ -35,7 +35,8 @@ var (
 // loopback TLS. A request signed with a key it knows (the real long-term
 // keys, then every set it minted) is verified with that key's secret; STS
 // actions mint mintedTemp, IAM CreateAccessKey mintedLong, and
-// GetCallerIdentity answers which key signed. /federation/credentials is
+// GetCallerIdentity answers which key signed; AssumeRole of a role whose
+// ARN ends in "/mfa" needs mfaSerial and mfaCode. /federation/credentials is
 // the SSO portal (a bearer token), /cognito Cognito's
 // GetCredentialsForIdentity, /odd a secret in a shape the broker does not
 // know, /big credentials past the broker's cap; ?gzip compresses.
@@ -43,7 +44,22 @@ type mintStandIn struct {
 	mu      sync.Mutex
 	keys    map[string]sigv4.Credentials
 	callers []string // the key ids GetCallerIdentity was signed with
+	// assumed are the AssumeRole calls it answered: the key id that
+	// signed each and its form.
+	assumed []assumeCall
 }
+
+// assumeCall is one AssumeRole call a mintStandIn answered.
+type assumeCall struct {
+	key  string
+	form url.Values
+}
+
+// The MFA device and code a stand-in's role ".../mfa" requires.
+const (
+	mfaSerial = "arn:aws:iam::123456789012:mfa/me"
+	mfaCode   = "123456"
+)
 
 // calls returns how many GetCallerIdentity requests m served.
 func (m *mintStandIn) calls() int {
@@ -104,7 +120,16 @@ func newMintStandIn(t *testing.T) (*httptest.Server, *x509.CertPool, *mintStandI
 					"</Arn><UserId>AROA</UserId><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>"
 			case "GetSessionToken", "AssumeRole", "GetFederationToken", "AssumeRoleWithSAML", "AssumeRoleWithWebIdentity":
 				extra := ""
+				if action == "AssumeRole" && strings.HasSuffix(q.Get("RoleArn"), "/mfa") &&
+					(q.Get("SerialNumber") != mfaSerial || q.Get("TokenCode") != mfaCode) {
+					w.WriteHeader(http.StatusForbidden)
+					io.WriteString(w, "<ErrorResponse><Error><Code>AccessDenied</Code><Message>MultiFactorAuthentication failed</Message></Error></ErrorResponse>")
+					return
+				}
 				if action == "AssumeRole" {
+					m.mu.Lock()
+					m.assumed = append(m.assumed, assumeCall{key: s.AccessKeyID, form: q})
+					m.mu.Unlock()
 					extra = "<AssumedRoleUser><Arn>arn:aws:sts::1:assumed-role/r/s</Arn><AssumedRoleId>AROA:s</AssumedRoleId></AssumedRoleUser>"
 				}
 				out = `<` + action + `Response xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><` + action + `Result>` + xmlCreds(mintedTemp) + extra +
