@@ -485,7 +485,8 @@ func agentWhy(name string) string {
 
 // fakeAgentLogin fakes the agent's login file rel of format f, if it
 // exists, in a view of its state dir (agentLogin), and records it in lf:
-// a fake, or masked and why.
+// a fake, or masked and why. With no faker (no broker can run) the view
+// is made all the same, with no login in it.
 func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker login.Faker) {
 	state, _ := l.agentStateDir(agentViews[f.Name])
 	p := filepath.Join(state, filepath.Base(rel)) // in the user's own state dir when its variable names one
@@ -514,6 +515,9 @@ func (l *Plan) fakeAgentLogin(lf *loginFakes, f login.Format, rel string, faker 
 	st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
 	var out []byte
 	var creds []login.Cred
+	if faker == nil {
+		err = errors.New("no broker can run") // the view holds no login (fakeLogins)
+	}
 	if err == nil {
 		out, creds, err = f.Fake(real, faker)
 	}

@@ -159,6 +159,9 @@ func (l *Plan) startBroker() error {
 	h := l.host
 	if l.opt.NoBroker {
 		h.warnf("--no-broker: the command gets the real values of %s", strings.Join(brokered, ", "))
+		if logins != nil && len(logins.viewVars) > 0 {
+			l.Env = overlay(l.Env, logins.viewVars) // the agents' views, with no login in them
+		}
 		return nil
 	}
 	if h.Broker == nil {

@@ -215,12 +215,28 @@ var toolVars = map[string]struct {
 
 // fakeLogins reads each credential file of HOME that package login
 // understands and writes its fake in a private directory (once; nil when
-// the launch is not sealed, has no HOME, or no broker can run: then the
-// files stay masked). A file that cannot be read or understood stays
+// the launch is not sealed or has no HOME; only the agents' views, with
+// no login in them, when no broker can run: then the files stay masked). A file that cannot be read or understood stays
 // masked, and the debug output says why (never a value).
 func (l *Plan) fakeLogins() (*loginFakes, error) {
-	if l.logins != nil || !l.sealed || l.host.Home == "" || l.opt.NoBroker || l.host.Broker == nil {
+	if l.logins != nil || !l.sealed || l.host.Home == "" {
 		return l.logins, nil
+	}
+	if l.opt.NoBroker || l.host.Broker == nil {
+		// No fakes: every login stays masked. The agents still work in
+		// views of their state dirs, holding no login, so that a login
+		// the user makes outside during the session does not show in the
+		// tree either (the view's lock holds the state dir).
+		lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}, viewVars: map[string]string{}}
+		for _, f := range login.Formats() {
+			if _, ok := agentViews[f.Name]; ok {
+				for _, rel := range f.Paths {
+					l.fakeAgentLogin(lf, f, rel, nil)
+				}
+			}
+		}
+		l.logins = lf
+		return lf, nil
 	}
 	key, err := l.key()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,12 +28,17 @@ func TestAgentLoginLater(t *testing.T) {
 			continue
 		}
 		for _, mech := range []string{"namespaces", "c-init", "landlock"} {
-			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginLater(t, ag, mech) })
+			t.Run(ag.profile+"/"+mech, func(t *testing.T) { testAgentLoginLater(t, ag, mech, false) })
+		}
+		// --no-broker: no fake, the agent is not logged in in the tree,
+		// and a login made outside during the session does not show either.
+		for _, mech := range []string{"namespaces", "landlock"} {
+			t.Run(ag.profile+"/"+mech+"/no-broker", func(t *testing.T) { testAgentLoginLater(t, ag, mech, true) })
 		}
 	}
 }
 
-func testAgentLoginLater(t *testing.T, ag agentLogin, mech string) {
+func testAgentLoginLater(t *testing.T, ag agentLogin, mech string, noBroker bool) {
 	exe, home := unprivilegedInstall(t)
 	tag := strings.ToUpper(ag.profile[:1]) + ag.profile[1:2]
 	reals := []string{"acc1" + strings.Repeat(tag+"L1", 20), "ref1" + strings.Repeat(tag+"L2", 20), "sig1" + strings.Repeat(tag+"L3", 20)}
@@ -74,6 +80,9 @@ echo "list: $(ls -a ` + sd + ` "$d" 2>&1)"
 echo ran
 `
 	argv := []string{exe, "run", "--profile", ag.profile, "--", "/bin/sh", "-c", script}
+	if noBroker {
+		argv = slices.Insert(argv, 4, "--no-broker")
+	}
 	if mech == "landlock" {
 		noNS := filepath.Join(filepath.Dir(exe), "nouserns")
 		copyFile(t, shimtest.Program(t, "nouserns", shimtest.NoUserNS), noNS)
