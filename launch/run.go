@@ -231,6 +231,17 @@ func (l *Plan) sealSpec() (seal.Spec, error) {
 		spec.Write = writes
 		spec.Hold = seal.HoldDirs(spec.Mask, l.host.Home)
 	}
+	if l.logins != nil {
+		// An agent's state dir the user's variable names outside HOME,
+		// with the launch's view in it: held too, so that a login made
+		// there during the session does not show (the view's lock is
+		// what holds a state dir in HOME: agentviews.go).
+		for _, v := range l.logins.views {
+			if d := filepath.Clean(v.state); !slices.Contains(spec.Hold, d) && !atOrIn(d, []string{l.host.Home}) {
+				spec.Hold = append(spec.Hold, d)
+			}
+		}
+	}
 	l.spec = &spec
 	return spec, nil
 }

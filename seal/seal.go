@@ -97,7 +97,8 @@ type Spec struct {
 	// by a read-only copy of their entries as they were at the start, the
 	// masked ones left empty ([Apply]), so that the masks hold while the
 	// user works outside the tree: the directories between HOME and its
-	// masked paths ([HoldDirs]).
+	// masked paths ([HoldDirs]), and any other directory the launcher
+	// names (an agent's state dir outside HOME that holds its view).
 	Hold []string
 	// Fake maps a masked file to a file of the same format holding fakes
 	// (docs/design.md section 9.5, "Logins as fakes"), written by the launcher outside HOME:
