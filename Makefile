@@ -121,7 +121,8 @@ QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLog
 	TestDaemonHidesAsRunDoes TestDaemonExecControls TestDaemonLoad TestSSHPrivateKeys \
 	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed \
 	TestAWSConfigProfiles TestCodexLoginSealed TestClaudeLoginSealed TestGeminiLoginSealed TestAgentLoginFiles \
-	TestStoppedHeldPipe
+	TestStoppedHeldPipe TestAWSWebIdentityEnv TestAWSUserSetFiles TestAWSCLIMintedKeys \
+	TestAWSCLIRoleMFAAndEnvironment TestAgentLoginLater TestAgentLoginLaterOwnDir TestStopSelf
 empty :=
 space := $(empty) $(empty)
 QUICK_SKIP := ^($(subst $(space),|,$(strip $(QUICK_SLOW))))$$

@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -20,19 +19,7 @@ import (
 func unprivilegedInstall(t *testing.T) (exe, home string) {
 	t.Helper()
 	exe, home = unprivilegedCopy(t, "envsieve")
-	src, err := os.Open(binary(t, "envsieve-daemon"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(filepath.Join(filepath.Dir(exe), "envsieve-daemon"), os.O_WRONLY|os.O_CREATE, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
+	linkOrCopy(t, binary(t, "envsieve-daemon"), filepath.Join(filepath.Dir(exe), "envsieve-daemon"))
 	return exe, home
 }
 

@@ -33,20 +33,8 @@ func unprivilegedCopy(t *testing.T, name string) (exe, home string) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.Open(binary(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
 	exe = filepath.Join(dir, name)
-	dst, err := os.OpenFile(exe, os.O_WRONLY|os.O_CREATE, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
+	linkOrCopy(t, binary(t, name), exe)
 	home = filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		t.Fatal(err)
@@ -83,5 +71,30 @@ func TestLauncherNotDumpable(t *testing.T) {
 	}
 	if got := run("envsieve", exe, "run", "--secret", "GITHUB_TOKEN", "--", "/bin/sh", "-c", probe); got != "denied" {
 		t.Fatalf("the resident launcher's environ is %q to its child, want denied", got)
+	}
+}
+
+// linkOrCopy puts the executable src at dst: a hard link where both lie on
+// one filesystem (the test binary is tens of MB, and most tests of the
+// tree install it), else a copy. Nothing writes to dst.
+func linkOrCopy(t *testing.T, src, dst string) {
+	t.Helper()
+	if os.Link(src, dst) == nil {
+		return
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // (the Makefile's QUICK_SLOW). The figure is the list's length today, as
 // surfaceLimit is: a test added to it must be paid for, or the limit
 // raised in the same commit, in sight of a reviewer.
-const quickSlowLimit = 57
+const quickSlowLimit = 64
 
 // quickSlow returns the names the Makefile's QUICK_SLOW lists, and the
 // recipe of its quick target.
