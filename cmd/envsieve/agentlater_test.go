@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -54,12 +53,7 @@ func testAgentLoginLater(t *testing.T, ag agentLogin, mech string, noBroker bool
 	if ag.profile == "claude" {
 		writeOwned(t, filepath.Join(home, ".claude.json"), `{"numStartups":1}`)
 	}
-	phases, err := os.MkdirTemp("", "envsieve-phases-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(phases) })
-	os.Chmod(phases, 0o777)
+	phases := phaseDir(t) // not under HOME, which the seal keeps read-only
 	sd := `"$HOME/` + filepath.Dir(ag.rel) + `"`
 	script := `d=$(dirname ` + ag.agentPath + `)
 echo "before: $(cat "$HOME/` + ag.rel + `" ` + ag.agentPath + ` 2>&1)"
@@ -95,47 +89,14 @@ echo ran
 	}
 	cmd.Dir = home
 	cmd.SysProcAttr = asUnprivileged()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("the tree ended early: %v\n%s", err, mask(out.String()))
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatalf("the tree did not reach its first phase\n%s", mask(out.String()))
-		case <-time.After(20 * time.Millisecond):
-			if _, err := os.Stat(filepath.Join(phases, "one")); err == nil {
-				break wait
-			}
+	got := runInPhases(t, cmd, phases, mask, func() {
+		// The user logs in outside: the CLI writes its login file (by rename,
+		// as Claude Code and Codex do).
+		writeOwned(t, realFile+".new", ag.file(reals))
+		if err := os.Rename(realFile+".new", realFile); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// The user logs in outside: the CLI writes its login file (by rename,
-	// as Claude Code and Codex do).
-	writeOwned(t, realFile+".new", ag.file(reals))
-	if err := os.Rename(realFile+".new", realFile); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(phases, "two"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("envsieve run: %v\n%s", err, mask(out.String()))
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the tree did not end\n%s", mask(out.String()))
-	}
-	got := out.String()
+	})
 	if !strings.HasSuffix(got, "ran\n") {
 		t.Fatalf("the tree did not run to its end:\n%s", mask(got))
 	}

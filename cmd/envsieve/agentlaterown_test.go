@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -48,11 +47,7 @@ func TestAgentLoginLaterOwnDir(t *testing.T) {
 					t.Fatal(err)
 				}
 				realFile := filepath.Join(own, filepath.Base(ag.rel))
-				phases := filepath.Join(parent, "phases")
-				if err := os.Mkdir(phases, 0o777); err != nil {
-					t.Fatal(err)
-				}
-				os.Chmod(phases, 0o777)
+				phases := phaseDir(t)
 				script := `touch ` + phases + `/one
 while [ ! -e ` + phases + `/two ]; do sleep 0.05; done
 echo "real: $(cat "` + realFile + `" 2>&1)"
@@ -71,46 +66,13 @@ echo ran
 				cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, env + "=" + own}
 				cmd.Dir = home
 				cmd.SysProcAttr = asUnprivileged()
-				var out strings.Builder
-				cmd.Stdout, cmd.Stderr = &out, &out
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				deadline := time.After(60 * time.Second)
-			wait:
-				for {
-					select {
-					case err := <-done:
-						t.Fatalf("the tree ended early: %v\n%s", err, mask(out.String()))
-					case <-deadline:
-						cmd.Process.Kill()
-						t.Fatalf("the tree did not reach its first phase\n%s", mask(out.String()))
-					case <-time.After(20 * time.Millisecond):
-						if _, err := os.Stat(filepath.Join(phases, "one")); err == nil {
-							break wait
-						}
+				got := runInPhases(t, cmd, phases, mask, func() {
+					// The user logs in outside, by rename as the CLIs write it.
+					writeOwned(t, realFile+".new", ag.file(reals))
+					if err := os.Rename(realFile+".new", realFile); err != nil {
+						t.Fatal(err)
 					}
-				}
-				// The user logs in outside, by rename as the CLIs write it.
-				writeOwned(t, realFile+".new", ag.file(reals))
-				if err := os.Rename(realFile+".new", realFile); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(phases, "two"), nil, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Fatalf("envsieve run: %v\n%s", err, mask(out.String()))
-					}
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					t.Fatalf("the tree did not end\n%s", mask(out.String()))
-				}
-				got := out.String()
+				})
 				if !strings.HasSuffix(got, "ran\n") {
 					t.Fatalf("the tree did not run to its end:\n%s", mask(got))
 				}

@@ -153,12 +153,7 @@ func testAgentLoginFile(t *testing.T, ag agentLogin, mech string) {
 	stateDir := filepath.Dir(realFile)
 	writeOwned(t, realFile, ag.file(reals))
 	writeOwned(t, filepath.Join(stateDir, "sub", "kept"), "state")
-	phases, err := os.MkdirTemp("", "envsieve-phases-") // the tree's temp dir: it writes there
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(phases) })
-	os.Chmod(phases, 0o777)
+	phases := phaseDir(t) // not under HOME, which the seal keeps read-only
 	real := `"$HOME/` + ag.rel + `"`
 	script := `
 echo "real: $(cat ` + real + ` 2>&1)"
@@ -187,47 +182,14 @@ echo "all after: $(cat "$HOME/` + filepath.Dir(ag.rel) + `"/* 2>&1)"
 	}
 	cmd.Dir = home
 	cmd.SysProcAttr = asUnprivileged()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("the tree ended early: %v\n%s", err, masked(out.String()))
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatalf("the tree did not reach its first phase\n%s", masked(out.String()))
-		case <-time.After(20 * time.Millisecond):
-			if _, err := os.Stat(filepath.Join(phases, "one")); err == nil {
-				break wait
-			}
+	got := runInPhases(t, cmd, phases, masked, func() {
+		// The user logs in again outside: the CLI writes a new file and
+		// renames it over the old one.
+		writeOwned(t, realFile+".new", ag.file(news))
+		if err := os.Rename(realFile+".new", realFile); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// The user logs in again outside: the CLI writes a new file and
-	// renames it over the old one.
-	writeOwned(t, realFile+".new", ag.file(news))
-	if err := os.Rename(realFile+".new", realFile); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(phases, "two"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("envsieve run: %v\n%s", err, masked(out.String()))
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the tree did not end\n%s", masked(out.String()))
-	}
-	got := out.String()
+	})
 	for _, r := range all {
 		if strings.Contains(got, r) {
 			t.Errorf("a real token is in what the tree read:\n%s", masked(got))
@@ -983,4 +945,63 @@ func TestAgentLoginOwnDir(t *testing.T) {
 			})
 		}
 	}
+}
+
+// phaseDir makes a directory everyone may write, for a tree run in phases
+// (runInPhases): the tree's script touches PHASES/one and waits for
+// PHASES/two.
+func phaseDir(t *testing.T) string {
+	t.Helper()
+	phases, err := os.MkdirTemp("", "envsieve-phases-") // not under HOME, which the seal keeps read-only
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(phases) })
+	os.Chmod(phases, 0o777)
+	return phases
+}
+
+// runInPhases starts cmd, waits for its tree to reach phase one (the file
+// phases/one), runs between (what the user does outside meanwhile), lets
+// the tree go on (phases/two) and returns its output once it has ended
+// with exit 0. mask hides the real values in what a failure prints.
+func runInPhases(t *testing.T, cmd *exec.Cmd, phases string, mask func(string) string, between func()) string {
+	t.Helper()
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+wait:
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the tree ended early: %v\n%s", err, mask(out.String()))
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatalf("the tree did not reach its first phase\n%s", mask(out.String()))
+		case <-time.After(20 * time.Millisecond):
+			if _, err := os.Stat(filepath.Join(phases, "one")); err == nil {
+				break wait
+			}
+		}
+	}
+	between()
+	if err := os.WriteFile(filepath.Join(phases, "two"), nil, 0o644); err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("envsieve run: %v\n%s", err, mask(out.String()))
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the tree did not end\n%s", mask(out.String()))
+	}
+	return out.String()
 }
