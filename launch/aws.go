@@ -725,23 +725,11 @@ func (lf *loginFakes) makeDir(dir string) error {
 // with the token in the file AWS_WEB_IDENTITY_TOKEN_FILE names.
 var awsWebIdentityVars = []string{"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME"}
 
-// awsEnvValue returns the value of name in env: the last copy, as
-// os.Getenv reads a Go program's.
-func awsEnvValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if x, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = x
-		}
-	}
-	return v
-}
-
 // awsWebIdentityTokenFile returns the token file env's
 // AWS_WEB_IDENTITY_TOKEN_FILE names, as botocore reads it (no "~"
 // expansion; a relative path is the working directory's), or "".
 func awsWebIdentityTokenFile(env []string) string {
-	p := awsEnvValue(env, "AWS_WEB_IDENTITY_TOKEN_FILE")
+	p := envValueIn(env, "AWS_WEB_IDENTITY_TOKEN_FILE")
 	if p == "" {
 		return ""
 	}
@@ -763,8 +751,8 @@ func awsWebIdentityTokenFile(env []string) string {
 // is not https.
 func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
 	env := l.Env
-	arn, token := awsEnvValue(env, "AWS_ROLE_ARN"), awsWebIdentityTokenFile(env)
-	if arn == "" || token == "" || awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "" {
+	arn, token := envValueIn(env, "AWS_ROLE_ARN"), awsWebIdentityTokenFile(env)
+	if arn == "" || token == "" || envValueIn(env, "AWS_ACCESS_KEY_ID") != "" {
 		return nil
 	}
 	const profile = "env-web-identity"
@@ -772,13 +760,13 @@ func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
 	if err != nil {
 		return fmt.Errorf("login fakes: %w", err)
 	}
-	region := awsEnvValue(env, "AWS_REGION")
+	region := envValueIn(env, "AWS_REGION")
 	if region == "" {
-		region = awsEnvValue(env, "AWS_DEFAULT_REGION")
+		region = envValueIn(env, "AWS_DEFAULT_REGION")
 	}
-	endpoint := awsEnvValue(env, "AWS_ENDPOINT_URL_STS")
+	endpoint := envValueIn(env, "AWS_ENDPOINT_URL_STS")
 	if endpoint == "" {
-		endpoint = awsEnvValue(env, "AWS_ENDPOINT_URL")
+		endpoint = envValueIn(env, "AWS_ENDPOINT_URL")
 	}
 	var hosts []string
 	if endpoint != "" {
@@ -792,7 +780,7 @@ func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
 	}
 	if data, err := os.ReadFile(awsConfigPath(l.host.Home, l.opt.Parent)); err == nil && l.host.Home != "" {
 		if h, err := login.AWSEndpointHosts(data); err == nil {
-			p := awsEnvValue(env, "AWS_PROFILE")
+			p := envValueIn(env, "AWS_PROFILE")
 			if p == "" {
 				p = "default"
 			}
@@ -802,7 +790,7 @@ func (l *Plan) fakeAWSWebIdentityEnv(lf *loginFakes, faker login.Faker) error {
 	name := "aws:" + profile
 	k := keys[name]
 	a := AWSLogin{Name: name, Fake: k, Hosts: hosts, Fetch: &AWSFetch{STS: endpoint,
-		Role: &login.AWSRoleProfile{ARN: arn, TokenFile: token, SessionName: awsEnvValue(env, "AWS_ROLE_SESSION_NAME"), Region: region}}}
+		Role: &login.AWSRoleProfile{ARN: arn, TokenFile: token, SessionName: envValueIn(env, "AWS_ROLE_SESSION_NAME"), Region: region}}}
 	lf.aws = append(lf.aws, a)
 	lf.envSet = map[string]string{"AWS_ACCESS_KEY_ID": k.AccessKeyID, "AWS_SECRET_ACCESS_KEY": k.SecretAccessKey, "AWS_SESSION_TOKEN": k.SessionToken}
 	lf.envDrop = awsWebIdentityVars
@@ -822,11 +810,11 @@ func awsWebIdentityPreview(env, parent []string, sealed, broker bool) *AWSState 
 	}
 	st := &AWSState{Name: "aws:env-web-identity", File: token, From: "web-identity"}
 	for _, k := range awsWebIdentityVars {
-		if awsEnvValue(env, k) != "" {
+		if envValueIn(env, k) != "" {
 			st.Vars = append(st.Vars, k)
 		}
 	}
-	admitted := awsEnvValue(env, "AWS_ROLE_ARN") != "" && awsWebIdentityTokenFile(env) != ""
+	admitted := envValueIn(env, "AWS_ROLE_ARN") != "" && awsWebIdentityTokenFile(env) != ""
 	switch {
 	case !sealed && admitted:
 		st.Seen, st.Why = "real", "not sealed: the tree reads the token and assumes the role itself"
@@ -834,7 +822,7 @@ func awsWebIdentityPreview(env, parent []string, sealed, broker bool) *AWSState 
 		st.Seen, st.Why = "real", "not sealed: the tree can read the token file"
 	case !admitted:
 		st.Seen, st.Why = "masked", "the policy does not admit AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN; the seal masks the token file"
-	case awsEnvValue(env, "AWS_ACCESS_KEY_ID") != "":
+	case envValueIn(env, "AWS_ACCESS_KEY_ID") != "":
 		st.Seen, st.Why = "masked", "the environment's static keys come first; the seal masks the token file"
 	case !broker:
 		st.Seen, st.Why = "masked", "no broker can run: the seal masks the token file, so the role does not work in the tree"
