@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -182,7 +183,9 @@ echo "no_proxy ${NO_PROXY-}"
 		{name: "a binding with hosts and no base URL",
 			policy: "version: 1\nallow: [CA_TEST_TOKEN]\nbroker:\n  upstream_ca: [STANDIN_CA]\n" +
 				"secrets:\n  CA_TEST_TOKEN:\n    broker: {hosts: [\"" + host + "\"]}\n",
-			env: []string{"CA_TEST_TOKEN=" + realToken, "NODE_EXTRA_CA_CERTS=USER_CA", "SSL_CERT_DIR=USER_DIR", "NO_PROXY=localhost"},
+			// Three variables name the user's CA: each certificate once.
+			env: []string{"CA_TEST_TOKEN=" + realToken, "NODE_EXTRA_CA_CERTS=USER_CA", "REQUESTS_CA_BUNDLE=USER_CA", "CURL_CA_BUNDLE=USER_CA",
+				"SSL_CERT_DIR=USER_DIR", "NO_PROXY=localhost"},
 			script: report + `node "$HOME/through-proxy.js" ` + host + `; node "$HOME/direct.js" USER_PORT; node "$HOME/direct.js" DIR_PORT
 python3 "$HOME/through.py" ` + host + ` USER_PORT DIR_PORT`,
 			proxy: true},
@@ -277,6 +280,10 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT DIR_PORT`,
 			} else if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
 				t.Errorf("this system keeps its roots in /etc/ssl/certs, and the child has no SSL_CERT_DIR:\n%s", shown)
 			}
+			sysRoots := 0 // the system bundle's certificates, where the broker finds it
+			if data, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+				sysRoots = strings.Count(string(data), "BEGIN CERTIFICATE")
+			}
 			for _, k := range caVarNames {
 				n, ok := set[k]
 				small := k == "NODE_EXTRA_CA_CERTS" || (hashed && k == "SSL_CERT_FILE")
@@ -287,6 +294,8 @@ python3 "$HOME/through.py" ` + host + ` USER_PORT DIR_PORT`,
 					t.Errorf("%s should hold the user's CA and the launch CA alone; it holds %s certificates", k, n)
 				case !small && (n == "0" || n == "1" || n == "2"):
 					t.Errorf("%s replaces its client's store and should hold the system roots and the launch CA; it holds %s", k, n)
+				case !small && sysRoots > 0 && n != strconv.Itoa(sysRoots+2):
+					t.Errorf("%s should hold the %d system roots, the user's CA and the launch CA, each once; it holds %s", k, sysRoots, n)
 				}
 			}
 			for _, want := range []string{"node status 200 standin-ok", "node direct 200 company-ok", "node direct 200 dir-ok",

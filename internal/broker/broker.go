@@ -411,17 +411,7 @@ func hashedName(name string) bool {
 // alone for those that add to one (caAddVars). The bundle is built here
 // and nowhere else.
 func (b *Broker) writeTrust() (bundle, caOnly string, err error) {
-	var sys []byte
-	cands := systemBundles
-	if b.cfg.SystemRoots != "" {
-		cands = []string{b.cfg.SystemRoots}
-	}
-	for _, c := range cands {
-		if data, err := os.ReadFile(c); err == nil {
-			sys = data
-			break
-		}
-	}
+	sys := SystemRoots(b.cfg.SystemRoots)
 	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
 		sys = append(sys, '\n')
 	}
@@ -430,7 +420,10 @@ func (b *Broker) writeTrust() (bundle, caOnly string, err error) {
 		user = append(slices.Clip(user), '\n')
 	}
 	bundle = filepath.Join(b.cfg.Dir, "broker-ca.pem")
-	if err := os.WriteFile(bundle, slices.Concat(sys, user, b.ca.pem), 0o600); err != nil {
+	// The bundle holds each of the user's roots the system's do not (a
+	// user's variable often names the system bundle itself); the launch
+	// CA's file holds them all, as the user's variable did.
+	if err := os.WriteFile(bundle, slices.Concat(sys, notIn(user, sys), b.ca.pem), 0o600); err != nil {
 		return "", "", fmt.Errorf("broker: CA bundle: %w", err)
 	}
 	caOnly = filepath.Join(b.cfg.Dir, "broker-launch-ca.pem")

@@ -50,27 +50,21 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 		cfg.Reload = launch.LoginReloader(req.Logins)
 	}
 	// The CA files the user's own environment names (a company CA): the
-	// tree's clients trust them in the bundle, and the broker upstream.
-	// One that cannot be read, or holds no certificate, is left out: the
-	// user's own clients could not use it either.
-	var userCAs [][]byte
+	// tree's clients trust them in the bundle, and the broker upstream
+	// (broker.UserRoots: each file read once, each certificate kept once).
+	var files []string
 	for _, k := range launch.UserCAVars() {
-		f := req.Env[k]
-		if f == "" {
-			continue
-		}
-		if data, err := os.ReadFile(f); err == nil && x509.NewCertPool().AppendCertsFromPEM(data) {
-			userCAs = append(userCAs, data)
-			cfg.UserRoots = append(append(cfg.UserRoots, data...), '\n')
-		}
+		files = append(files, req.Env[k])
 	}
-	if len(req.UpstreamCA) > 0 || len(userCAs) > 0 {
+	var extra []*x509.Certificate
+	cfg.UserRoots, extra = broker.UserRoots(files, broker.SystemRoots(""))
+	if len(req.UpstreamCA) > 0 || len(extra) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
 			pool = x509.NewCertPool()
 		}
-		for _, data := range userCAs {
-			pool.AppendCertsFromPEM(data)
+		for _, c := range extra {
+			pool.AddCert(c)
 		}
 		for _, f := range req.UpstreamCA {
 			data, err := os.ReadFile(f)
