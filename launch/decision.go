@@ -74,8 +74,10 @@ type Decision struct {
 	// runs a broker or the agent filter, or is sealed by Landlock. false
 	// is an exec in place (of the program, or of envsieve-init for an
 	// isolated launch). Start keeps the launcher resident all the same
-	// when a broker it did not foresee starts (and sets Resident): never
-	// the other way.
+	// when a broker it did not foresee starts (and sets Resident), and
+	// goes in place when a broker it foresaw was all that kept the
+	// launcher and none starts (the credential files hold no credential;
+	// and clears Resident).
 	Resident bool `json:"resident"`
 
 	// NoRule says why no rule grants to the program although one names
@@ -180,17 +182,14 @@ func (l *Plan) decide() {
 	files := l.files != nil || o.DryRun && !memfd.Supported && slices.ContainsFunc(res.Injected, func(n string) bool {
 		return o.Policy.SecretSpec(n).Deliver == policy.DeliverFile
 	})
-	inPlace := !h.Server && !masks && !files && !d.ShimServed && !d.Broker && !d.SSHAgent
+	inPlace := !h.Server && !masks && !files && !d.ShimServed && !d.SSHAgent
 	l.isolated, l.sealed, l.sealBy = d.Isolate, d.Sealed, d.SealBy
-	switch {
-	case inPlace && !d.Isolate && !d.Sealed:
-	case inPlace && o.NoShim && d.Isolate:
-		l.unshare = l.unshareInit()
-		inPlace = l.unshare != ""
-	default:
-		inPlace = false
-	}
-	d.Resident = !inPlace
+	inPlace = l.inPlace(inPlace)
+	// A broker that may run keeps the launcher: where nothing else does,
+	// Start goes back to in place when none starts (a credential file
+	// with no credential in it; brokerOnly).
+	l.brokerOnly = inPlace && d.Broker
+	d.Resident = !inPlace || d.Broker
 	if o.DryRun {
 		d.AWSEnv = awsEnvPreview(res.Env, o.Parent, o.Policy, h.Home, h.Broker != nil, o.NoBroker)
 		d.AWSWebIdentity = awsWebIdentityPreview(res.Env, o.Parent, d.Sealed, h.Broker != nil && !o.NoBroker)
@@ -203,6 +202,22 @@ func hasAWSKeys(env []string) bool {
 		k, v, _ := strings.Cut(kv, "=")
 		return v != "" && slices.Contains(awsEnvVars, k)
 	})
+}
+
+// inPlace returns whether a launch the rest lets go in place (ok) may:
+// unisolated and unsealed, or isolated by envsieve-init in the launcher's
+// place (unshareInit, which sets l.unshare).
+func (l *Plan) inPlace(ok bool) bool {
+	switch {
+	case !ok:
+		return false
+	case !l.isolated && !l.sealed:
+		return true
+	case l.opt.NoShim && l.isolated:
+		l.unshare = l.unshareInit()
+		return l.unshare != ""
+	}
+	return false
 }
 
 // hasLoginFiles reports whether home holds a credential file the seal

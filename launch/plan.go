@@ -253,11 +253,13 @@ type Plan struct {
 	started bool
 	// d is the decision record (decide); sealErr why the seal cannot be
 	// made here, unshare the envsieve-init an isolated launch execs in
-	// its place ("" for none), shimLib, shimStatic and shimErr what
+	// its place ("" for none), brokerOnly that the decision keeps the
+	// launcher resident only for a broker that may run, shimLib, shimStatic and shimErr what
 	// FindShim said of the program (when shimFound).
 	d          Decision
 	sealErr    error
 	unshare    string
+	brokerOnly bool // only a broker that may run keeps the launcher resident
 	shimLib    string
 	shimStatic bool
 	shimErr    error

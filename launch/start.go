@@ -169,7 +169,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 	// the child has, and a late signal cannot cut its clean-up.
 	d := &l.d
 	var sigs *proc.Signals
-	if d.Resident {
+	if d.Resident && !l.brokerOnly {
 		sigs = proc.NotifySignals()
 	}
 	prog := path
@@ -186,12 +186,20 @@ func (r *Running) startSingle(stdio Stdio) error {
 	}
 	sh := r.sh
 	// In place or resident, as the decision record says (decide). A
-	// broker it did not foresee keeps the launcher resident all the same.
+	// broker it did not foresee keeps the launcher resident all the same;
+	// one it foresaw that did not start lets it go in place.
+	needed := masks || l.files != nil || sh != nil || l.broker != nil || l.sshAgent != nil ||
+		l.logins != nil && len(l.logins.views) > 0 // an agent's view is synced back after (agentviews.go)
 	inPlace := !d.Resident
-	if inPlace && (masks || l.files != nil || sh != nil || l.broker != nil || l.sshAgent != nil ||
-		l.logins != nil && len(l.logins.views) > 0) { // an agent's view is synced back after (agentviews.go)
+	switch {
+	case inPlace && needed:
 		l.host.debugf("the launcher stays resident: the decision said in place")
 		inPlace, d.Resident = false, true
+		sigs = proc.NotifySignals()
+	case !inPlace && l.brokerOnly && !needed:
+		l.host.debugf("no broker started, and nothing else keeps the launcher: in place")
+		inPlace, d.Resident = true, false
+	case !inPlace && sigs == nil:
 		sigs = proc.NotifySignals()
 	}
 	if inPlace && l.unshare != "" {

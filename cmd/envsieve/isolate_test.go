@@ -209,11 +209,30 @@ func TestIsolateInit(t *testing.T) {
 // user: the launcher's pid is envsieve-init, whose one child (pid 1 of the
 // namespaces, envsieve-init too) is the program's parent. A launcher that
 // stayed resident would be envsieve. A SIGTERM to the launcher's pid
-// reaches the program, whose status comes back.
+// reaches the program, whose status comes back. A credential file with no
+// credential in it (an ~/.npmrc that names a registry) starts no broker,
+// and the sealed launch still goes in place; one with a token starts the
+// broker, which keeps the launcher resident.
 func TestIsolateInPlace(t *testing.T) {
-	exe, home := unprivilegedCopy(t, "envsieve")
-	for _, flag := range []string{"--isolate", "--seal"} {
-		cmd := exec.Command(exe, "run", "--no-shim", flag, "--", "/bin/sh", "-c", `trap 'exit 7' TERM; echo "ready $$"; while :; do sleep 0.05; done`)
+	exe, _ := unprivilegedInstall(t)
+	for _, tc := range []struct {
+		flag, npmrc string
+		resident    bool
+	}{
+		{flag: "--isolate"},
+		{flag: "--seal"},
+		{flag: "--seal", npmrc: "registry=https://registry.npmjs.org/\n"},
+		{flag: "--seal", npmrc: "//registry.npmjs.org/:_authToken=npm_" + strings.Repeat("Pl4c", 9) + "\n", resident: true},
+	} {
+		home := unprivilegedHome(t)
+		if tc.npmrc != "" {
+			writeOwned(t, filepath.Join(home, ".npmrc"), tc.npmrc)
+		}
+		name := tc.flag
+		if tc.npmrc != "" {
+			name += ", ~/.npmrc " + map[bool]string{false: "with no credential", true: "with a token"}[tc.resident]
+		}
+		cmd := exec.Command(exe, "run", "--no-shim", tc.flag, "--", "/bin/sh", "-c", `trap 'exit 7' TERM; echo "ready $$"; while :; do sleep 0.05; done`)
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, cInitEnv(t)...)
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
@@ -230,10 +249,15 @@ func TestIsolateInPlace(t *testing.T) {
 		if !lines.Scan() || lines.Text() != "ready 2" {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("%s: the program did not start as pid 2 of its namespace: %q\n%s", flag, lines.Text(), stderr.String())
+			t.Fatalf("%s: the program did not start as pid 2 of its namespace: %q\n%s", name, lines.Text(), stderr.String())
 		}
 		launcher := cmd.Process.Pid
-		init := children(t, launcher)
+		var init []int
+		for _, c := range threadsChildren(t, launcher) {
+			if comm(c) == "envsieve-init" { // not the broker's process
+				init = append(init, c)
+			}
+		}
 		var prog []int
 		if len(init) == 1 {
 			prog = children(t, init[0])
@@ -244,17 +268,46 @@ func TestIsolateInPlace(t *testing.T) {
 		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		err = cmd.Wait()
-		if want := "envsieve-init envsieve-init sh"; strings.Join(got, " ") != want {
-			t.Errorf("%s: the launcher, its children and theirs are %q; want %q (envsieve-init in the launcher's place)", flag, got, want)
+		want := "envsieve-init envsieve-init sh"
+		if tc.resident {
+			want = "envsieve envsieve-init sh"
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: the launcher, its children and theirs are %q; want %q", name, got, want)
 		}
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-			t.Errorf("%s: SIGTERM to the launcher: exit %v; want status 7 (the program's trap)\n%s", flag, err, stderr.String())
+			t.Errorf("%s: SIGTERM to the launcher: exit %v; want status 7 (the program's trap)\n%s", name, err, stderr.String())
 		}
-		if !strings.Contains(stderr.String(), "in place: it makes the namespaces") {
-			t.Errorf("%s: the launcher did not say it execs the init in place:\n%s", flag, stderr.String())
+		if inPlace := strings.Contains(stderr.String(), "in place: it makes the namespaces"); inPlace == tc.resident {
+			t.Errorf("%s: the launcher said it execs the init in place: %v; want %v\n%s", name, inPlace, !tc.resident, stderr.String())
 		}
 	}
+}
+
+// threadsChildren returns the pids of the children of each of pid's
+// threads (a Go launcher forks from any of them).
+func threadsChildren(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range strings.Fields(string(b)) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, n)
+		}
+	}
+	return pids
 }
 
 // children returns the pids of pid's children (its main thread's).
