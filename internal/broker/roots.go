@@ -63,7 +63,7 @@ func certBlocks(data []byte) func(yield func(*pem.Block) bool) {
 // a block that is not a certificate that parses, are left out: the
 // user's own clients could not use them either.
 func UserRoots(files []string, sys []byte) (roots []byte, extra []*x509.Certificate) {
-	var others []byte // PEM, each certificate once
+	var others []byte                 // PEM, each certificate once
 	var inSys, seen map[[32]byte]bool // made for the first file that is not the system bundle
 	hasSys, readFile := false, map[string]bool{}
 	for _, f := range files {
