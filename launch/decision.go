@@ -124,7 +124,7 @@ func (l *Plan) decide() {
 			d.SealWhy = err.Error()
 		} else {
 			d.SealBy = by
-			if !h.Server {
+			if !h.Server && by != seal.Namespaces { // Choose took the namespaces where it could
 				if nsErr := seal.Available(); nsErr != nil {
 					d.SealWhy = nsErr.Error()
 				}

@@ -51,6 +51,16 @@ func outerView(p string, readErr error) (seen, why string, ok bool) {
 	return "", "", false
 }
 
+// outerViewIf is outerView where nested says the launch is in an outer
+// tree, and false without reading anything where it is not (mountinfo is
+// read for each credential file that exists).
+func outerViewIf(nested bool, p string, readErr error) (seen, why string, ok bool) {
+	if !nested {
+		return "", "", false
+	}
+	return outerView(p, readErr)
+}
+
 // outerFake reports whether mountinfo (the text of /proc/self/mountinfo)
 // says that path is a mount point whose source is a file in a directory
 // of fake files (loginsDirPrefix): the view of an outer namespace seal.
