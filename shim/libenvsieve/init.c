@@ -325,6 +325,8 @@ struct overlay {
 	char *bind;         /* each "r" and "w" line: 1 when bound on itself first */
 	char **rel;         /* each mask's place in the layer, relative, or NULL */
 	char *kind;         /* each mask's entry: 'f' file, 'd' directory, 'w' whiteout */
+	char **known;       /* directories on the way the plan found, relative */
+	size_t nk;
 };
 
 /* in_graft reports whether the resolved path p is at or beneath a graft. */
@@ -362,13 +364,27 @@ static int place_beneath(struct overlay *o, size_t k, int root, const char *rel)
 			return 0; /* beneath a file: nothing can be made there */
 		if (errno != ENOENT)
 			return -1;
-		/* No link before the first missing name: find it. */
+		/* No link before the first missing name: find it (a directory
+		 * on the way that an earlier mask's search found is not asked
+		 * again; a single name is the missing one itself). */
 		size_t c = 0;
 		int found;
 		do {
 			c += strcspn(rel + c, "/");
 			snprintf(name, sizeof name, "%.*s", (int)c, rel);
-		} while ((found = fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && rel[c++] != 0);
+			found = 0;
+			for (size_t i = 0; i < o->nk && rel[c] != 0 && !found; i++)
+				found = strcmp(o->known[i], name) == 0;
+			if (found)
+				continue;
+			if (rel[c] == 0 && strchr(rel, '/') == NULL) {
+				errno = ENOENT; /* the one name, which openat2 did not find */
+				break;
+			}
+			found = fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			if (found && rel[c] != 0 && S_ISDIR(st.st_mode) && add(&o->known, &o->nk, name) != 0)
+				return -1;
+		} while (found && rel[c++] != 0);
 		if (found)
 			return 1; /* made meanwhile: per entry */
 		if (errno != ENOENT)
@@ -543,6 +559,11 @@ static int layer_build(const struct overlay *o, int ldir, int home, size_t nm) {
 		/* The directories on the way. */
 		for (const char *s = strchr(rel, '/'); s && ret == 0; s = strchr(s + 1, '/')) {
 			snprintf(dir, sizeof dir, "%.*s", (int)(s - rel), rel);
+			int made = 0; /* already, for a mask before it: no call that fails */
+			for (size_t d = 0; d < nd && !made; d++)
+				made = strcmp(dirs[d], dir) == 0;
+			if (made)
+				continue;
 			if (mkdirat(ldir, dir, 0700) == 0) {
 				mode_t *more = realloc(modes, (nd + 1) * sizeof *modes);
 				if (more == NULL || (modes = more, fstatat(home, dir, &st, 0) != 0) || add(&dirs, &nd, dir) != 0)
@@ -837,6 +858,9 @@ out:
 	}
 	for (size_t i = 0; i < o.ng; i++)
 		free(o.grafts[i]);
+	for (size_t i = 0; i < o.nk; i++)
+		free(o.known[i]);
+	free(o.known);
 	for (size_t k = 0; o.rel && k < nm; k++)
 		free(o.rel[k]);
 	free(o.grafts);
