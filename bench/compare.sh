@@ -53,3 +53,22 @@ bin/timeit -n "$runs" \
   "bin/envsieve run --seal -- /bin/true" \
   "bin/nouserns bin/envsieve run --no-shim -- /bin/true" \
   "bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true"
+# The namespace seal apart from the launcher: envsieve-init alone, making
+# the namespaces and exec'ing the program with no seal (what any namespace
+# seal pays here: the floor), and with the spec this HOME's sealed launch
+# hands it (the seal's own plan, mask layer and mounts). The spec is taken
+# from a launch whose envsieve-init is a stand-in that writes it down.
+spec=$(mktemp -d); trap 'rm -rf "$goinit" "$spec"' EXIT
+cp bin/envsieve bin/libenvsieve.so "$spec/" # the init is found beside the shim
+cat > "$spec/envsieve-init" <<'INIT'
+#!/bin/sh
+printf %s "$ENVSIEVE_INIT_SEAL" > "${0%/*}/spec"
+INIT
+chmod +x "$spec/envsieve-init"
+"$spec/envsieve" run --no-shim --seal -- /bin/true
+[ -s "$spec/spec" ] || { echo "no seal spec was written" >&2; exit 1; }
+echo "# the seal's spec: $(grep -c '^m ' "$spec/spec") masks, $(grep -c '^h ' "$spec/spec") held directories"
+ENVSIEVE_INIT_SEAL=$(cat "$spec/spec") bin/timeit -n "$runs" \
+  "/usr/bin/env -u ENVSIEVE_INIT_SEAL /bin/true" \
+  "/usr/bin/env -u ENVSIEVE_INIT_SEAL bin/envsieve-init --unshare - /bin/true true" \
+  "/usr/bin/env bin/envsieve-init --unshare - /bin/true true"
