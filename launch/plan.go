@@ -254,12 +254,13 @@ type Plan struct {
 	// d is the decision record (decide); sealErr why the seal cannot be
 	// made here, unshare the envsieve-init an isolated launch execs in
 	// its place ("" for none), brokerOnly that the decision keeps the
-	// launcher resident only for a broker that may run, shimLib, shimStatic and shimErr what
-	// FindShim said of the program (when shimFound).
+	// launcher resident only for a broker that may run, shimLib,
+	// shimStatic and shimErr what FindShim said of the program (when
+	// shimFound).
 	d          Decision
 	sealErr    error
 	unshare    string
-	brokerOnly bool // only a broker that may run keeps the launcher resident
+	brokerOnly bool
 	shimLib    string
 	shimStatic bool
 	shimErr    error
