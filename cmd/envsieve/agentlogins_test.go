@@ -714,6 +714,7 @@ echo "tree file: $(cat "$GEMINI_CLI_HOME/.gemini/oauth_creds.json")"
 // show: each agent's login file stays masked in the sealed tree, by both
 // mechanisms.
 func TestAgentLoginNoBroker(t *testing.T) {
+	t.Parallel()
 	for _, landlock := range []bool{false, true} {
 		exe, home := unprivilegedInstall(t)
 		reals := []string{"acc1" + strings.Repeat("Nb1", 10), "ref1" + strings.Repeat("Nb2", 10), "sig1" + strings.Repeat("Nb3", 10)}
@@ -774,6 +775,7 @@ func TestAgentLoginViewKeepsMasks(t *testing.T) {
 // format does not know) stays masked, and
 // the agent's launch says so; the agent's state dir still works.
 func TestAgentLoginNotUnderstood(t *testing.T) {
+	t.Parallel()
 	// c-init: with envsieve-init installed, a launch with no broker could
 	// exec the init in its place, and nothing would move the tree's work
 	// out of the view at the end.
@@ -832,6 +834,7 @@ func testAgentLoginNotUnderstood(t *testing.T, mech string) {
 // through the agent's view, by both seal mechanisms, with and without
 // the agent's own login beside it (a view, or none); it finds no token.
 func TestAgentMCPTokenFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		profile, dir, view string
 		files              []string
@@ -899,6 +902,7 @@ func TestAgentMCPTokenFiles(t *testing.T) {
 // launch of that agent's profile, run as an unprivileged user, reads the
 // files there, by both seal mechanisms; it finds no token.
 func TestAgentLoginOwnDir(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		profile, env, sub string
 		files             []string

@@ -91,6 +91,7 @@ var mcpStores = []mcpStore{
 // without the agent's own login beside them, by both seal mechanisms. The
 // tree reads no real token anywhere, and the user's file is untouched.
 func TestAgentMCPTokensFaked(t *testing.T) {
+	t.Parallel()
 	for _, st := range mcpStores {
 		for _, mech := range []string{"namespaces", "landlock"} {
 			for _, withLogin := range []bool{true, false} {
@@ -146,6 +147,7 @@ func TestAgentMCPTokensFaked(t *testing.T) {
 // seal mechanisms: it reads no real token, a new entry it makes in its
 // state dir is there after the launch, and the user's file is untouched.
 func TestAgentLoginOwnDirFaked(t *testing.T) {
+	t.Parallel()
 	for _, ag := range agentLogins {
 		if ag.name != "" {
 			continue
@@ -211,6 +213,7 @@ func TestAgentLoginOwnDirFaked(t *testing.T) {
 // the new real tokens afterwards. The fake sent to another host stays a
 // fake there.
 func TestAgentMCPRequestBrokered(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed (make deps)")
 	}
@@ -336,6 +339,7 @@ echo "tree file: $(cat "$f")"
 // shows the OAuth-logged-in server as such ("OAuth", where a store it
 // cannot read shows "Unknown"), and the tree holds no real token.
 func TestCodexMCPListSealed(t *testing.T) {
+	t.Parallel()
 	codex := agentCLI(t, "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
 	acc, ref := "mcpa"+strings.Repeat("Cx5a", 12), "mcpr"+strings.Repeat("Cx6r", 12)
 	for _, mech := range []string{"namespaces", "landlock"} {

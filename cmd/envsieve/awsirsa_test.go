@@ -278,6 +278,7 @@ func TestExplainAWSWebIdentityEnv(t *testing.T) {
 // reads none of it, not even the token the kubelet writes while the tree
 // runs. Both seals.
 func TestAWSWebIdentityEnvRotated(t *testing.T) {
+	t.Parallel()
 	t.Run("namespaces", func(t *testing.T) { testAWSWebIdentityEnvRotated(t, false) })
 	t.Run("landlock", func(t *testing.T) { testAWSWebIdentityEnvRotated(t, true) })
 }

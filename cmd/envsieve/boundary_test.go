@@ -192,6 +192,7 @@ func TestShSealed(t *testing.T) {
 // unprivileged user, neither reads a credential file nor writes the
 // policy. The control is a session of a profile without the seal.
 func TestDaemonSealed(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedInstall(t)
 	dir := filepath.Dir(exe)
 	canary := "daemon-canary-" + strings.Repeat("6a", 6)

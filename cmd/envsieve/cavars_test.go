@@ -134,6 +134,7 @@ func userCAHost(t *testing.T, body string) (caPEM []byte, port string) {
 // node and Python urllib then still trust the broker's leaf and a host
 // the user's own CA signs. Run as an unprivileged user.
 func TestCAVariablesOnlyForProxyMode(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("node is needed: %v", err)
 	}

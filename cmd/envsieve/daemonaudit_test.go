@@ -23,6 +23,7 @@ import (
 // client's stderr. The daemon does not only print it in its own log. The
 // disk is a small tmpfs, mounted as root.
 func TestDaemonAuditFailsClosed(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("mounts a small tmpfs: run as root (CI does)")
 	}

@@ -20,6 +20,7 @@ import (
 // dir); what it makes at the view's top level moves into the state dir
 // when the command ends, and the view goes.
 func TestDaemonAgentLogin(t *testing.T) {
+	t.Parallel()
 	for _, ag := range agentLogins {
 		if ag.name != "" {
 			continue

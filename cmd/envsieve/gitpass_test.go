@@ -47,6 +47,7 @@ var gitPass = []string{
 // the pre-receive hook rejects leaves no object behind. The hook does not
 // get the token.
 func TestGitRulePass(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	pol := gitRulePolicy(t, dir)
@@ -116,6 +117,7 @@ func TestGitRulePass(t *testing.T) {
 // processes it starts (fetch-pack's index-pack) are started again by the
 // launcher with the rule's pass: list.
 func TestGitRuleHTTP(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	pol := gitRulePolicy(t, dir)

@@ -20,6 +20,7 @@ import (
 // named as an administrator named it; neither gets the token. The control,
 // a root-owned gh in a root-owned directory, still gets it.
 func TestRuleProgramIdentity(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	printenv, err := exec.LookPath("printenv")

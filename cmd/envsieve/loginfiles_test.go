@@ -328,6 +328,7 @@ func TestExplainLogins(t *testing.T) {
 // masked, git's credential helper of envsieve's answers the fake, and
 // the stand-in gets the real password.
 func TestDaemonLoginFile(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedInstall(t)
 	dir := filepath.Dir(exe)
 	real := "Pw-" + strings.Repeat("Dm3k", 6)

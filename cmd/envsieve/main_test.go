@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -44,6 +45,16 @@ func TestMain(m *testing.M) {
 	// the run made is removed in auditedRun.Run.
 	testscript.Main(auditedRun{m}, cmds)
 }
+
+// Parallel tests. A test of the tree here calls t.Parallel when it shares
+// nothing process-wide with the others: its own HOME, temp dirs and links
+// to the binary, every child's Env set in full, listeners on port 0, no
+// t.Setenv or chdir, no deadline a busy machine could miss. Go runs the
+// top-level parallel tests after every serial one, -parallel (GOMAXPROCS)
+// at a time, so what must not share the machine stays serial: the tests
+// that look at other processes in /proc (TestIsolate*, the lifetime tests,
+// TestProbeDetects, which also sets HOME), and those that time
+// themselves (TestRunNoPrefixOracle). `make quick` waits on this package.
 
 // suiteAudit is the audit log every envsieve started by this package's
 // tests writes to (through ENVSIEVE_AUDIT).
@@ -158,18 +169,26 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// binary returns the path of the installed copy of the test binary named name.
-// goEnv returns `go env NAME`, or "" when go is not found.
+// goEnv returns `go env NAME`, or "" when go is not found. It runs go once
+// per name: every script's setup asks for the same two.
 func goEnv(name string) string {
+	if v, ok := goEnvs.Load(name); ok {
+		return v.(string)
+	}
 	cmd := exec.Command("go", "env", name)
 	cmd.Env = os.Environ()
 	out, err := cmd.Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	v, _ := goEnvs.LoadOrStore(name, strings.TrimSpace(string(out)))
+	return v.(string)
 }
 
+// goEnvs holds what goEnv found, by name.
+var goEnvs sync.Map
+
+// binary returns the path of the installed copy of the test binary named name.
 func binary(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)

@@ -21,6 +21,7 @@ import (
 // nothing left to find, which is the documented limit (the seal is the
 // boundary, not this guard).
 func TestNestedNarrows(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedCopy(t, "envsieve")
 	bin := filepath.Dir(exe)
 	command := func(extra []string, args ...string) *exec.Cmd {

@@ -18,6 +18,7 @@ import (
 // refuses Landlock too, seal: on runs the command without the seal and
 // says so, and seal: required refuses to start (exit 125).
 func TestNamespacesRefused(t *testing.T) {
+	t.Parallel()
 	noNS := shimtest.Program(t, "nouserns", shimtest.NoUserNS)
 	exe := binary(t, "envsieve")
 	dir := t.TempDir()

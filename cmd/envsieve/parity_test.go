@@ -222,6 +222,7 @@ func readOutcome(t *testing.T, dumpFile, output, auditFile string) parityOutcome
 // the daemon's shell form is compared the same way (sh takes no
 // --secret: requests that name secrets go through run only).
 func TestParity(t *testing.T) {
+	t.Parallel()
 	lib := shimtest.Lib(t)
 	for _, tc := range parityCases {
 		t.Run(tc.name, func(t *testing.T) {

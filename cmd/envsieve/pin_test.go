@@ -24,6 +24,7 @@ import (
 // the file, it gets nothing, and explain and the audit log say why. A rule
 // that names the same kind of file by path without a pin grants nothing.
 func TestPinnedProgram(t *testing.T) {
+	t.Parallel()
 	exe, home := unprivilegedCopy(t, "envsieve")
 	dir := filepath.Dir(exe)
 	bin := filepath.Join(home, "bin")

@@ -18,6 +18,7 @@ import (
 // child still runs on a terminal (a pty of the launcher's), reads a line
 // typed at it, and its output comes back masked.
 func TestPTY(t *testing.T) {
+	t.Parallel()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatalf("open pty: %v", err)

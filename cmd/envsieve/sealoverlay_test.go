@@ -22,6 +22,7 @@ import (
 // control (unsealed) reads all three. HOME lies on the disk (/var/tmp), as
 // a user's does.
 func TestSealOverlay(t *testing.T) {
+	t.Parallel()
 	s := newSealedLauncher(t, false, true)
 	top, err := os.MkdirTemp("/var/tmp", "envsieve-overlay-")
 	if err != nil {
@@ -117,6 +118,7 @@ func TestSealOverlay(t *testing.T) {
 // point the link elsewhere later), so the C init seals per entry: HOME is
 // its tmpfs copy, and the credentials are masked by either path.
 func TestSealOverlayLinkedMask(t *testing.T) {
+	t.Parallel()
 	s := newSealedLauncher(t, false, true)
 	canary := "linked-canary-" + strings.Repeat("5e", 4)
 	s.write(map[string]string{"dotfiles/aws/credentials": canary + "\n", "dotfiles/aws/config": "[default]\n", "proj/.keep": ""})

@@ -251,6 +251,7 @@ func testSealWrites(t *testing.T, landlock, cInit bool) {
 // masked, the tree works in its working directory. Once by each mechanism
 // and init.
 func TestSealReadOnlyHome(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Fatalf("this test makes a HOME the unprivileged user cannot write, and needs root")
 	}
