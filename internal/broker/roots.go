@@ -58,8 +58,8 @@ func certBlocks(data []byte) func(yield func(*pem.Block) bool) {
 // broker's own pool adds to the system's: Config.UpstreamRoots). Each file
 // is read once; one that is the system bundle itself comes first, as it
 // is, and a certificate the system bundle holds is not parsed again (a
-// bundle of a hundred and fifty roots named by a dozen variables cost a
-// sealed launch a hundred milliseconds). A file that cannot be read, and
+// bundle of a hundred and fifty roots named by five variables cost a
+// sealed launch 70 ms). A file that cannot be read, and
 // a block that is not a certificate that parses, are left out: the
 // user's own clients could not use them either.
 func UserRoots(files []string, sys []byte) (roots []byte, extra []*x509.Certificate) {
