@@ -295,17 +295,11 @@ func threadsChildren(t *testing.T, pid int) []int {
 	}
 	var pids []int
 	for _, task := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		tid, err := strconv.Atoi(task.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range strings.Fields(string(b)) {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pids = append(pids, n)
-		}
+		pids = append(pids, taskChildren(t, pid, tid)...)
 	}
 	return pids
 }
@@ -313,7 +307,13 @@ func threadsChildren(t *testing.T, pid int) []int {
 // children returns the pids of pid's children (its main thread's).
 func children(t *testing.T, pid int) []int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	return taskChildren(t, pid, pid)
+}
+
+// taskChildren returns the pids of the children of pid's thread tid.
+func taskChildren(t *testing.T, pid, tid int) []int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, tid))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
@@ -169,8 +168,8 @@ git push -q origin HEAD
 echo first-push-ok
 pw=$(printf 'protocol=https\nhost=` + git.host + `\n\n' | git credential fill | sed -n 's/^password=//p')
 echo "other: $(curl -s -o /dev/null -w '%{http_code}' -u "alice:$pw" ` + other + `/)"
-touch ../phase1
-while [ ! -e ../phase2 ]; do sleep 0.05; done
+touch ../one
+while [ ! -e ../two ]; do sleep 0.05; done
 echo "file after: $(cat "$HOME/.git-credentials" 2>&1 || true)"
 git commit -q --allow-empty -m two
 git push -q origin HEAD
@@ -191,52 +190,18 @@ echo second-push-ok
 	}
 	cmd.Dir = work
 	cmd.SysProcAttr = asUnprivileged()
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	masked := func() string {
-		return strings.NewReplacer(real1, "<REAL1>", real2, "<REAL2>").Replace(out.String())
-	}
-	// The user logs in again in their own terminal: a new file renamed
-	// over the old one.
-	deadline := time.After(60 * time.Second)
-wait:
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("the tree ended before its first push: %v\n%s", err, masked())
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatalf("the tree did not reach its first push\n%s", masked())
-		case <-time.After(20 * time.Millisecond):
-			if _, err := os.Stat(filepath.Join(work, "phase1")); err == nil {
-				break wait
-			}
+	mask := strings.NewReplacer(real1, "<REAL1>", real2, "<REAL2>").Replace
+	// The user logs in again in their own terminal, between the pushes: a
+	// new file renamed over the old one.
+	got := runInPhases(t, cmd, work, mask, func() {
+		tmp := filepath.Join(home, ".git-credentials.new")
+		write(".git-credentials.new", "https://alice:"+real2+"@"+git.host+"\n")
+		if err := os.Rename(tmp, filepath.Join(home, ".git-credentials")); err != nil {
+			t.Fatal(err)
 		}
-	}
-	tmp := filepath.Join(home, ".git-credentials.new")
-	write(".git-credentials.new", "https://alice:"+real2+"@"+git.host+"\n")
-	if err := os.Rename(tmp, filepath.Join(home, ".git-credentials")); err != nil {
-		t.Fatal(err)
-	}
-	git.accept(real2)
-	if err := os.WriteFile(filepath.Join(work, "phase2"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("envsieve run: %v\n%s", err, masked())
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the tree did not end\n%s", masked())
-	}
-	got := out.String()
+		git.accept(real2)
+	})
+	masked := func() string { return mask(got) }
 	if strings.Contains(got, real1) || strings.Contains(got, real2) {
 		t.Errorf("a real password is in what the tree printed:\n%s", masked())
 	}
