@@ -125,6 +125,9 @@ func withNewline(data []byte) []byte {
 // system bundle first when a variable names it), the rest is taken as it
 // is: what UserRoots puts after it, the system bundle does not hold.
 func notIn(user, sys []byte) []byte {
+	if len(user) == 0 {
+		return nil // the system bundle is not decoded for nothing
+	}
 	sys = withNewline(sys)
 	if len(sys) > 0 && bytes.HasPrefix(user, sys) {
 		return user[len(sys):]

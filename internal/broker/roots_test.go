@@ -88,6 +88,7 @@ func TestUserRootsOnce(t *testing.T) {
 		{"the system root before the system bundle", []string{mixed, sysFile}, sys, "sys1,sys2,company,other", "company,other", true},
 		{"not a certificate, a missing file", []string{garbage, filepath.Join(dir, "missing"), companyFile}, sys, "company", "company", false},
 		{"no system bundle", []string{sysFile}, nil, "sys1,sys2", "sys1,sys2", true}, // the same PEM again
+		{"no variable names a file", nil, sys, "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			roots, extra := UserRoots(tc.files, tc.sys)

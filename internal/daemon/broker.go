@@ -54,10 +54,14 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	// (broker.UserRoots: each file read once, each certificate kept once).
 	var files []string
 	for _, k := range launch.UserCAVars() {
-		files = append(files, req.Env[k])
+		if f := req.Env[k]; f != "" {
+			files = append(files, f)
+		}
 	}
 	var extra []*x509.Certificate
-	cfg.UserRoots, extra = broker.UserRoots(files, broker.SystemRoots(""))
+	if len(files) > 0 {
+		cfg.UserRoots, extra = broker.UserRoots(files, broker.SystemRoots(""))
+	}
 	if len(req.UpstreamCA) > 0 || len(extra) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
