@@ -1,6 +1,8 @@
 package login
 
 import (
+	"bytes"
+	"encoding/json"
 	"os/exec"
 
 	"github.com/envsieve/envsieve/internal/fake"
@@ -130,13 +132,18 @@ func TestSplitCommand(t *testing.T) {
 		{`x a'b'"c"`, []string{"x", "abc"}},
 		{`x "a\\b"`, []string{"x", `a\b`}},
 	}
+	var ins []string
 	for _, c := range cases {
+		ins = append(ins, c.in)
+	}
+	pys := pythonSplit(t, ins)
+	for i, c := range cases {
 		got, err := SplitCommand(c.in)
 		if err != nil || !slices.Equal(got, c.want) {
 			t.Errorf("%q: %q, %v; want %q", c.in, got, err, c.want)
 		}
-		if py := pythonSplit(t, c.in); py != nil && !slices.Equal(py, c.want) {
-			t.Errorf("%q: python's shlex gives %q", c.in, py)
+		if pys != nil && !slices.Equal(pys[i], c.want) {
+			t.Errorf("%q: python's shlex gives %q", c.in, pys[i])
 		}
 	}
 	for _, bad := range []string{"", "   ", "x 'a", `x "a`, `x \`} {
@@ -149,19 +156,36 @@ func TestSplitCommand(t *testing.T) {
 // shapeFaker is the broker's faker with a test key.
 func shapeFaker(name, real string) string { return fake.Of([]byte("test key"), name, real) }
 
-// pythonSplit is shlex.split of python3, nil without python3 or on its
-// error.
-func pythonSplit(t *testing.T, s string) []string {
+// pythonSplit is shlex.split of python3 for each of ins, in one python3
+// (one each cost the test about a second of CPU); nil without python3 or
+// on its error, an entry nil where shlex refuses the line.
+func pythonSplit(t *testing.T, ins []string) [][]string {
 	if _, err := exec.LookPath("python3"); err != nil {
 		return nil
 	}
-	cmd := exec.Command("python3", "-c", "import shlex,sys; print('\\0'.join(shlex.split(sys.argv[1])), end='')", s)
+	in, err := json.Marshal(ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", "-c", `import json, shlex, sys
+out = []
+for s in json.load(sys.stdin):
+    try:
+        out.append(shlex.split(s))
+    except ValueError:
+        out.append(None)
+json.dump(out, sys.stdout)`)
 	cmd.Env = []string{}
+	cmd.Stdin = bytes.NewReader(in)
 	out, err := cmd.Output()
 	if err != nil {
 		return nil
 	}
-	return strings.Split(string(out), "\x00")
+	var got [][]string
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(ins) {
+		t.Fatalf("python3's answer %q: %v", out, err)
+	}
+	return got
 }
 
 // FuzzSplitCommand: any line splits into one word or more, or is refused,
