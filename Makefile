@@ -105,15 +105,17 @@ agents: deps
 	fi
 
 # The inner loop: every test without the race detector, the long ones cut
-# short, less the end-to-end tests that each take a second or more
-# (QUICK_SKIP: real agents, git, npm, aws and ssh clients, the 15 s stops,
-# the seal matrices, the floods); `make test` runs them all. It installs
-# nothing: a test that needs a missing program fails and names `make deps`
-# or `make agents`. -ldflags=-w links the test binaries without DWARF, a
-# quarter less link CPU (no test reads it; `make test` links them whole).
-# With a cold test cache on a 2-core VM (go clean -testcache && /usr/bin/time
-# make quick) it takes about 26 s, bound by CPU: about 42 s of it, a third
-# the links of the test binaries, half cmd/envsieve's tests of the tree.
+# short, less the end-to-end tests that each cost half a second of CPU or
+# more (QUICK_SKIP: real agents, git, npm, aws and ssh clients, the 15 s
+# stops, the seal matrices, the floods, the parity and probe matrices; the
+# scripts of cmd/envsieve that cost as much say `[short] skip`); `make test`
+# runs them all. It installs nothing: a test that needs a missing program
+# fails and names `make deps` or `make agents`. -ldflags=-w links the test
+# binaries without DWARF, a quarter less link CPU (no test reads it; `make
+# test` links them whole). It is bound by CPU on a 2-core VM: with a cold
+# test cache (go clean -testcache && /usr/bin/time make quick) docs/design.md
+# gives the figures; a quarter to a third of it is the links of the test
+# binaries.
 QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLoginFileClients \
 	TestNestedLoginFiles TestAWSEnv TestAWSRuleGrant TestAWSLoginFile TestAWSCLI TestAgentSandboxGrant \
 	TestAgentsBrokered TestGoInstallHint TestMakeInstall TestCodexOAuthRefresh TestClaudeOAuthRefresh \
@@ -126,12 +128,14 @@ QUICK_SLOW := TestSealWrites TestSealMasksHold TestSeal TestLoginFileGit TestLog
 	TestScanLinearTime TestAgainstReference TestVerifyMatrix TestBrokeredAgentKey TestAuditFailsClosed \
 	TestAWSConfigProfiles TestCodexLoginSealed TestClaudeLoginSealed TestGeminiLoginSealed TestAgentLoginFiles \
 	TestStoppedHeldPipe TestAWSWebIdentityEnv TestAWSUserSetFiles TestAWSCLIMintedKeys \
-	TestAWSCLIRoleMFAAndEnvironment TestAgentLoginLater TestAgentLoginLaterOwnDir TestStopSelf
+	TestAWSCLIRoleMFAAndEnvironment TestAgentLoginLater TestAgentLoginLaterOwnDir TestStopSelf \
+	TestParity TestCAVariablesOnlyForProxyMode TestProbeDetects TestNestedNarrows TestAgentMCPTokensFaked \
+	TestDaemonAuditFailsClosed TestAgentMCPTokenFiles TestAgentLoginOwnDirFaked TestDaemonLoginFile
 empty :=
 space := $(empty) $(empty)
 QUICK_SKIP := ^($(subst $(space),|,$(strip $(QUICK_SLOW))))$$
 quick:
-	$(GO) test -short -ldflags=-w -skip '$(QUICK_SKIP)' ./...
+	$(GO) test -p 4 -short -ldflags=-w -skip '$(QUICK_SKIP)' ./...
 
 # The portable core builds and vets for macOS (both arches), linux/arm64 and
 # Windows;
