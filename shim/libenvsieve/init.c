@@ -888,9 +888,15 @@ struct cap_data {
 static int drop_capabilities(void) {
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0)
 		return fail("clear ambient capabilities", NULL);
-	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
-			return fail("drop a capability from the bounding set", NULL);
+	/* The kernel's capabilities are numbered from 0 without a gap: the
+	 * first it calls invalid (EINVAL) is past its last one. */
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL && c > 0)
+			break;
+		return fail("drop a capability from the bounding set", NULL);
+	}
 	struct cap_header hdr = {CAPABILITY_VERSION_3, 0};
 	struct cap_data data[2];
 	if (syscall(SYS_capget, &hdr, data) != 0)
