@@ -151,4 +151,8 @@ func TestQuickSkipListCatches(t *testing.T) {
 	if testFunc.MatchString("func TestX(b *testing.B)") || !testFunc.MatchString("func TestX(t *testing.T) {") {
 		t.Error("testFunc matches the wrong declarations")
 	}
+	if !shortSkip.MatchString("# a script\n[short] skip 'slow'\nexec x\n") ||
+		shortSkip.MatchString("# [short] skip\n[!short] skip\n[short] skipped\n") {
+		t.Error("shortSkip matches the wrong lines")
+	}
 }
