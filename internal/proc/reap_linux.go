@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,9 +49,59 @@ const envReapParent = "ENVSIEVE_INIT_PARENT"
 // uninterruptible sleep dies only when it wakes).
 const endWithin = 5 * time.Second
 
-// childrenOf returns the pids whose parent is pid, from /proc (this
-// kernel may lack /proc/PID/task/TID/children).
+// childrenOf returns the pids whose parent is pid: from the kernel's list
+// of each of its threads' children (taskChildren), a read per thread; on
+// a kernel built without that list, from every process's parent in /proc
+// (scanChildren), a read per process on the machine: 2-3 ms with 66
+// processes on the test VM, tens of ms on a desktop's hundreds, paid at
+// each resident launch's start and end.
 func childrenOf(pid int) []int {
+	if kids, ok := taskChildren(pid); ok {
+		return kids
+	}
+	return scanChildren(pid)
+}
+
+// taskChildren reads /proc/PID/task/TID/children for each thread of pid
+// (a child belongs to the thread that forked it, or to another live
+// thread of the process once that one ends). ok is false where the
+// kernel has no such file (CONFIG_PROC_CHILDREN) or a read fails.
+func taskChildren(pid int) (kids []int, ok bool) {
+	base := "/proc/" + strconv.Itoa(pid) + "/task/"
+	d, err := os.Open(base)
+	if err != nil {
+		return nil, false
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil || len(tids) == 0 {
+		return nil, false
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(base + tid + "/children")
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(base + tid); serr == nil {
+				return nil, false // the thread is there, the file is not
+			}
+			continue // the thread ended meanwhile: its children went to another
+		}
+		if err != nil {
+			return nil, false
+		}
+		for _, f := range strings.Fields(string(b)) {
+			p, err := strconv.Atoi(f)
+			if err != nil {
+				return nil, false
+			}
+			kids = append(kids, p)
+		}
+	}
+	return kids, true
+}
+
+// scanChildren returns the pids whose parent is pid, from every
+// process's /proc/PID/stat.
+func scanChildren(pid int) []int {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
@@ -158,7 +210,13 @@ func (t *Tree) End() (int, error) {
 			}
 		}
 		if left == 0 {
-			return len(killed), nil
+			// The kernel's list may miss a child while another exits or
+			// forks (proc(5)): read it once more before the tree is taken
+			// as ended.
+			if again, ok := taskChildren(self); !ok || !slices.ContainsFunc(again, func(p int) bool { return !t.keep[p] }) {
+				return len(killed), nil
+			}
+			continue
 		}
 		if time.Now().After(deadline) {
 			return len(killed), fmt.Errorf("%d processes of the launch's tree did not end within %v of SIGKILL", left, endWithin)
