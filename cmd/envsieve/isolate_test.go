@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/internal/shimtest"
 )
 
@@ -253,14 +253,14 @@ func TestIsolateInPlace(t *testing.T) {
 		}
 		launcher := cmd.Process.Pid
 		var init []int
-		for _, c := range threadsChildren(t, launcher) {
+		for _, c := range proc.Children(launcher) {
 			if comm(c) == "envsieve-init" { // not the broker's process
 				init = append(init, c)
 			}
 		}
 		var prog []int
 		if len(init) == 1 {
-			prog = children(t, init[0])
+			prog = proc.Children(init[0])
 		}
 		got := []string{comm(launcher)}
 		for _, p := range append(init, prog...) {
@@ -283,49 +283,6 @@ func TestIsolateInPlace(t *testing.T) {
 			t.Errorf("%s: the launcher said it execs the init in place: %v; want %v\n%s", name, inPlace, !tc.resident, stderr.String())
 		}
 	}
-}
-
-// threadsChildren returns the pids of the children of each of pid's
-// threads (a Go launcher forks from any of them).
-func threadsChildren(t *testing.T, pid int) []int {
-	t.Helper()
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, task := range tasks {
-		tid, err := strconv.Atoi(task.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, taskChildren(t, pid, tid)...)
-	}
-	return pids
-}
-
-// children returns the pids of pid's children (its main thread's).
-func children(t *testing.T, pid int) []int {
-	t.Helper()
-	return taskChildren(t, pid, pid)
-}
-
-// taskChildren returns the pids of the children of pid's thread tid.
-func taskChildren(t *testing.T, pid, tid int) []int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, tid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pids = append(pids, n)
-	}
-	return pids
 }
 
 // comm returns the command name of pid ("" when unknown).

@@ -62,6 +62,10 @@ func childrenOf(pid int) []int {
 	return scanChildren(pid)
 }
 
+// Children returns the pids of pid's children (childrenOf), for the
+// tests that look at a launch's processes.
+func Children(pid int) []int { return childrenOf(pid) }
+
 // taskChildren reads /proc/PID/task/TID/children for each thread of pid
 // (a child belongs to the thread that forked it, or to another live
 // thread of the process once that one ends). ok is false where the
