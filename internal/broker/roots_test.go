@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func names(t *testing.T, data []byte) string {
 // pool; what is not a certificate is left out.
 func TestUserRootsOnce(t *testing.T) {
 	dir := t.TempDir()
-	sys := slicesConcat(testRoot(t, "sys1"), testRoot(t, "sys2"))
+	sys := slices.Concat(testRoot(t, "sys1"), testRoot(t, "sys2"))
 	company, other := testRoot(t, "company"), testRoot(t, "other")
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
@@ -66,7 +67,7 @@ func TestUserRootsOnce(t *testing.T) {
 	sysFile := write("sys.pem", sys)
 	companyFile := write("company.pem", company)
 	companyCopy := write("company-copy.pem", company)
-	mixed := write("mixed.pem", slicesConcat(company, firstCert(sys), other))
+	mixed := write("mixed.pem", slices.Concat(company, firstCert(sys), other))
 	garbage := write("garbage.pem", []byte("-----BEGIN CERTIFICATE-----\nY29tcGFueQ==\n-----END CERTIFICATE-----\nnot pem at all\n"))
 	dozen := make([]string, 12)
 	for i := range dozen {
@@ -106,7 +107,7 @@ func TestUserRootsOnce(t *testing.T) {
 				t.Errorf("the roots start with the system bundle as it is: %v, want %v", !tc.asSys, tc.asSys)
 			}
 			// The bundle the child trusts holds each certificate once.
-			bundle := slicesConcat(tc.sys, notIn(roots, tc.sys))
+			bundle := slices.Concat(tc.sys, notIn(roots, tc.sys))
 			seen := map[string]bool{}
 			for _, n := range strings.Split(names(t, bundle), ",") {
 				if n != "" && seen[n] {
@@ -123,5 +124,3 @@ func firstCert(data []byte) []byte {
 	b, _ := pem.Decode(data)
 	return pem.EncodeToMemory(b)
 }
-
-func slicesConcat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
