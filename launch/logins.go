@@ -92,7 +92,7 @@ func LoginPreview(home string, env []string, sealed bool, by seal.Mechanism, bro
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
-			if seen, why, ok := outerViewIf(nested && sealed && slices.Contains(seal.CredentialFiles(), rel), p, err); ok {
+			if seen, why, ok := outerView(nested && sealed && slices.Contains(seal.CredentialFiles(), rel), p, err); ok {
 				st.Seen, st.Why = seen, why
 				out = append(out, st)
 				continue
@@ -273,7 +273,7 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				continue
 			}
 			st := LoginState{Path: p, Format: f.Name, Seen: "masked"}
-			if seen, why, ok := outerViewIf(l.host.Nested != "", p, err); ok {
+			if seen, why, ok := outerView(l.host.Nested != "", p, err); ok {
 				// The outer seal's view (outer.go): no fake, no broker.
 				st.Seen, st.Why = seen, why
 				if seen == "passed" {

@@ -40,25 +40,19 @@ const loginsDirPrefix = "envsieve-logins-"
 // outerView says what a nested launch found at the credential file p,
 // given the error reading it: "passed" when it is the outer seal's fake,
 // "masked" when the outer seal masks it (reading it is refused), with why;
-// ok is false when it is neither (a real file).
-func outerView(p string, readErr error) (seen, why string, ok bool) {
+// ok is false when it is neither (a real file), and at once, reading
+// nothing, where nested says the launch is not in an outer tree (mountinfo
+// would be read for each credential file that exists).
+func outerView(nested bool, p string, readErr error) (seen, why string, ok bool) {
 	switch {
+	case !nested:
+		return "", "", false
 	case errors.Is(readErr, fs.ErrPermission):
 		return "masked", "the outer seal masks it", true
 	case readErr == nil && outerFake(mountInfo(), p):
 		return "passed", "the outer seal's fake", true
 	}
 	return "", "", false
-}
-
-// outerViewIf is outerView where nested says the launch is in an outer
-// tree, and false without reading anything where it is not (mountinfo is
-// read for each credential file that exists).
-func outerViewIf(nested bool, p string, readErr error) (seen, why string, ok bool) {
-	if !nested {
-		return "", "", false
-	}
-	return outerView(p, readErr)
 }
 
 // outerFake reports whether mountinfo (the text of /proc/self/mountinfo)
