@@ -114,6 +114,9 @@ type Config struct {
 	// SystemRoots is the PEM bundle of system roots the child's bundle
 	// starts with; "" looks in the usual places.
 	SystemRoots string
+	// SystemPEM is that bundle's content where the caller has read it
+	// already (for UserRoots): it is not read again. nil reads it.
+	SystemPEM []byte
 	// UserRoots are PEM certificates the child's clients trust besides:
 	// the CA files the user's own environment names (a company CA). They
 	// go in the bundle and in the file of the launch CA alone.
@@ -411,14 +414,12 @@ func hashedName(name string) bool {
 // alone for those that add to one (caAddVars). The bundle is built here
 // and nowhere else.
 func (b *Broker) writeTrust() (bundle, caOnly string, err error) {
-	sys := SystemRoots(b.cfg.SystemRoots)
-	if len(sys) > 0 && sys[len(sys)-1] != '\n' {
-		sys = append(sys, '\n')
+	sys := b.cfg.SystemPEM
+	if sys == nil {
+		sys = SystemRoots(b.cfg.SystemRoots)
 	}
-	user := b.cfg.UserRoots
-	if len(user) > 0 && user[len(user)-1] != '\n' {
-		user = append(slices.Clip(user), '\n')
-	}
+	sys = withNewline(sys)
+	user := withNewline(b.cfg.UserRoots)
 	bundle = filepath.Join(b.cfg.Dir, "broker-ca.pem")
 	// The bundle holds each of the user's roots the system's do not (a
 	// user's variable often names the system bundle itself); the launch

@@ -60,7 +60,8 @@ func StartBroker(req launch.BrokerRequest, events func(launch.BrokerEvent)) (lau
 	}
 	var extra []*x509.Certificate
 	if len(files) > 0 {
-		cfg.UserRoots, extra = broker.UserRoots(files, broker.SystemRoots(""))
+		cfg.SystemPEM = broker.SystemRoots("")
+		cfg.UserRoots, extra = broker.UserRoots(files, cfg.SystemPEM)
 	}
 	if len(req.UpstreamCA) > 0 || len(extra) > 0 {
 		pool, err := x509.SystemCertPool()
