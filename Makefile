@@ -65,7 +65,7 @@ test: deps agents vet cross arm64 staticcheck race perentry
 
 # perentry: the seal's tests again with the envsieve-init that never makes
 # the overlay of HOME, its fallback where the kernel refuses one (init.c).
-PERENTRY_RUN := ^(TestSeal|TestSealOverlay|TestSealOverlayLinkedMask|TestSealWrites|TestSealReadOnlyHome|TestSealMasksHold|TestAgentLoginFiles|TestAgentLoginViewKeepsMasks|TestAgentLoginOwnDir|TestAgentLoginOwnDirFaked|TestAgentLoginLaterOwnDir|TestRuleBoundary|TestShSealed|TestSealedTreeReadsNoOutsideProcess)$$
+PERENTRY_RUN := ^(TestSeal|TestSealWorkingDirInHome|TestSealOverlay|TestSealOverlayLinkedMask|TestSealWrites|TestSealReadOnlyHome|TestSealMasksHold|TestAgentLoginFiles|TestAgentLoginViewKeepsMasks|TestAgentLoginOwnDir|TestAgentLoginOwnDirFaked|TestAgentLoginLaterOwnDir|TestRuleBoundary|TestShSealed|TestSealedTreeReadsNoOutsideProcess)$$
 perentry:
 	ENVSIEVE_TEST_INIT_PER_ENTRY=1 $(GO) test -count=1 -run '$(PERENTRY_RUN)' ./cmd/envsieve/
 

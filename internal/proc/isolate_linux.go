@@ -140,9 +140,14 @@ func IsolateInit(args []string) int {
 		fmt.Fprintf(os.Stderr, "envsieve: isolate: %v\n", err)
 		return 125
 	}
-	if _, err := applySeal(seal.Apply); err != nil {
+	if sealed, err := applySeal(seal.Apply); err != nil {
 		fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
 		return 125
+	} else if sealed {
+		if err := enterSealedCwd(); err != nil {
+			fmt.Fprintf(os.Stderr, "envsieve: isolate: seal: %v\n", err)
+			return 125
+		}
 	}
 	// The program must hold no capability: not the one the mount needed,
 	// and none at all when envsieve runs as root (uid 0 in the namespace
@@ -191,6 +196,23 @@ func IsolateInit(args []string) int {
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// enterSealedCwd moves the init into its working directory as the sealed
+// view names it (as envsieve-init's enter_sealed_cwd): the directory it
+// was started in is the real one beneath the seal's mounts (HOME itself,
+// a held directory's copy is mounted over it), and a relative path from
+// it would reach the real files. Where the path no longer leads anywhere
+// in the view, the program does not start.
+func enterSealedCwd() error {
+	wd, err := unix.Getwd()
+	if err != nil {
+		return fmt.Errorf("find the working directory: %w", err)
+	}
+	if err := unix.Chdir(wd); err != nil {
+		return fmt.Errorf("enter the working directory in the sealed view %s: %w", wd, err)
+	}
+	return nil
 }
 
 // dropCapabilities empties, for this thread and what it starts, the

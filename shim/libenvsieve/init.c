@@ -21,7 +21,8 @@
  *      masked names (struct overlay, seal), with the write places bound
  *      back on it; a path that does not exist is skipped,
  *      any other failure ends the init (exit 125) before the program
- *      starts;
+ *      starts; then the init enters its working directory again by its
+ *      path, through the seal's mounts (enter_sealed_cwd);
  *   3. drop every capability (ambient, bounding, inheritable), so that the
  *      program holds none, even as uid 0 in the namespace;
  *   4. start the program with its environment (ENVSIEVE_INIT_SEAL removed,
@@ -874,6 +875,25 @@ out:
 	return ret == 0 ? 0 : 125;
 }
 
+/* enter_sealed_cwd moves the init into its working directory as the
+ * sealed view names it. The directory it was started in is the real one
+ * beneath the seal's mounts (HOME itself, a held or masked directory
+ * beneath it), and a relative path from it would reach the real files: a
+ * credential the view masks, a start-up file it keeps read-only. The same
+ * path is looked up again, now through the mounts; where it no longer
+ * leads anywhere (masked, or gone), the program does not start. */
+static int enter_sealed_cwd(void) {
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof cwd) == NULL || cwd[0] != '/') {
+		if (errno == 0)
+			errno = ENOENT;
+		return fail("seal: find the working directory", NULL);
+	}
+	if (chdir(cwd) != 0)
+		return fail("seal: enter the working directory in the sealed view", cwd);
+	return 0;
+}
+
 /* capget and capset, version 3, declared here: musl's headers do not
  * carry the kernel's <linux/capability.h>. */
 #define CAPABILITY_VERSION_3 0x20080522
@@ -974,6 +994,8 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 	}
 	env[k] = NULL;
 	if (spec && seal(spec) != 0)
+		return 125;
+	if (spec && enter_sealed_cwd() != 0)
 		return 125;
 	if (drop_capabilities() != 0)
 		return 125;
