@@ -238,12 +238,28 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 		l.logins = lf
 		return lf, nil
 	}
-	key, err := l.key()
-	if err != nil {
-		return nil, fmt.Errorf("login fakes: %w", err)
-	}
 	lf := &loginFakes{fake: map[string]string{}, names: map[string]bool{}, vars: map[string]string{}, viewVars: map[string]string{}}
-	faker := func(name, real string) string { return fake.Of(key, name, real) }
+	// The key of the fakes is read at the first fake: a HOME whose login
+	// files hold no credential needs none. Where it cannot be read, the
+	// launch fails (keyFailed, after each step that may have faked).
+	var key []byte
+	var keyErr error
+	faker := func(name, real string) string {
+		if key == nil && keyErr == nil {
+			key, keyErr = l.key()
+		}
+		if keyErr != nil {
+			return ""
+		}
+		return fake.Of(key, name, real)
+	}
+	keyFailed := func() error {
+		if keyErr == nil {
+			return nil
+		}
+		os.RemoveAll(lf.dir)
+		return fmt.Errorf("login fakes: %w", keyErr)
+	}
 	masked := seal.CredentialFiles()
 	for _, f := range login.Formats() {
 		for _, rel := range f.Paths {
@@ -251,6 +267,9 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 				// An agent's own login, in its state dir: a fake in a
 				// view of that dir (agentviews.go).
 				l.fakeAgentLogin(lf, f, rel, faker)
+				if err := keyFailed(); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			p := filepath.Join(l.host.Home, rel)
@@ -288,6 +307,9 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 			var creds []login.Cred
 			if err == nil {
 				out, creds, err = f.Fake(real, faker)
+			}
+			if kerr := keyFailed(); kerr != nil {
+				return nil, kerr
 			}
 			if err == nil && len(creds) == 0 {
 				err = errors.New("no credential in it")
@@ -330,8 +352,14 @@ func (l *Plan) fakeLogins() (*loginFakes, error) {
 		os.RemoveAll(lf.dir)
 		return nil, err
 	}
+	if err := keyFailed(); err != nil {
+		return nil, err
+	}
 	if err := l.fakeAWSWebIdentityEnv(lf, faker); err != nil {
 		os.RemoveAll(lf.dir)
+		return nil, err
+	}
+	if err := keyFailed(); err != nil {
 		return nil, err
 	}
 	if lf.dir != "" {

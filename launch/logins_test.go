@@ -232,3 +232,36 @@ func TestLoginBrokerFails(t *testing.T) {
 		t.Errorf("the seal: fakes %v, err %v", spec.Fake, err)
 	}
 }
+
+// TestFakeLoginsKeyAtFirstFake: the key of the fakes is read at the first
+// fake only. A HOME whose login file holds no credential launches without
+// it (where it cannot be read, nothing needs it); one with a credential
+// fails when the key cannot be read, and keeps no fakes.
+func TestFakeLoginsKeyAtFirstFake(t *testing.T) {
+	keyErr := errors.New("the key cannot be read")
+	failing := func() ([]byte, error) { return nil, keyErr }
+
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".npmrc"), []byte("fund=false\n"), 0o600)
+	l := loginPlan(home)
+	l.host.Key = failing
+	lf, err := l.fakeLogins()
+	if err != nil {
+		t.Fatalf("no credential to fake, and the key was read: %v", err)
+	}
+	if len(lf.files) != 0 {
+		t.Errorf("files = %+v", lf.files)
+	}
+
+	home = t.TempDir()
+	real := "s3cr3t-" + strings.Repeat("Kq7", 8)
+	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://alice:"+real+"@git.example.com\n"), 0o600)
+	l = loginPlan(home)
+	l.host.Key = failing
+	if _, err := l.fakeLogins(); !errors.Is(err, keyErr) {
+		t.Fatalf("a credential faked without its key: %v", err)
+	}
+	if l.logins != nil {
+		t.Errorf("the failed fakes were kept: %+v", l.logins)
+	}
+}

@@ -255,8 +255,8 @@ func cannotWrite(err error) bool {
 // atOrIn reports whether the clean path p is one of paths or lies in one.
 func atOrIn(p string, paths []string) bool {
 	for _, d := range paths {
-		d = filepath.Clean(d)
-		if p == d || d == "/" || strings.HasPrefix(p, d+"/") {
+		d = filepath.Clean(d) // the same string, with no copy, when clean
+		if d == "/" || strings.HasPrefix(p, d) && (len(p) == len(d) || p[len(d)] == '/') {
 			return true
 		}
 	}

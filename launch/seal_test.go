@@ -85,3 +85,24 @@ func TestWritePlaces(t *testing.T) {
 		})
 	}
 }
+
+func TestAtOrIn(t *testing.T) {
+	for _, tc := range []struct {
+		p     string
+		paths []string
+		want  bool
+	}{
+		{"/a/b", []string{"/a"}, true},
+		{"/a", []string{"/a"}, true},
+		{"/a", []string{"/a/"}, true}, // cleaned
+		{"/ab", []string{"/a"}, false},
+		{"/a", []string{"/a/b"}, false},
+		{"/x/y", []string{"/z", "/"}, true},
+		{"/x/y", []string{"/x/./y/"}, true},
+		{"/x/y", nil, false},
+	} {
+		if got := atOrIn(tc.p, tc.paths); got != tc.want {
+			t.Errorf("atOrIn(%q, %q) = %v, want %v", tc.p, tc.paths, got, tc.want)
+		}
+	}
+}

@@ -19,11 +19,20 @@ import (
 // starts, as an error.
 func Available() error {
 	read := func(p string) string {
-		b, err := os.ReadFile(p)
+		// Not os.ReadFile: a file of /proc is pollable, and os would
+		// start Go's network poller (an epoll, an eventfd, a thread that
+		// may wait in it) for three reads in a launcher that then execs.
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return ""
 		}
-		return string(b[:len(b)-min(len(b), 1)])
+		defer unix.Close(fd)
+		var b [32]byte
+		n, err := unix.Read(fd, b[:])
+		if err != nil || n <= 0 {
+			return ""
+		}
+		return string(b[:n-1])
 	}
 	switch {
 	case read("/proc/sys/user/max_user_namespaces") == "0":
