@@ -206,8 +206,9 @@ func TestIsolateInit(t *testing.T) {
 // TestIsolateInPlace: an isolated or sealed launch that needs no resident
 // launcher (no shim, here) execs envsieve-init in its own place, which
 // makes the namespaces itself. Seen from outside, run as an unprivileged
-// user: the launcher's pid is envsieve-init, whose one child (pid 1 of the
-// namespaces, envsieve-init too) is the program's parent. A launcher that
+// user: the launcher's pid is envsieve-init, whose child pid 1 of the
+// namespaces (envsieve-init too) is the program's parent, and whose other
+// child holds the namespaces until the launch has ended. A launcher that
 // stayed resident would be envsieve. A SIGTERM to the launcher's pid
 // reaches the program, whose status comes back. A credential file with no
 // credential in it (an ~/.npmrc that names a registry) starts no broker,
@@ -252,10 +253,14 @@ func TestIsolateInPlace(t *testing.T) {
 			t.Fatalf("%s: the program did not start as pid 2 of its namespace: %q\n%s", name, lines.Text(), stderr.String())
 		}
 		launcher := cmd.Process.Pid
-		var init []int
+		var init, holders []int
 		for _, c := range proc.Children(launcher) {
-			if comm(c) == "envsieve-init" { // not the broker's process
+			switch {
+			case comm(c) != "envsieve-init": // the broker's process
+			case len(proc.Children(c)) > 0:
 				init = append(init, c)
+			default:
+				holders = append(holders, c) // the namespaces' holder (init.c, hold_namespaces)
 			}
 		}
 		var prog []int
@@ -266,8 +271,30 @@ func TestIsolateInPlace(t *testing.T) {
 		for _, p := range append(init, prog...) {
 			got = append(got, comm(p))
 		}
+		// In place, envsieve-init forks a holder of the namespaces beside
+		// pid 1, outside the tree's pid namespace: it holds no descriptor,
+		// and ends with the launch.
+		if want := map[bool]int{false: 1, true: 0}[tc.resident]; len(holders) != want {
+			t.Errorf("%s: %d holders of the namespaces beside pid 1; want %d", name, len(holders), want)
+		}
+		for _, h := range holders {
+			if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", h)); err != nil || len(fds) != 0 {
+				t.Errorf("%s: the holder keeps %d descriptors open (%v)", name, len(fds), err)
+			}
+		}
 		cmd.Process.Signal(syscall.SIGTERM)
 		err = cmd.Wait()
+		for _, h := range holders {
+			ended := false
+			for i := 0; i < 200 && !ended; i++ {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", h))
+				ended = len(st) == 0 || strings.Contains(string(st), ") Z ")
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !ended {
+				t.Errorf("%s: the holder of the namespaces, pid %d, outlived the launch by a second", name, h)
+			}
+		}
 		want := "envsieve-init envsieve-init sh"
 		if tc.resident {
 			want = "envsieve envsieve-init sh"

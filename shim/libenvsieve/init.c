@@ -1073,6 +1073,40 @@ static int write_file(const char *path, const char *text) {
 	return 0;
 }
 
+/* hold_namespaces forks a process that holds the new user and mount
+ * namespaces until this one has exited, then ends with them. Their end
+ * (unmounting the seal's overlay, its layer, its grafts and every mount
+ * the namespace copied, with the RCU grace period an unmount waits for:
+ * about half a millisecond on our test VM) is then paid by it, beside the
+ * launcher's caller seeing the launch end, not by this process's exit
+ * before that. It keeps no capability, no descriptor (the launch's output
+ * pipe closes when the program's tree is done, not later), is outside the
+ * tree's pid namespace (forked before it is made), and ends at this
+ * process's end (PR_SET_PDEATHSIG). Where the fork fails, this process
+ * ends with the namespaces itself, as before. */
+static void hold_namespaces(void) {
+	pid_t parent = getpid();
+	if (fork() != 0)
+		return;
+	struct cap_header hdr = {CAPABILITY_VERSION_3, 0};
+	struct cap_data none[2];
+	memset(none, 0, sizeof none);
+	if (syscall(SYS_capset, &hdr, none) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+	    getppid() != parent)
+		_exit(0);
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+	if (syscall(SYS_close_range, 0, ~0U, 0) != 0)
+		for (int fd = 0; fd < 1024; fd++)
+			close(fd);
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (;;)
+		pause();
+}
+
 static volatile sig_atomic_t pass_int_quit = 1;
 
 /* pass_on is the handler of the process in the launcher's place: as the
@@ -1089,10 +1123,11 @@ static void pass_on(int sig) {
 /*
  * unshare_main runs in the launcher's place (the launcher exec'd it, same
  * pid), when nothing else needs a resident launcher: argv is
- * "envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...]". It makes the user,
- * mount and pid namespaces itself, maps the user's uid and gid to
- * themselves (setgroups denied first, as an unprivileged process must),
- * turns non-dumpable, and forks pid 1, which is init_main; then it passes
+ * "envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...]". It makes the user
+ * and mount namespaces itself, maps the user's uid and gid to themselves
+ * (setgroups denied first, as an unprivileged process must), turns
+ * non-dumpable, forks their holder (hold_namespaces), makes the pid
+ * namespace and forks its pid 1, which is init_main; then it passes
  * the launcher's signals on to pid 1 and exits with its status. pid 1 dies
  * with it (PR_SET_PDEATHSIG), and the namespace with pid 1.
  *
@@ -1110,7 +1145,7 @@ static int unshare_main(int argc, char **argv) {
 	const char *fallback = argv[2];
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) {
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
 		int e = errno;
 		int refused = e == EPERM || e == EINVAL || e == ENOSPC || e == EUSERS;
 		/* Only a seal falls back: without one, envsieve's Landlock init
@@ -1144,6 +1179,10 @@ static int unshare_main(int argc, char **argv) {
 	 * launcher. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
 		return fail("turn non-dumpable", NULL);
+	hold_namespaces();
+	/* The pid namespace after the holder: it is not in it. */
+	if (unshare(CLONE_NEWPID) != 0)
+		return fail("unshare the pid namespace (refused where user and mount namespaces were not)", NULL);
 	pass_int_quit = !isatty(0);
 
 	sigset_t old;
