@@ -328,6 +328,8 @@ struct overlay {
 	char *kind;         /* each mask's entry: 'f' file, 'd' directory, 'w' whiteout */
 	char **known;       /* directories on the way the plan found, relative */
 	size_t nk;
+	char **missing;     /* names on the way the plan found missing, relative */
+	size_t nmissing;
 };
 
 /* in_graft reports whether the resolved path p is at or beneath a graft. */
@@ -338,74 +340,66 @@ static int in_graft(const struct overlay *o, const char *p) {
 	return 0;
 }
 
-/* openat2's how and its resolve flags, declared here: musl's headers do
- * not carry the kernel's <linux/openat2.h>. */
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-struct open_how_v0 {
-	uint64_t flags, mode, resolve;
-};
-#define RESOLVE_NO_SYMLINKS 0x04
-
-/* place_beneath sets where mask k, the path rel beneath the root (HOME),
- * goes in the layer: one openat2 that follows no link, from the root's
- * descriptor, tells whether it exists with no link on the way; where it
- * does not exist, the first missing name gets the whiteout. Returns as
- * layer_place. */
-static int place_beneath(struct overlay *o, size_t k, int root, const char *rel) {
-	struct open_how_v0 how = {O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS};
-	char real[PATH_MAX], name[PATH_MAX];
-	struct stat st;
-	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof how), missing = 0;
-	if (fd < 0) {
-		if (errno == ELOOP || errno == ENOSYS || errno == E2BIG || errno == EINVAL)
-			return 1; /* a link on the way (or no openat2): per entry */
-		if (errno == ENOTDIR)
-			return 0; /* beneath a file: nothing can be made there */
-		if (errno != ENOENT)
-			return -1;
-		/* No link before the first missing name: find it (a directory
-		 * on the way that an earlier mask's search found is not asked
-		 * again; a single name is the missing one itself). */
-		size_t c = 0;
-		int found;
-		do {
-			c += strcspn(rel + c, "/");
-			snprintf(name, sizeof name, "%.*s", (int)c, rel);
-			found = 0;
-			for (size_t i = 0; i < o->nk && rel[c] != 0 && !found; i++)
-				found = strcmp(o->known[i], name) == 0;
-			if (found)
-				continue;
-			if (rel[c] == 0 && strchr(rel, '/') == NULL) {
-				errno = ENOENT; /* the one name, which openat2 did not find */
-				break;
-			}
-			found = fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-			if (found && rel[c] != 0 && S_ISDIR(st.st_mode) && add(&o->known, &o->nk, name) != 0)
-				return -1;
-		} while (found && rel[c++] != 0);
-		if (found)
-			return 1; /* made meanwhile: per entry */
-		if (errno != ENOENT)
-			return errno == ENOTDIR ? 0 : -1;
-		rel = name;
-		missing = 1;
-	} else {
-		int e = fstat(fd, &st) != 0 ? errno : 0;
-		close(fd);
-		if (e != 0)
-			return errno = e, -1;
-	}
+/* set_place sets mask k's entry in the layer, rel (beneath the root) of
+ * kind, unless a graft covers it: a mount masks it there. */
+static int set_place(struct overlay *o, size_t k, const char *rel, char kind) {
+	char real[PATH_MAX];
 	if ((size_t)snprintf(real, sizeof real, "%s/%s", strcmp(o->real, "/") ? o->real : "", rel) >= sizeof real)
 		return errno = ENAMETOOLONG, -1;
 	if (in_graft(o, real))
 		return 0;
 	if ((o->rel[k] = strdup(rel)) == NULL)
 		return -1;
-	o->kind[k] = missing ? 'w' : S_ISDIR(st.st_mode) ? 'd' : 'f';
+	o->kind[k] = kind;
 	return 0;
+}
+
+/* place_beneath sets where mask k, the path rel beneath the root (HOME),
+ * goes in the layer, walking its names from the root's descriptor with
+ * one fstatat each that follows no link at its last name: where a name
+ * is missing, that name gets the whiteout; where a name on the way is a
+ * link (or the mask itself is one), the seal is made per entry; beneath
+ * a file nothing can be made. A directory on the way an earlier mask's
+ * walk found (o->known), and a name it found missing (o->missing, whose
+ * whiteout hides this mask too), are not asked again: on a HOME where
+ * most of the list does not exist, that is one call a name of the list,
+ * not an openat2, an fstat and a close a mask. Returns as layer_place. */
+static int place_beneath(struct overlay *o, size_t k, int root, const char *rel) {
+	char name[PATH_MAX];
+	struct stat st;
+	if (strlen(rel) >= sizeof name)
+		return errno = ENAMETOOLONG, -1;
+	for (size_t c = 0;; c++) {
+		c += strcspn(rel + c, "/");
+		int last = rel[c] == 0, known = 0;
+		memcpy(name, rel, c);
+		name[c] = 0;
+		for (size_t i = 0; i < o->nk && !last && !known; i++)
+			known = strcmp(o->known[i], name) == 0;
+		if (known)
+			continue;
+		for (size_t i = 0; i < o->nmissing; i++)
+			if (strcmp(o->missing[i], name) == 0)
+				goto whiteout;
+		if (fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (errno == ENOTDIR)
+				return 0; /* beneath a file: nothing can be made there */
+			if (errno != ENOENT || add(&o->missing, &o->nmissing, name) != 0)
+				return -1;
+			goto whiteout;
+		}
+		if (S_ISLNK(st.st_mode))
+			return 1; /* a link on the way, or the mask one: per entry */
+		if (last)
+			break;
+		if (!S_ISDIR(st.st_mode))
+			return 0; /* beneath a file */
+		if (add(&o->known, &o->nk, name) != 0)
+			return -1;
+	}
+	return set_place(o, k, rel, S_ISDIR(st.st_mode) ? 'd' : 'f');
+whiteout:
+	return set_place(o, k, name, 'w');
 }
 
 /* layer_place sets where mask k goes in the layer (o->rel, o->kind), or
@@ -862,6 +856,9 @@ out:
 	for (size_t i = 0; i < o.nk; i++)
 		free(o.known[i]);
 	free(o.known);
+	for (size_t i = 0; i < o.nmissing; i++)
+		free(o.missing[i]);
+	free(o.missing);
 	for (size_t k = 0; o.rel && k < nm; k++)
 		free(o.rel[k]);
 	free(o.grafts);
