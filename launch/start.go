@@ -170,7 +170,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 	d := &l.d
 	var sigs *proc.Signals
 	if d.Resident && !l.brokerOnly {
-		sigs = proc.NotifySignals()
+		sigs = proc.TakeSignals()
 	}
 	prog := path
 	if l.pinned != nil {
@@ -195,12 +195,12 @@ func (r *Running) startSingle(stdio Stdio) error {
 	case inPlace && needed:
 		l.host.debugf("the launcher stays resident: the decision said in place")
 		inPlace, d.Resident = false, true
-		sigs = proc.NotifySignals()
+		sigs = proc.TakeSignals()
 	case !inPlace && l.brokerOnly && !needed:
 		l.host.debugf("no broker started, and nothing else keeps the launcher: in place")
 		inPlace, d.Resident = true, false
 	case !inPlace && sigs == nil:
-		sigs = proc.NotifySignals()
+		sigs = proc.TakeSignals()
 	}
 	if inPlace && l.unshare != "" {
 		return l.execUnshared(l.unshare, path, argv, alog)

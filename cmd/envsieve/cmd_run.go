@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
@@ -32,6 +33,11 @@ executed, 127 when it is not found.`,
   envsieve run --env-file .env -- npm start`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, argv []string) error {
+			if !f.noShim {
+				// A launch with the shim stays resident to serve it:
+				// its signals are registered while the rest is set up.
+				proc.EarlySignals()
+			}
 			l, err := build(u, &f, argv)
 			if err != nil {
 				return err

@@ -186,6 +186,9 @@ for still holds.`,
 			if err != nil {
 				return err
 			}
+			if !a.flags.noShim {
+				proc.EarlySignals() // as run does
+			}
 			p, err := cli.LoadPolicy(u, a.flags.policy)
 			if err != nil {
 				return err

@@ -12,6 +12,12 @@ import (
 // forwarded are the signals a resident launcher passes on to its child.
 var forwarded = []os.Signal{os.Interrupt}
 
+// endsProcess: os.Interrupt, the one forwarded here, ends the process.
+func endsProcess(os.Signal) bool { return true }
+
+// raiseSelf cannot send a signal to the launcher itself here: it ends it.
+func raiseSelf(os.Signal) { os.Exit(130) }
+
 // sigWinch does not exist here (Windows): a value no signal has.
 const sigWinch = syscall.Signal(-1)
 

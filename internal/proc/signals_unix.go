@@ -12,6 +12,17 @@ import (
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
 
+// endsProcess reports whether sig's default effect ends the process: a
+// forwarded signal other than SIGWINCH (ignored) and SIGCONT.
+func endsProcess(sig os.Signal) bool { return sig != syscall.SIGWINCH && sig != syscall.SIGCONT }
+
+// raiseSelf sends sig to the launcher itself.
+func raiseSelf(sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok {
+		_ = syscall.Kill(os.Getpid(), s)
+	}
+}
+
 // sigWinch is the terminal's window-size change.
 const sigWinch = syscall.SIGWINCH
 
