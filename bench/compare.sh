@@ -68,7 +68,24 @@ chmod +x "$spec/envsieve-init"
 "$spec/envsieve" run --no-shim --seal -- /bin/true
 [ -s "$spec/spec" ] || { echo "no seal spec was written" >&2; exit 1; }
 echo "# the seal's spec: $(grep -c '^m ' "$spec/spec") masks, $(grep -c '^h ' "$spec/spec") held directories"
+# Beside it, bubblewrap (what Claude Code's and Codex's sandboxes run on
+# Linux) making the same namespaces with the masks it can make: an empty
+# tmpfs on each masked directory and /dev/null on each masked file that
+# exists (it cannot hide a path that does not exist, nor hold a mask while
+# the user works), the system read-only and the write places bound.
+bwrap=(bwrap --unshare-user --unshare-pid --die-with-parent --ro-bind / / --dev-bind /dev /dev --proc /proc)
+mounts=0
+while read -r kind path; do
+  case "$kind" in
+  w) if [ -d "$path" ]; then bwrap+=(--bind "$path" "$path"); mounts=$((mounts + 1)); fi ;;
+  m) if [ -d "$path" ]; then bwrap+=(--tmpfs "$path" --remount-ro "$path"); mounts=$((mounts + 1))
+     elif [ -e "$path" ]; then bwrap+=(--ro-bind /dev/null "$path"); mounts=$((mounts + 1)); fi ;;
+  esac
+done < "$spec/spec"
+"${bwrap[@]}" /bin/true || { echo "bwrap cannot run here" >&2; exit 1; }
+echo "# bwrap: $mounts masks and write places mounted"
 ENVSIEVE_INIT_SEAL=$(cat "$spec/spec") bin/timeit -n "$runs" \
   "/usr/bin/env -u ENVSIEVE_INIT_SEAL /bin/true" \
   "/usr/bin/env -u ENVSIEVE_INIT_SEAL bin/envsieve-init --unshare - /bin/true true" \
-  "/usr/bin/env bin/envsieve-init --unshare - /bin/true true"
+  "/usr/bin/env bin/envsieve-init --unshare - /bin/true true" \
+  "/usr/bin/env -u ENVSIEVE_INIT_SEAL ${bwrap[*]} /bin/true"
