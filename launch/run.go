@@ -149,7 +149,10 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 	}
 	// The init's own failure is envsieve's (125), not the program's 126
 	// or 127: its error is not mapped as the program's would be.
-	proc.EndEarlySignals()
+	if err := proc.EndEarlySignals(); err != nil {
+		alog.Exit(125, err)
+		return err
+	}
 	err := fmt.Errorf("isolate: exec %s: %v", init, syscall.Exec(init, args, env))
 	alog.Exit(125, err)
 	return err
@@ -419,7 +422,10 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 		}
 		path = l.pinned.Path()
 	}
-	proc.EndEarlySignals()
+	if err := proc.EndEarlySignals(); err != nil {
+		alog.Exit(125, err)
+		return err
+	}
 	err := proc.Exec(path, argv, l.Env)
 	alog.Exit(125, err)
 	return err

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/spf13/cobra"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
+	"github.com/envsieve/envsieve/internal/proc"
 )
 
 func runCmd(u *cli.UI) *cobra.Command {

@@ -8,12 +8,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/envsieve/envsieve/cmd/internal/cli"
 	"github.com/envsieve/envsieve/internal/dotenv"
 	"github.com/envsieve/envsieve/internal/envknob"
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/launch"
 	"github.com/envsieve/envsieve/policy"
 	"github.com/envsieve/envsieve/secret"
@@ -173,6 +175,16 @@ func buildWith(u *cli.UI, p *policy.Policy, f *policyFlags, commands [][]string,
 // CLI's. It returns only on failure when the launch execs in place.
 func start(l *launch.Plan) error {
 	r, err := l.Start(context.Background(), launch.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	var stopped *proc.InterruptedError
+	if errors.As(err, &stopped) {
+		// A Ctrl-C or a SIGTERM during the set-up: nothing started, and
+		// the launch cleaned up. End as the signal would have ended us.
+		proc.RaiseSelf(stopped.Signal)
+		if s, ok := stopped.Signal.(syscall.Signal); ok {
+			return cli.ExitStatus(128 + int(s))
+		}
+		return cli.ExitStatus(130)
+	}
 	if err != nil {
 		return err
 	}

@@ -33,19 +33,28 @@ func earlyLauncher(mode, mark string) {
 	proc.EarlySignals()
 	proc.WaitEarlySignals()
 	sig := map[string]syscall.Signal{"term": syscall.SIGTERM, "int": syscall.SIGINT, "hup": syscall.SIGHUP,
-		"winch": syscall.SIGWINCH}[os.Getenv("ENVSIEVE_PROC_SIGNAL")]
+		"winch": syscall.SIGWINCH, "usr1": syscall.SIGUSR1}[os.Getenv("ENVSIEVE_PROC_SIGNAL")]
 	if sig != 0 {
 		syscall.Kill(os.Getpid(), sig)
 		time.Sleep(20 * time.Millisecond) // caught by the registration, not acted on
 	}
 	script := "grep SigIgn /proc/$$/status > " + mark
+	// As cmd/envsieve's start does with the launch's error.
+	interrupted := func(err error) {
+		var ie *proc.InterruptedError
+		if errors.As(err, &ie) {
+			proc.RaiseSelf(ie.Signal)
+			os.Exit(99) // the signal did not end it
+		}
+	}
 	if mode == "exec" {
-		proc.EndEarlySignals()
+		interrupted(proc.EndEarlySignals())
 		syscall.Exec("/bin/sh", []string{"sh", "-c", script}, []string{"PATH=/usr/bin:/bin"})
 		os.Exit(125)
 	}
 	c := &proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}}
 	code, err := proc.Supervise(c, proc.Resident{Signals: proc.TakeSignals(), Stdout: os.Stdout, Stderr: os.Stderr})
+	interrupted(err)
 	if err != nil || code != 0 {
 		os.Exit(125)
 	}
@@ -53,10 +62,11 @@ func earlyLauncher(mode, mark string) {
 
 // TestEarlySignals: a signal an early registration (EarlySignals) caught
 // before the start has the effect it would have had without it. One that
-// ends a process ends the launcher by that signal, and nothing starts,
-// resident or in its place; one that does nothing (SIGWINCH), or one the
-// launcher's caller ignored (SIGHUP under nohup), lets the program start,
-// and in place the program inherits the ignored SIGHUP.
+// ends a Go program ends the launcher by that signal (InterruptedError,
+// then RaiseSelf, as envsieve's start does), and nothing starts, resident
+// or in its place; one that does nothing (SIGWINCH, SIGUSR1 to a Go
+// program), or one the launcher's caller ignored (SIGHUP under nohup), lets
+// the program start, and in place the program inherits the ignored SIGHUP.
 func TestEarlySignals(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -71,6 +81,7 @@ func TestEarlySignals(t *testing.T) {
 		{"resident", "term", false, syscall.SIGTERM},
 		{"resident", "int", false, syscall.SIGINT},
 		{"resident", "winch", false, 0},
+		{"resident", "usr1", false, 0}, // Go's runtime takes it and does nothing
 		{"resident", "hup", true, 0},
 		{"exec", "", false, 0},
 		{"exec", "term", false, syscall.SIGTERM},

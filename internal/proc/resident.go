@@ -58,9 +58,20 @@ type Signals struct {
 	c     chan os.Signal
 	ready chan struct{}
 	// early: EarlySignals' registration, made before anything was decided;
-	// a signal it caught before the start is given its default effect
-	// then (actDefault).
-	early bool
+	// ignored: the forwarded signals ignored when it was made (nohup's
+	// SIGHUP), which Notify catches from then on.
+	early   bool
+	ignored map[os.Signal]bool
+}
+
+// InterruptedError is a signal EarlySignals' registration caught before
+// the program started, one that would have ended the launcher without it:
+// the launch ends with nothing started, cleaned up, and the caller ends by
+// the same signal ([RaiseSelf]).
+type InterruptedError struct{ Signal os.Signal }
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("%v before the program started: nothing was started", e.Signal)
 }
 
 // early is the process's EarlySignals registration, nil until made.
@@ -77,16 +88,24 @@ var early struct {
 // set-up instead of delaying the start. [TakeSignals] hands it to the
 // launch; a launch that execs its program in its place calls
 // [EndEarlySignals] first. Either way a signal caught before the start has
-// the effect it would have had without the registration (the default, or
-// none where the launcher's caller had it ignored): the launch ends, and
-// nothing starts.
+// the effect it would have had without the registration: one that ends
+// the launcher (SIGINT, SIGTERM, SIGHUP, SIGQUIT, unless its caller ignored
+// it) ends the launch with nothing started ([InterruptedError]); the others
+// are dropped, as Go's runtime would have.
 func EarlySignals() {
 	early.Lock()
 	defer early.Unlock()
-	if early.s == nil {
-		early.s = NotifySignals()
-		early.s.early = true
+	if early.s != nil {
+		return
 	}
+	ignored := map[os.Signal]bool{}
+	for _, sig := range forwarded {
+		if signal.Ignored(sig) {
+			ignored[sig] = true
+		}
+	}
+	early.s = NotifySignals()
+	early.s.early, early.s.ignored = true, ignored
 }
 
 // TakeSignals returns EarlySignals' registration the first time, when
@@ -102,45 +121,44 @@ func TakeSignals() *Signals {
 }
 
 // EndEarlySignals undoes EarlySignals' registration before the launcher
-// execs its program in its place, giving each signal it caught the effect
-// it would have had (actDefault), and putting back what the launcher's
-// caller ignored, which the program then inherits. Without one it does
-// nothing.
-func EndEarlySignals() {
+// execs its program in its place, which then inherits what the launcher's
+// caller ignored. A signal it caught that would have ended the launcher
+// is returned as an [InterruptedError]: the caller must not exec. Without
+// a registration it does nothing.
+func EndEarlySignals() error {
 	early.Lock()
 	s := early.s
 	early.Unlock()
 	if s == nil {
-		return
+		return nil
 	}
 	<-s.ready
-	s.actDefault()
+	sig := s.pending()
 	signal.Stop(s.c)
+	if sig != nil {
+		return &InterruptedError{Signal: sig}
+	}
+	return nil
 }
 
-// actDefault gives each signal an early registration caught before the
-// start its own effect: the registration is undone (the signal's
-// disposition back to what it was: Go's, which ends the process as the
-// default would, or ignored) and the signal sent again. A signal that
-// would only have been ignored (a window-size change) is dropped.
-func (s *Signals) actDefault() {
+// pending returns the first signal an early registration caught that
+// would have ended the launcher without it, after undoing the
+// registration (so the signal, sent again, ends it); nil when there is
+// none, or the registration is not an early one. The others it caught are
+// dropped.
+func (s *Signals) pending() os.Signal {
 	if !s.early {
-		return
+		return nil
 	}
 	for {
 		select {
 		case sig := <-s.c:
-			if !endsProcess(sig) {
-				continue
+			if endsProcess(sig) && !s.ignored[sig] {
+				signal.Stop(s.c)
+				return sig
 			}
-			signal.Stop(s.c)
-			raiseSelf(sig)
-			// Ignored by the launcher's caller (nohup): go on. Else the
-			// process ends within this wait.
-			time.Sleep(100 * time.Millisecond)
-			signal.Notify(s.c, forwarded...)
 		default:
-			return
+			return nil
 		}
 	}
 }
@@ -210,7 +228,9 @@ func SuperviseStart(c *Cmd, r Resident) (*Supervised, error) {
 		s.r.Signals = NotifySignals()
 	}
 	<-s.r.Signals.ready
-	s.r.Signals.actDefault()
+	if sig := s.r.Signals.pending(); sig != nil {
+		return nil, &InterruptedError{Signal: sig}
+	}
 	s.sigs = s.r.Signals.c
 	if s.r.Tree == nil {
 		// An error leaves what the child detaches to the system's init.

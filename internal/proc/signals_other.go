@@ -15,8 +15,9 @@ var forwarded = []os.Signal{os.Interrupt}
 // endsProcess: os.Interrupt, the one forwarded here, ends the process.
 func endsProcess(os.Signal) bool { return true }
 
-// raiseSelf cannot send a signal to the launcher itself here: it ends it.
-func raiseSelf(os.Signal) { os.Exit(130) }
+// RaiseSelf cannot send a signal to the launcher itself here: it returns,
+// and the caller exits with 128+N.
+func RaiseSelf(os.Signal) {}
 
 // sigWinch does not exist here (Windows): a value no signal has.
 const sigWinch = syscall.Signal(-1)

@@ -6,20 +6,28 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // forwarded are the signals a resident launcher passes on to its child.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT}
 
-// endsProcess reports whether sig's default effect ends the process: a
-// forwarded signal other than SIGWINCH (ignored) and SIGCONT.
-func endsProcess(sig os.Signal) bool { return sig != syscall.SIGWINCH && sig != syscall.SIGCONT }
+// endsProcess reports whether sig, forwarded, ends a Go program that does
+// not catch it: SIGINT, SIGTERM, SIGHUP and SIGQUIT (os/signal); Go's
+// runtime takes SIGUSR1 and SIGUSR2 and does nothing, and SIGWINCH and
+// SIGCONT do nothing either.
+func endsProcess(sig os.Signal) bool {
+	return sig == syscall.SIGINT || sig == syscall.SIGTERM || sig == syscall.SIGHUP || sig == syscall.SIGQUIT
+}
 
-// raiseSelf sends sig to the launcher itself.
-func raiseSelf(sig os.Signal) {
+// RaiseSelf sends sig to the launcher itself, once nothing catches it: it
+// ends the launcher as it would have (InterruptedError). It returns where
+// it does not.
+func RaiseSelf(sig os.Signal) {
 	if s, ok := sig.(syscall.Signal); ok {
 		_ = syscall.Kill(os.Getpid(), s)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
