@@ -32,20 +32,28 @@ func TestMain(m *testing.M) {
 func earlyLauncher(mode, mark string) {
 	proc.EarlySignals()
 	proc.WaitEarlySignals()
+	var taken *proc.Signals
+	if mode == "taken" {
+		taken = proc.TakeSignals() // the launch is about to start its program
+	}
 	sig := map[string]syscall.Signal{"term": syscall.SIGTERM, "int": syscall.SIGINT, "hup": syscall.SIGHUP,
 		"winch": syscall.SIGWINCH, "usr1": syscall.SIGUSR1}[os.Getenv("ENVSIEVE_PROC_SIGNAL")]
 	if sig != 0 {
 		syscall.Kill(os.Getpid(), sig)
-		time.Sleep(20 * time.Millisecond) // caught by the registration, not acted on
+		time.Sleep(20 * time.Millisecond)
 	}
 	script := "grep SigIgn /proc/$$/status > " + mark
 	// As cmd/envsieve's start does with the launch's error.
 	interrupted := func(err error) {
 		var ie *proc.InterruptedError
 		if errors.As(err, &ie) {
+			os.WriteFile(mark+".interrupted", nil, 0o644)
 			proc.RaiseSelf(ie.Signal)
 			os.Exit(99) // the signal did not end it
 		}
+	}
+	if taken == nil {
+		taken = proc.TakeSignals()
 	}
 	if mode == "exec" {
 		interrupted(proc.EndEarlySignals())
@@ -53,7 +61,7 @@ func earlyLauncher(mode, mark string) {
 		os.Exit(125)
 	}
 	c := &proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}}
-	code, err := proc.Supervise(c, proc.Resident{Signals: proc.TakeSignals(), Stdout: os.Stdout, Stderr: os.Stderr})
+	code, err := proc.Supervise(c, proc.Resident{Signals: taken, Stdout: os.Stdout, Stderr: os.Stderr})
 	interrupted(err)
 	if err != nil || code != 0 {
 		os.Exit(125)
@@ -62,9 +70,10 @@ func earlyLauncher(mode, mark string) {
 
 // TestEarlySignals: a signal an early registration (EarlySignals) caught
 // before the start has the effect it would have had without it. One that
-// ends a Go program ends the launcher by that signal (InterruptedError,
-// then RaiseSelf, as envsieve's start does), and nothing starts, resident
-// or in its place; one that does nothing (SIGWINCH, SIGUSR1 to a Go
+// ends a Go program ends the launcher by that signal, and nothing starts,
+// resident or in its place: at once before the launch took the
+// registration, through the launch's error after (InterruptedError, then
+// RaiseSelf, as envsieve's start does); one that does nothing (SIGWINCH, SIGUSR1 to a Go
 // program), or one the launcher's caller ignored (SIGHUP under nohup), lets
 // the program start, and in place the program inherits the ignored SIGHUP.
 func TestEarlySignals(t *testing.T) {
@@ -83,6 +92,8 @@ func TestEarlySignals(t *testing.T) {
 		{"resident", "winch", false, 0},
 		{"resident", "usr1", false, 0}, // Go's runtime takes it and does nothing
 		{"resident", "hup", true, 0},
+		{"taken", "term", false, syscall.SIGTERM},
+		{"taken", "winch", false, 0},
 		{"exec", "", false, 0},
 		{"exec", "term", false, syscall.SIGTERM},
 		{"exec", "hup", true, 0},
@@ -107,6 +118,13 @@ func TestEarlySignals(t *testing.T) {
 			}
 			if started {
 				t.Errorf("%s: the program started after the launcher caught %v", name, tc.killedBy)
+			}
+			// Taken by the launch, the signal ends it through its error
+			// path (cleaned up); before, at once, as without the
+			// registration.
+			_, ierr := os.Stat(mark + ".interrupted")
+			if through := ierr == nil; through != (tc.mode == "taken") {
+				t.Errorf("%s: ended through InterruptedError: %v; want %v", name, through, tc.mode == "taken")
 			}
 			continue
 		}

@@ -57,11 +57,22 @@ type Resident struct {
 type Signals struct {
 	c     chan os.Signal
 	ready chan struct{}
-	// early: EarlySignals' registration, made before anything was decided;
-	// ignored: the forwarded signals ignored when it was made (nohup's
-	// SIGHUP), which Notify catches from then on.
+	// early: EarlySignals' registration, made before anything was decided,
+	// through reg (c is its relay's); ignored: the forwarded signals
+	// ignored when it was made (nohup's SIGHUP), which Notify catches from
+	// then on.
 	early   bool
+	reg     chan os.Signal
 	ignored map[os.Signal]bool
+}
+
+// stop undoes the registration.
+func (s *Signals) stop() {
+	if s.reg != nil {
+		signal.Stop(s.reg)
+		return
+	}
+	signal.Stop(s.c)
 }
 
 // InterruptedError is a signal EarlySignals' registration caught before
@@ -85,27 +96,50 @@ var early struct {
 // for the one launch a command-line launcher is about to make: the
 // registration takes a thread hand-off per signal each way, 0.3 to 2 ms on
 // our test VM, which then overlaps the loading of the policy and the whole
-// set-up instead of delaying the start. [TakeSignals] hands it to the
-// launch; a launch that execs its program in its place calls
-// [EndEarlySignals] first. Either way a signal caught before the start has
-// the effect it would have had without the registration: one that ends
-// the launcher (SIGINT, SIGTERM, SIGHUP, SIGQUIT, unless its caller ignored
-// it) ends the launch with nothing started ([InterruptedError]); the others
-// are dropped, as Go's runtime would have.
+// set-up instead of delaying the start. Until the launch takes it
+// ([TakeSignals], as it is about to start the program) a signal has the
+// effect it would have had without the registration: one that ends a Go
+// program (SIGINT, SIGTERM, SIGHUP, SIGQUIT, unless the launcher's caller
+// ignored it) is sent again once nothing catches it, and ends the
+// launcher then and there; the others are dropped, as Go's runtime would.
+// Once taken, such a signal caught before the start ends the launch with
+// nothing started, cleaned up ([InterruptedError]). A launch that execs its
+// program in its place calls [EndEarlySignals] first.
 func EarlySignals() {
 	early.Lock()
 	defer early.Unlock()
 	if early.s != nil {
 		return
 	}
-	ignored := map[os.Signal]bool{}
+	s := &Signals{c: make(chan os.Signal, 16), ready: make(chan struct{}), early: true,
+		reg: make(chan os.Signal, 16), ignored: map[os.Signal]bool{}}
 	for _, sig := range forwarded {
 		if signal.Ignored(sig) {
-			ignored[sig] = true
+			s.ignored[sig] = true
 		}
 	}
-	early.s = NotifySignals()
-	early.s.early, early.s.ignored = true, ignored
+	go func() {
+		signal.Notify(s.reg, forwarded...)
+		close(s.ready)
+		for sig := range s.reg {
+			early.Lock()
+			taken := early.taken
+			early.Unlock()
+			if taken {
+				select {
+				case s.c <- sig:
+				default: // full: dropped, as signal.Notify drops
+				}
+				continue
+			}
+			if endsProcess(sig) && !s.ignored[sig] {
+				signal.Stop(s.reg)
+				RaiseSelf(sig)
+				signal.Notify(s.reg, forwarded...) // it did not end the launcher
+			}
+		}
+	}()
+	early.s = s
 }
 
 // TakeSignals returns EarlySignals' registration the first time, when
@@ -132,20 +166,22 @@ func EndEarlySignals() error {
 	if s == nil {
 		return nil
 	}
+	early.Lock()
+	early.taken = true // what comes now is queued for pending
+	early.Unlock()
 	<-s.ready
-	sig := s.pending()
-	signal.Stop(s.c)
-	if sig != nil {
+	s.stop()
+	if sig := s.pending(); sig != nil {
 		return &InterruptedError{Signal: sig}
 	}
 	return nil
 }
 
-// pending returns the first signal an early registration caught that
-// would have ended the launcher without it, after undoing the
-// registration (so the signal, sent again, ends it); nil when there is
-// none, or the registration is not an early one. The others it caught are
-// dropped.
+// pending returns the first signal an early registration caught since the
+// launch took it that would have ended the launcher without it, after
+// undoing the registration (so the signal, sent again, ends it); nil when
+// there is none, or the registration is not an early one. The others it
+// caught are dropped.
 func (s *Signals) pending() os.Signal {
 	if !s.early {
 		return nil
@@ -154,7 +190,7 @@ func (s *Signals) pending() os.Signal {
 		select {
 		case sig := <-s.c:
 			if endsProcess(sig) && !s.ignored[sig] {
-				signal.Stop(s.c)
+				s.stop()
 				return sig
 			}
 		default:
