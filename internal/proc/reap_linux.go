@@ -380,11 +380,7 @@ func raise(sig syscall.Signal) {
 		return
 	}
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-	signal.Reset(sig)
-	_ = syscall.Kill(os.Getpid(), sig)
-	// A signal that stops (SIGTSTP and the like) or is ignored does not
-	// end the process: give it a moment, then go on.
-	time.Sleep(50 * time.Millisecond)
+	RaiseSelf(sig)
 }
 
 // endChildren kills every child of this process, and every process that

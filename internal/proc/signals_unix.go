@@ -5,6 +5,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 	"time"
 )
@@ -21,14 +22,19 @@ func endsProcess(sig os.Signal) bool {
 	return sig == syscall.SIGINT || sig == syscall.SIGTERM || sig == syscall.SIGHUP || sig == syscall.SIGQUIT
 }
 
-// RaiseSelf sends sig to the launcher itself, once nothing catches it: it
-// ends the launcher as it would have (InterruptedError). It returns where
-// it does not.
+// RaiseSelf ends this process by sig, as the signal would have without
+// envsieve's registration (InterruptedError; and the reaper's end, raise):
+// the signal's disposition back to its default, and sig sent to itself. A
+// signal that stops, or one ignored from the start, does not end it: it
+// returns after a moment, and the caller exits as it can.
 func RaiseSelf(sig os.Signal) {
-	if s, ok := sig.(syscall.Signal); ok {
-		_ = syscall.Kill(os.Getpid(), s)
-		time.Sleep(100 * time.Millisecond)
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return
 	}
+	signal.Reset(s)
+	_ = syscall.Kill(os.Getpid(), s)
+	time.Sleep(50 * time.Millisecond)
 }
 
 // sigWinch is the terminal's window-size change.
