@@ -176,8 +176,10 @@ func (l *Plan) decide() {
 
 	// In place or resident: a single launch that needs the launcher for
 	// nothing afterwards execs the program in its place, or, isolated,
-	// envsieve-init (unshareInit); a launch sealed by Landlock never does,
-	// as its tree needs a reaper and a launcher to outlive it.
+	// envsieve-init (unshareInit), or, sealed by Landlock, envsieve-init's
+	// Landlock init, whose reaper holds the tree (landlockInit); without
+	// it a Landlock launch stays resident, as its tree needs a reaper and
+	// a launcher to outlive it.
 	masks := d.Masking && len(d.Masked) > 0
 	files := l.files != nil || o.DryRun && !memfd.Supported && slices.ContainsFunc(res.Injected, func(n string) bool {
 		return o.Policy.SecretSpec(n).Deliver == policy.DeliverFile
@@ -206,7 +208,9 @@ func hasAWSKeys(env []string) bool {
 
 // inPlace returns whether a launch the rest lets go in place (ok) may:
 // unisolated and unsealed, or isolated by envsieve-init in the launcher's
-// place (unshareInit, which sets l.unshare).
+// place (unshareInit, which sets l.unshare), or sealed by Landlock with
+// envsieve-init's Landlock init in its place (landlockInit, which sets
+// l.landlock).
 func (l *Plan) inPlace(ok bool) bool {
 	switch {
 	case !ok:
@@ -216,6 +220,9 @@ func (l *Plan) inPlace(ok bool) bool {
 	case l.opt.NoShim && l.isolated:
 		l.unshare = l.unshareInit()
 		return l.unshare != ""
+	case l.opt.NoShim && l.sealed && l.sealBy == seal.Landlock:
+		l.landlock = l.landlockInit()
+		return l.landlock != ""
 	}
 	return false
 }

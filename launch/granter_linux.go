@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/envsieve/envsieve/internal/proc"
 	"github.com/envsieve/envsieve/seal"
 )
 
 // granter starts the programs of exec-time grants from one OS thread of
 // the launcher that holds the launch's seal: a Landlock domain with the
-// tree's own rules (seal.Restrict of the same spec), made once. The
+// tree's own rules (proc.Restrict of the same spec), made once. The
 // programs it starts inherit the domain, so each sees what the tree sees
 // and can change only what the tree can (docs/design.md, "Exec-time
 // grants": a grant changes the environment, never the boundary). The
@@ -36,7 +37,7 @@ func newGranter(spec seal.Spec) (*granter, error) {
 		// Never unlocked: when this goroutine ends, the thread ends with
 		// it, and a half-restricted thread is never reused.
 		runtime.LockOSThread()
-		if err := seal.Restrict(spec); err != nil {
+		if err := proc.Restrict(spec); err != nil {
 			errc <- fmt.Errorf("seal the programs started for rules: %w", err)
 			return
 		}

@@ -253,13 +253,15 @@ type Plan struct {
 	started bool
 	// d is the decision record (decide); sealErr why the seal cannot be
 	// made here, unshare the envsieve-init an isolated launch execs in
-	// its place ("" for none), brokerOnly that the decision keeps the
+	// its place ("" for none), landlock the one a launch sealed by
+	// Landlock execs in its place ("" for none), brokerOnly that the decision keeps the
 	// launcher resident only for a broker that may run, shimLib,
 	// shimStatic and shimErr what FindShim said of the program (when
 	// shimFound).
 	d          Decision
 	sealErr    error
 	unshare    string
+	landlock   string
 	brokerOnly bool
 	shimLib    string
 	shimStatic bool

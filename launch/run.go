@@ -44,22 +44,25 @@ func (l *Plan) chooseSeal() error {
 // with Landlock when the launch is (an error then means nothing may
 // start), else in a Landlock domain of its own when the shim may start
 // granted programs (the domain keeps the tree from reading or tracing
-// them; without it the shim declines every start), else c itself.
-func (l *Plan) scope(c *proc.Cmd, sh *shimRun) (*proc.Cmd, error) {
+// them; without it the shim declines every start), else c itself. init
+// is envsieve-init, the tree's reaper then, for a Cmd that proc starts
+// (it inherits the ruleset at the start), or "" for envsieve itself.
+func (l *Plan) scope(c *proc.Cmd, sh *shimRun, init string) (*proc.Cmd, error) {
 	if l.sealed && l.sealBy == seal.Landlock {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return nil, err
 		}
-		sc, err := proc.ScopeSealed(c, spec)
+		sc, err := proc.ScopeSealedWith(c, spec, init)
 		if err != nil {
 			return nil, err
 		}
-		l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
+		l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable; the tree's reaper is %s",
+			len(spec.Mask), len(spec.ReadOnly), len(spec.Write), reaperName(init))
 		return sc, nil
 	}
 	if sh.Grants() {
-		sc, err := proc.Scope(c)
+		sc, err := proc.ScopeWith(c, init)
 		if err != nil {
 			sh.NoScope(err)
 			return c, nil
@@ -69,9 +72,19 @@ func (l *Plan) scope(c *proc.Cmd, sh *shimRun) (*proc.Cmd, error) {
 	return c, nil
 }
 
+// reaperName names the reaper of a Landlock launch's tree, for the debug
+// log: envsieve-init's Landlock init at init, or envsieve re-executed.
+func reaperName(init string) string {
+	if init == "" {
+		return "envsieve, re-executed"
+	}
+	return "envsieve-init"
+}
+
 // isolateInit returns the path of envsieve-init beside the shim, the init
-// of the launch's namespaces, or "" when it is not installed (envsieve
-// re-executes itself as the init then, a second Go start).
+// of the launch's namespaces or the reaper of its Landlock domain, or ""
+// when it is not installed (envsieve re-executes itself as the init then,
+// a second Go start).
 func (l *Plan) isolateInit() string {
 	lib, err := shim.Locate(l.host.Shim, l.host.Exe)
 	if err != nil {
@@ -154,6 +167,60 @@ func (l *Plan) execUnshared(init, path string, argv []string, alog *audit.Log) e
 		return err
 	}
 	err := fmt.Errorf("isolate: exec %s: %v", init, syscall.Exec(init, args, env))
+	alog.Exit(125, err)
+	return err
+}
+
+// landlockInit returns the path of envsieve-init when a launch sealed by
+// Landlock may exec it in the launcher's place (execLandlock): it is
+// installed, and the seal is Landlock's. Else "", and the launcher stays
+// resident as its tree's reaper's parent.
+func (l *Plan) landlockInit() string {
+	if !l.sealed || l.sealBy != seal.Landlock {
+		return ""
+	}
+	return l.isolateInit()
+}
+
+// execLandlock replaces the launcher with envsieve-init's Landlock init at
+// init (shim/libenvsieve/init.c), handing it the seal's ruleset, built
+// here: it forks the tree's reaper, a child subreaper that watches it,
+// which puts the program alone in the domain; it passes signals on and
+// exits with the program's status. What a resident launcher and its
+// reaper do, with no Go process left. It returns only on failure.
+func (l *Plan) execLandlock(init, path string, argv []string, alog *audit.Log) error {
+	spec, err := l.sealSpec()
+	if err != nil {
+		return err
+	}
+	ruleset, err := proc.ExecScopedEnv(spec)
+	if err != nil {
+		return err
+	}
+	env := append(proc.InitEnv(l.Env), ruleset)
+	l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
+	if l.pinned != nil {
+		// As execInPlace: the init and its program inherit it.
+		if err := l.pinned.KeepOpen(); err != nil {
+			return err
+		}
+		path = l.pinned.Path()
+	}
+	l.host.debugf("exec %s in place: it reaps the tree and starts %s in the seal's domain", init, path)
+	alog.Exec(path)
+	if err := l.auditFailed(alog); err != nil {
+		return err
+	}
+	args := append([]string{"envsieve-init", "--landlock", path}, argv...)
+	if err := proc.CheckNUL(args, env); err != nil {
+		return err
+	}
+	// The init's own failure is envsieve's (125), not the program's.
+	if err := proc.EndEarlySignals(); err != nil {
+		alog.Exit(125, err)
+		return err
+	}
+	err = fmt.Errorf("seal: exec %s: %v", init, syscall.Exec(init, args, env))
 	alog.Exit(125, err)
 	return err
 }
@@ -404,7 +471,7 @@ func (l *Plan) execInPlace(path string, argv []string, alog *audit.Log) error {
 			return err
 		}
 		runtime.LockOSThread()
-		if err := seal.Restrict(spec); err != nil {
+		if err := proc.Restrict(spec); err != nil {
 			return err
 		}
 		l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))

@@ -205,6 +205,9 @@ func (r *Running) startSingle(stdio Stdio) error {
 	if inPlace && l.unshare != "" {
 		return l.execUnshared(l.unshare, path, argv, alog)
 	}
+	if inPlace && l.landlock != "" {
+		return l.execLandlock(l.landlock, path, argv, alog)
+	}
 	if inPlace {
 		return l.execInPlace(path, argv, alog)
 	}
@@ -267,7 +270,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 		}
 		res.AfterStart = proc.MakeNonDumpable
 	default:
-		if c, err = l.scope(c, sh); err != nil {
+		if c, err = l.scope(c, sh, l.isolateInit()); err != nil {
 			return err
 		}
 		if err := proc.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
@@ -312,7 +315,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 			return err
 		}
 		c.Dir = l.opt.Dir
-		if c, err = l.scope(c, sh); err != nil {
+		if c, err = l.scope(c, sh, l.isolateInit()); err != nil {
 			return err
 		}
 		res.AfterStart = nil
@@ -397,7 +400,10 @@ func (r *Running) startServer(stdio Stdio) error {
 	// in a Landlock domain of its own that keeps the command from reading
 	// or tracing the programs the server starts for them (which share the
 	// command's seal).
-	sc, err := l.scope(&proc.Cmd{Path: path, Args: argv, Env: l.Env}, r.sh)
+	// The reaper is envsieve re-executed, which builds the ruleset
+	// itself: envsieve-init's inherits it from a proc.Cmd's start, and
+	// this one is started here, with descriptors of its own.
+	sc, err := l.scope(&proc.Cmd{Path: path, Args: argv, Env: l.Env}, r.sh, "")
 	if err != nil {
 		outW.Close()
 		errW.Close()

@@ -58,13 +58,13 @@ func LandlockAvailable() error {
 	return nil
 }
 
-// Restrict seals s for the calling thread and every program it then
-// executes: it enters a Landlock domain (setting no_new_privs, which
-// Landlock requires) in which no file under a masked path can be read or
-// written and nothing under a read-only path can be changed. The caller
-// must hold its OS thread locked and exec the program from it; any error
-// leaves the thread unrestricted, and the caller must not start the
-// program.
+// Ruleset returns a Landlock ruleset that seals s: a process that enters
+// it (no_new_privs set, landlock_restrict_self: proc.Restrict, or
+// envsieve-init's Landlock init, which holds no Go runtime to build it)
+// and every program it then executes can read or write no file under a
+// masked path and change nothing under a read-only path. The caller owns
+// the descriptor (close-on-exec); nothing may start unsealed where it
+// fails.
 //
 // Landlock only grants, from the file's place in the real directory tree
 // up: so the domain grants every right to each existing entry of each
@@ -74,15 +74,11 @@ func LandlockAvailable() error {
 // in a spine directory after the start cannot be created or read in the
 // tree. Entries are opened without following links, so nothing swapped in
 // while the domain is built can widen it.
-func Restrict(s Spec) error {
+func Ruleset(s Spec) (int, error) {
 	if err := LandlockAvailable(); err != nil {
-		return err
+		return -1, err
 	}
-	rfd, err := ruleset(s, llHandled)
-	if err != nil {
-		return err
-	}
-	return enter(rfd)
+	return ruleset(s, llHandled)
 }
 
 // ruleset creates a Landlock ruleset that handles the rights handled and
@@ -112,19 +108,6 @@ func ruleset(s Spec, handled uint64) (int, error) {
 		}
 	}
 	return int(rfd), nil
-}
-
-// enter restricts the calling thread with the ruleset at rfd, and closes
-// it.
-func enter(rfd int) error {
-	defer unix.Close(rfd)
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("seal: no_new_privs: %w", err)
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
-		return fmt.Errorf("seal: landlock_restrict_self: %v", errno)
-	}
-	return nil
 }
 
 // llRule is one rule of a Landlock seal: the rights access beneath the

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		runtime.LockOSThread()
 		spec, err := Decode(text)
 		if err == nil {
-			err = Restrict(spec)
+			err = restrictSelf(spec)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -38,6 +38,23 @@ func TestMain(m *testing.M) {
 		os.Exit(126)
 	}
 	os.Exit(m.Run())
+}
+
+// restrictSelf enters the domain of spec's ruleset, as proc.Restrict does
+// (proc imports this package).
+func restrictSelf(spec Spec) error {
+	rfd, err := Ruleset(spec)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // sealHome makes a HOME holding credential files, an envsieve config dir

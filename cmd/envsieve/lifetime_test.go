@@ -25,7 +25,10 @@ type lifetimeMode struct {
 	name     string
 	args     []string
 	landlock bool
-	env      []string
+	// nsOff runs envsieve under usernsoff, where the kernel's switch says
+	// user namespaces are off: the seal is Landlock's from the decision.
+	nsOff bool
+	env   []string
 	// debug is what the launcher must say about the mode, so that a test
 	// cannot pass in another.
 	debug string
@@ -37,9 +40,11 @@ func lifetimeModes(t *testing.T) []lifetimeMode {
 		{name: "unsealed, resident", args: []string{"run", "--no-shim", "--policy", "@redact", "--secret", "LT_TOKEN"},
 			env: []string{"LT_TOKEN=lifetime-" + strings.Repeat("7e", 8)}, debug: "resident launcher: redaction true"},
 		{name: "unsealed, with grants", args: []string{"run", "--policy", "@grants"}, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "shim: "},
-		{name: "landlock", args: []string{"run", "--no-shim", "--seal"}, landlock: true, debug: "seal: landlock;"},
+		{name: "landlock", args: []string{"run", "--no-shim", "--seal"}, landlock: true, debug: "the tree's reaper is envsieve, re-executed"},
 		{name: "landlock, in place", args: []string{"run", "--no-shim", "--seal", "--policy", "@plain"}, landlock: true, debug: "seal: landlock;"},
-		{name: "landlock, with grants", args: []string{"run", "--seal", "--policy", "@grants"}, landlock: true, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "seal: landlock;"},
+		{name: "landlock, the C init", args: []string{"run", "--no-shim", "--seal"}, landlock: true, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "the tree's reaper is envsieve-init"},
+		{name: "landlock, the C init in place", args: []string{"run", "--no-shim", "--seal", "--policy", "@plain"}, nsOff: true, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "in place: it reaps the tree"},
+		{name: "landlock, with grants", args: []string{"run", "--seal", "--policy", "@grants"}, landlock: true, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "the tree's reaper is envsieve-init"},
 		{name: "namespaces", args: []string{"run", "--no-shim", "--seal"}, debug: "seal: namespaces;"},
 		{name: "namespaces, the C init in place", args: []string{"run", "--no-shim", "--seal", "--policy", "@plain"}, env: []string{"ENVSIEVE_SHIM=" + lib}, debug: "in place: it makes the namespaces"},
 	}
@@ -73,13 +78,23 @@ func lifetimeCommand(t *testing.T, exe, home string, m lifetimeMode, argv ...str
 		}
 		full = append([]string{noNS}, full...)
 	}
+	attr := asUnprivileged()
+	if m.nsOff {
+		off := filepath.Join(dir, "usernsoff")
+		if _, err := os.Stat(off); err != nil {
+			copyFile(t, shimtest.Program(t, "usernsoff", shimtest.UsernsOff), off)
+		}
+		// As root it makes its mount namespace, then becomes nobody.
+		full = append([]string{off, "65534"}, full...)
+		attr = nil
+	}
 	cmd := exec.Command(full[0], full[1:]...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home, "ENVSIEVE_DEBUG=1"}, m.env...)
 	cmd.Dir = home
 	if fi, err := os.Stat(filepath.Join(home, "work")); err == nil && fi.IsDir() {
 		cmd.Dir = filepath.Join(home, "work")
 	}
-	cmd.SysProcAttr = asUnprivileged()
+	cmd.SysProcAttr = attr
 	return cmd
 }
 

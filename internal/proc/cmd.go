@@ -189,6 +189,10 @@ type Cmd struct {
 	isolate bool // set by Isolate: start in new namespaces
 	reaps   bool // set by Scope: the tree's reaper, watching the launcher
 	tied    bool // set by Supervise: ends with the launcher (lifetimeAttr)
+	// ruleset is the Landlock ruleset envsieve-init's Landlock init enters
+	// ([ScopeWith]): inherited at its own number, and closed here once
+	// the init has started (passRuleset).
+	ruleset *os.File
 }
 
 // Start starts the command. It fails with ErrNilEnv when Env is nil.
@@ -224,7 +228,10 @@ func (c *Cmd) startContext(ctx context.Context) error {
 	}
 	cmd.Env = c.lifetimeAttr(cmd.SysProcAttr, cmd.Env)
 	c.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	started := c.passRuleset()
+	err := cmd.Start()
+	started()
+	if err != nil {
 		return c.startError(err)
 	}
 	return nil

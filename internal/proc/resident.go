@@ -419,7 +419,10 @@ func (c *Cmd) startPTY(tty *os.File) (ptmx, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	c.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	started := c.passRuleset()
+	err = cmd.Start()
+	started()
+	if err != nil {
 		ptmx.Close()
 		slave.Close()
 		return nil, nil, c.startError(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,7 @@ func landlockABI() (int, error) {
 }
 
 // ScopeSealed is [Scope] with the seal made by Landlock: the init enters
-// a domain that seals spec (seal.Restrict) instead of the scope's empty
+// a domain that seals spec ([Restrict]) instead of the scope's empty
 // one, which keeps the tree out of launcher-started programs all the same.
 // The init fails, and nothing starts, where the seal cannot be made.
 func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
@@ -63,6 +64,118 @@ func ScopeSealed(c *Cmd, spec seal.Spec) (*Cmd, error) {
 	sc.Env = append(sc.Env, InitSeal+text)
 	sc.reaps = true
 	return sc, nil
+}
+
+// Restrict seals s for the calling thread and every program it then
+// executes: it enters the Landlock domain of s's ruleset (seal.Ruleset),
+// setting no_new_privs, which Landlock requires. The caller must hold its
+// OS thread locked and exec the program from it; any error leaves the
+// thread unrestricted, and the caller must not start the program.
+func Restrict(s seal.Spec) error {
+	rfd, err := seal.Ruleset(s)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seal: no_new_privs: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
+		return fmt.Errorf("seal: landlock_restrict_self: %v", errno)
+	}
+	return nil
+}
+
+// initLandlock names, to envsieve-init's Landlock init, the descriptor of
+// the ruleset it puts the program in (shim/libenvsieve/init.c,
+// landlock_main).
+const initLandlock = "ENVSIEVE_INIT_LANDLOCK="
+
+// ScopeWith is [Scope] with init as the tree's reaper: the path of
+// envsieve-init (shim.LocateInit), whose Landlock init does what
+// [ScopeInit] does without a second Go start, or "" for envsieve itself.
+// The launcher builds the domain's ruleset and the init inherits it; the
+// init stays outside the domain it puts the program in.
+func ScopeWith(c *Cmd, init string) (*Cmd, error) {
+	if init == "" {
+		return Scope(c)
+	}
+	if _, err := landlockABI(); err != nil {
+		return nil, err
+	}
+	rfd, err := scopeRuleset()
+	if err != nil {
+		return nil, fmt.Errorf("scope: %w", err)
+	}
+	return landlockInit(c, init, rfd)
+}
+
+// ScopeSealedWith is [ScopeSealed] with init as the tree's reaper (see
+// [ScopeWith]): the launcher builds the seal's ruleset (seal.Ruleset).
+func ScopeSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
+	if init == "" {
+		return ScopeSealed(c, spec)
+	}
+	rfd, err := seal.Ruleset(spec)
+	if err != nil {
+		return nil, err
+	}
+	return landlockInit(c, init, rfd)
+}
+
+// landlockInit returns the Cmd that starts c by envsieve-init's Landlock
+// init at init, in the ruleset at rfd, which it takes. The ruleset is
+// moved past the descriptors the child gets from c.ExtraFiles, so that
+// none of them lands on it; it is inherited at that number
+// (passRuleset).
+func landlockInit(c *Cmd, init string, rfd int) (*Cmd, error) {
+	fd, err := unix.FcntlInt(uintptr(rfd), unix.F_DUPFD_CLOEXEC, 3+len(c.ExtraFiles))
+	unix.Close(rfd)
+	if err != nil {
+		return nil, fmt.Errorf("scope: move the Landlock ruleset: %w", err)
+	}
+	args := append([]string{"envsieve-init", "--landlock", c.Path}, c.Args...)
+	env := append(InitEnv(c.Env), initLandlock+strconv.Itoa(fd))
+	return &Cmd{Path: init, Args: args, Env: env, Dir: c.Dir, Stdin: c.Stdin, Stdout: c.Stdout,
+		Stderr: c.Stderr, WaitDelay: c.WaitDelay, ExtraFiles: c.ExtraFiles, reaps: true,
+		ruleset: os.NewFile(uintptr(fd), "landlock-ruleset")}, nil
+}
+
+// passRuleset lets the child about to start inherit c's Landlock ruleset
+// at its number (another child the launcher starts meanwhile may inherit
+// it too: a ruleset gives nothing, it only restricts whoever enters it).
+// The returned function, called once the start is done, closes the
+// launcher's copy.
+func (c *Cmd) passRuleset() (started func()) {
+	if c.ruleset == nil {
+		return func() {}
+	}
+	f := c.ruleset
+	c.ruleset = nil
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil {
+		// Left close-on-exec: the init finds no ruleset and fails (125),
+		// and nothing starts unsealed.
+		f.Close()
+		return func() {}
+	}
+	return func() { f.Close() }
+}
+
+// ExecScopedEnv is what the launcher execs envsieve-init's Landlock init
+// in its own place with: the variable naming the ruleset of spec's seal,
+// which it leaves open across the exec (no other process is started
+// meanwhile: the launch is in place). The init forks the tree's reaper,
+// which watches it, and waits for it.
+func ExecScopedEnv(spec seal.Spec) (string, error) {
+	rfd, err := seal.Ruleset(spec)
+	if err != nil {
+		return "", err
+	}
+	if _, err := unix.FcntlInt(uintptr(rfd), unix.F_SETFD, 0); err != nil {
+		unix.Close(rfd)
+		return "", fmt.Errorf("seal: pass the Landlock ruleset: %w", err)
+	}
+	return initLandlock + strconv.Itoa(rfd), nil
 }
 
 // ScopeInit is the process [Scope] starts: args are the program's path and
@@ -81,7 +194,7 @@ func ScopeInit(args []string) int {
 	// no_new_privs and the domain are the thread's: set both, and start
 	// the program, from this one.
 	runtime.LockOSThread()
-	if sealed, err := applySeal(seal.Restrict); sealed || err != nil {
+	if sealed, err := applySeal(Restrict); sealed || err != nil {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "envsieve: %v\n", err)
 			return 125
@@ -96,19 +209,30 @@ func ScopeInit(args []string) int {
 }
 
 // enterDomain puts the calling thread in a new Landlock domain that handles
-// only the creation of block devices.
+// only the creation of block devices (scopeRuleset).
 func enterDomain() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
-	attr := unix.LandlockRulesetAttr{Handled_access_fs: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK}
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
-	if errno != 0 {
-		return fmt.Errorf("%w: create a ruleset: %v", ErrNoScope, errno)
+	fd, err := scopeRuleset()
+	if err != nil {
+		return err
 	}
-	defer unix.Close(int(fd))
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+	defer unix.Close(fd)
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
 		return fmt.Errorf("%w: restrict: %v", ErrNoScope, errno)
 	}
 	return nil
+}
+
+// scopeRuleset returns the ruleset of a scope's own domain: it handles
+// only the creation of block devices, which needs a privilege the tree
+// lacks, so it restricts nothing the user can do.
+func scopeRuleset() (int, error) {
+	attr := unix.LandlockRulesetAttr{Handled_access_fs: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
+	if errno != 0 {
+		return -1, fmt.Errorf("%w: create a ruleset: %v", ErrNoScope, errno)
+	}
+	return int(fd), nil
 }

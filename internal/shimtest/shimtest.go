@@ -27,6 +27,14 @@ import (
 //go:embed testdata/nouserns.c
 var NoUserNS string
 
+// UsernsOff is the source of testdata/usernsoff.c, for [Program]: a
+// wrapper under which /proc/sys/user/max_user_namespaces reads 0, so
+// that envsieve chooses the Landlock seal before it starts anything; as
+// root it runs its program as the uid it is given.
+//
+//go:embed testdata/usernsoff.c
+var UsernsOff string
+
 // NoUnixSock is the source of testdata/nounixsock.c, for [Program]: a
 // wrapper that runs a command as Claude Code's Linux sandbox does, unable
 // to create a unix socket and with no descriptor inherited but stdio.

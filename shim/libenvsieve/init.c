@@ -36,7 +36,8 @@
  * place when nothing else needs a resident launcher,
  * envsieve-init --unshare FALLBACK PATH ARGV0 [ARG...], which makes the
  * namespaces itself and runs the steps above as its child, pid 1
- * (unshare_main).
+ * (unshare_main). "envsieve-init --landlock PATH ARGV0 [ARG...]" is the
+ * reaper of a tree sealed or scoped by Landlock instead (landlock_main).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,10 +51,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <dirent.h>
 #include <limits.h>
 #include <unistd.h>
@@ -1229,7 +1233,380 @@ static int unshare_main(int argc, char **argv) {
 	}
 }
 
+/*
+ * The Landlock init: "envsieve-init --landlock PATH ARGV0 [ARG...]", with
+ * ENVSIEVE_INIT_LANDLOCK=FD naming a Landlock ruleset the launcher built
+ * (package seal: the seal's rules, or a scope's empty domain) and left
+ * open across the exec. It does what envsieve's Go ScopeInit does, in C,
+ * without a second Go start:
+ *
+ *   - it is a child subreaper, so whatever the tree detaches (setsid, a
+ *     double fork) is reparented to it and reaped while the launch runs;
+ *   - it forks the program, which alone enters the domain (no_new_privs,
+ *     landlock_restrict_self) before its exec: this process stays outside
+ *     it, and the tree cannot ptrace it nor read its /proc files;
+ *   - it passes the launcher's signals on to the program (SIGINT and
+ *     SIGQUIT only when stdin is not a terminal, as Supervise does);
+ *   - when the program exits it kills and reaps whatever is left of the
+ *     tree, then exits with the program's status: the reaper by the
+ *     program's signal, if one ended it (as envsieve's Go reaper), the
+ *     init in the launcher's place with 128+N (as the launcher);
+ *   - with ENVSIEVE_INIT_PARENT=PID (a resident launcher that started it),
+ *     it watches that process (a pidfd) and ends the tree the moment it
+ *     ends, even by SIGKILL. Without it (exec'd in the launcher's place),
+ *     it forks such a reaper of the tree itself, watching this process,
+ *     and waits for it: killing either ends the tree (the one left ends
+ *     it), as killing a resident launcher or its Go init does.
+ *
+ * Its own failures exit 125 before the program starts; the program's
+ * exec's exit 127 (not found) or 126 (not executable).
+ */
+#define LANDLOCK_VAR "ENVSIEVE_INIT_LANDLOCK="
+#define PARENT_VAR "ENVSIEVE_INIT_PARENT="
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* end_within bounds how long ending a tree may take, in milliseconds
+ * (proc.endWithin). */
+enum { end_within = 5000 };
+
+/* kill_children sends SIGKILL to every child of this single-threaded
+ * process and returns how many it found: from the kernel's list
+ * (/proc/self/task/TID/children), else from every process's parent in
+ * /proc/PID/stat. Only this process waits for its children, so no pid it
+ * signals can have been reused. */
+static int kill_children(void) {
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int n = 0;
+	if (fd >= 0) {
+		/* One read: a longer list is finished by the next round. */
+		ssize_t got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (got >= 0) {
+			buf[got] = 0;
+			for (char *p = buf, *end; *p; p = end) {
+				long pid = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+					n++;
+			}
+			return n;
+		}
+	}
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return 0;
+	pid_t self = getpid();
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		long p = atol(e->d_name);
+		snprintf(path, sizeof path, "/proc/%ld/stat", p);
+		int sfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (sfd < 0)
+			continue;
+		ssize_t got = read(sfd, buf, sizeof buf - 1);
+		close(sfd);
+		if (got <= 0)
+			continue;
+		buf[got] = 0;
+		/* "pid (comm) state ppid": comm may hold spaces and parentheses. */
+		char *rp = strrchr(buf, ')');
+		if (rp == NULL || rp[1] != ' ' || rp[2] == 0 || rp[3] != ' ')
+			continue;
+		char *end;
+		long ppid = strtol(rp + 4, &end, 10);
+		if (end != rp + 4 && ppid == self) {
+			if (kill((pid_t)p, SIGKILL) == 0)
+				n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* end_children kills every child of this process, and every process that
+ * becomes its child meanwhile (reparented orphans), and reaps them until
+ * none is left, or end_within has passed. */
+static void end_children(void) {
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		pid_t w;
+		while ((w = waitpid(-1, NULL, WNOHANG)) > 0)
+			;
+		if (w < 0 && errno == ECHILD)
+			return;
+		int left = kill_children();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 > end_within) {
+			fprintf(stderr, "envsieve: scope: %d processes of the tree did not end within %ds of SIGKILL\n", left,
+				end_within / 1000);
+			return;
+		}
+		usleep(2000);
+	}
+}
+
+/* end_by ends this process by sig, as the process it waited for ended, so
+ * that whoever waits for it sees the signal and not 128+N; without a core
+ * (the program dumped its own, if any). It returns 128+N where the signal
+ * does not end it. */
+static int end_by(int sig) {
+	struct rlimit none = {0, 0};
+	setrlimit(RLIMIT_CORE, &none);
+	signal(sig, SIG_DFL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	sigprocmask(SIG_UNBLOCK, &s, NULL);
+	kill(getpid(), sig);
+	return 128 + sig;
+}
+
+/* reap waits for pid, this process's main child, as a child subreaper:
+ * it reaps every orphan meanwhile, passes the forwarded signals read from
+ * sfd on to pid, and kills pid when watch (a pidfd, or -1) says its
+ * process ended. Then it ends the rest (end_children) and returns the
+ * wait status of pid, or -1 when waiting failed. */
+static int reap(pid_t pid, int sfd, int watch) {
+	int status = -1;
+	for (;;) {
+		struct pollfd p[2] = {{sfd, POLLIN, 0}, {watch, POLLIN, 0}};
+		if (poll(p, watch >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (watch >= 0 && p[1].revents) {
+			/* The launcher is gone: end the program, and the rest below. */
+			kill(pid, SIGKILL);
+			close(watch);
+			watch = -1;
+		}
+		if (!p[0].revents)
+			continue;
+		struct signalfd_siginfo si;
+		if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si)
+			continue;
+		int sig = (int)si.ssi_signo;
+		if (sig != SIGCHLD) {
+			if ((sig == SIGINT || sig == SIGQUIT) && !pass_int_quit)
+				continue;
+			kill(pid, sig);
+			continue;
+		}
+		int ws;
+		pid_t w;
+		int done = 0;
+		while ((w = waitpid(-1, &ws, WNOHANG)) > 0) {
+			if (w == pid) {
+				status = ws;
+				done = 1;
+			}
+		}
+		if (done || (w < 0 && errno == ECHILD))
+			break;
+	}
+	if (watch >= 0)
+		close(watch);
+	end_children();
+	return status;
+}
+
+/* finish turns the wait status of the process this one waited for into
+ * its own end: the same code, or the same signal. */
+static int finish(int ws) {
+	if (ws == -1)
+		return 125;
+	if (WIFSIGNALED(ws))
+		return end_by(WTERMSIG(ws));
+	return WEXITSTATUS(ws);
+}
+
+/* parse_fd reads a descriptor number from text (all digits, at least 3). */
+static int parse_fd(const char *text) {
+	if (*text == 0 || strlen(text) > 9)
+		return -1;
+	int fd = 0;
+	for (const char *p = text; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		fd = fd * 10 + (*p - '0');
+	}
+	return fd >= 3 ? fd : -1;
+}
+
+static int landlock_main(int argc, char **argv) {
+	if (argc < 4) {
+		fprintf(stderr, "envsieve: scope init: no program\n");
+		return 125;
+	}
+	const char *path = argv[2];
+	char **pargv = argv + 3;
+
+	/* The program's environment: the init's own variables out. */
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 1, sizeof *env);
+	if (env == NULL)
+		return fail("allocate the environment", NULL);
+	int rfd = -1;
+	pid_t launcher = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *kv = environ[i];
+		if (strncmp(kv, LANDLOCK_VAR, sizeof LANDLOCK_VAR - 1) == 0) {
+			rfd = parse_fd(kv + sizeof LANDLOCK_VAR - 1);
+			if (rfd < 0) {
+				fprintf(stderr, "envsieve: scope init: %s is not a descriptor\n", LANDLOCK_VAR);
+				return 125;
+			}
+		} else if (strncmp(kv, PARENT_VAR, sizeof PARENT_VAR - 1) == 0) {
+			launcher = (pid_t)atoi(kv + sizeof PARENT_VAR - 1);
+			if (launcher <= 0) {
+				fprintf(stderr, "envsieve: scope init: %s is not a pid\n", PARENT_VAR);
+				return 125;
+			}
+		} else if (strncmp(kv, SEAL_VAR, sizeof SEAL_VAR - 1) == 0) {
+			/* Not this init's: the ruleset is made already. */
+		} else if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0) {
+			env[k++] = kv + sizeof "ENVSIEVE_INIT_" - 1;
+		} else {
+			env[k++] = kv;
+		}
+	}
+	env[k] = NULL;
+	/* Without its domain the program must not start. */
+	if (rfd < 0) {
+		fprintf(stderr, "envsieve: scope init: no Landlock ruleset (%s)\n", LANDLOCK_VAR);
+		return 125;
+	}
+	if (fcntl(rfd, F_SETFD, FD_CLOEXEC) != 0)
+		return fail("the Landlock ruleset's descriptor", NULL);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+		return fail("become a child subreaper", NULL);
+	pass_int_quit = !isatty(0);
+
+	/* The forwarded signals and SIGCHLD are read from a signalfd: blocked
+	 * here, put back as they were in the program. */
+	sigset_t old, set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	if (sfd < 0)
+		return fail("signalfd", NULL);
+
+	if (launcher == 0) {
+		/* In the launcher's place: the tree's reaper is a child, which
+		 * watches this process; this one waits for it, passes signals
+		 * on, and is the subreaper of what outlives it. */
+		launcher = getpid();
+		pid_t r = fork();
+		if (r < 0)
+			return fail("fork", NULL);
+		if (r > 0) {
+			/* 128+N for a signal, as the launcher and the namespaces'
+			 * init in its place give it. */
+			close(rfd);
+			int ws = reap(r, sfd, -1);
+			return ws == -1 ? 125 : exit_status(ws);
+		}
+	}
+	/* The tree's reaper (a fork is no subreaper: set again). Opened before
+	 * the check: a launcher gone before it is seen as gone, never mistaken
+	 * for the pid's next holder. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+		return fail("become a child subreaper", NULL);
+	int watch = (int)syscall(SYS_pidfd_open, launcher, 0);
+	if (watch < 0) {
+		/* No pidfd (a kernel before 5.3): the launcher's death kills
+		 * this process, and the program with it (PR_SET_PDEATHSIG). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+			return fail("set the parent-death signal", NULL);
+	}
+	if (getppid() != launcher) {
+		fprintf(stderr, "envsieve: scope: the launcher ended before the program started\n");
+		return 125;
+	}
+	if (watch >= 0)
+		fcntl(watch, F_SETFD, FD_CLOEXEC);
+
+	int report[2]; /* what failed before the program ran: {stage, errno} */
+	if (pipe2(report, O_CLOEXEC) != 0)
+		return fail("pipe", NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return fail("fork", NULL);
+	if (pid == 0) {
+		close(report[0]);
+		int stage = 0, e = 0;
+		/* Killed with its reaper, whoever kills it: what the program
+		 * started is reparented to the launcher, which ends it. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() == 1)
+			stage = 1;
+		else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+			stage = 2;
+		else if (syscall(SYS_landlock_restrict_self, rfd, 0) != 0)
+			stage = 3;
+		if (stage == 0) {
+			close(rfd);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			execve(path, pargv, env);
+			stage = 4;
+		}
+		e = errno;
+		int msg[2] = {stage, e};
+		(void)!write(report[1], msg, sizeof msg);
+		_exit(125);
+	}
+	close(rfd);
+	close(report[1]);
+	int msg[2] = {0, 0};
+	ssize_t got;
+	do
+		got = read(report[0], msg, sizeof msg);
+	while (got < 0 && errno == EINTR);
+	close(report[0]);
+	int ws = reap(pid, sfd, watch);
+	if (got != (ssize_t)sizeof msg)
+		return finish(ws);
+	errno = msg[1];
+	switch (msg[0]) {
+	case 1:
+		return fail("set the program's parent-death signal", NULL);
+	case 2:
+		return fail("seal: no_new_privs", NULL);
+	case 3:
+		return fail("seal: landlock_restrict_self", NULL);
+	}
+	/* As launch.execError words it. */
+	int e = msg[1];
+	if (e == ENOENT)
+		fprintf(stderr, "envsieve: %s: command not found in the child's PATH\n", path);
+	else if (e == EACCES || e == ENOEXEC || e == EISDIR)
+		fprintf(stderr, "envsieve: %s: not executable: %s\n", path, strerror(e));
+	else
+		fprintf(stderr, "envsieve: exec %s: %s\n", path, strerror(e));
+	return e == ENOENT ? 127 : 126;
+}
+
+
 int main(int argc, char **argv) {
+	if (argc > 1 && strcmp(argv[1], "--landlock") == 0)
+		return landlock_main(argc, argv);
 	if (argc > 1 && strcmp(argv[1], "--unshare") == 0)
 		return unshare_main(argc, argv);
 	sigset_t mask;
