@@ -13,6 +13,7 @@ go build -o bin/timeit ./bench/timeit
 CGO_ENABLED=0 go build -o bin/floor-exec ./bench/floor/exec
 CGO_ENABLED=0 go build -o bin/floor-libs ./bench/floor/libs
 cc -O2 -o bin/nouserns internal/shimtest/testdata/nouserns.c
+cc -O2 -o bin/usernsoff internal/shimtest/testdata/usernsoff.c
 echo "# $(go version), $(nproc) cores, $runs runs each, interleaved"
 echo "# parent environment: $(env | wc -l) variables"
 bin/timeit -n "$runs" \
@@ -33,10 +34,15 @@ bin/timeit -n "$runs" \
   "/usr/bin/env bin/envsieve run -- /bin/true" \
   "/usr/bin/env XDG_RUNTIME_DIR=/tmp bin/envsieve run -- /bin/true"
 # The seal, by each mechanism, against the same launch unsealed: namespaces
-# (this machine allows them), and Landlock under bin/nouserns, a seccomp
-# filter that refuses user namespaces as a container's does (the launcher
-# tries them, is refused, and seals with Landlock; where the kernel's own
-# switches refuse them it goes to Landlock without trying).
+# (this machine allows them), and Landlock two ways: under bin/usernsoff,
+# where the kernel's switch reads 0 (as Ubuntu 24.04's AppArmor refuses
+# them), so that the launcher chooses Landlock before it starts anything
+# and execs envsieve-init's Landlock init in its place; and under
+# bin/nouserns, a seccomp filter that refuses user namespaces as a
+# container's does (the launcher tries them, is refused, and seals with
+# Landlock, resident, with envsieve-init as the tree's reaper, or envsieve
+# re-executed where no envsieve-init is installed: through env, so compare
+# it with the env row).
 # The namespaces' init is envsieve-init (C) beside the shim, exec'd in the
 # launcher's place without the shim (it makes the namespaces itself), started
 # by the resident launcher with it; the Go init,
@@ -51,8 +57,12 @@ bin/timeit -n "$runs" \
   "/usr/bin/env ENVSIEVE_SHIM=$goinit/libenvsieve.so bin/envsieve run --no-shim --seal -- /bin/true" \
   "bin/envsieve run -- /bin/true" \
   "bin/envsieve run --seal -- /bin/true" \
+  "bin/usernsoff $(id -u) bin/envsieve run --no-shim -- /bin/true" \
+  "bin/usernsoff $(id -u) bin/envsieve run --no-shim --seal -- /bin/true" \
   "bin/nouserns bin/envsieve run --no-shim -- /bin/true" \
-  "bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true"
+  "bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true" \
+  "/usr/bin/env bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true" \
+  "/usr/bin/env ENVSIEVE_SHIM=$goinit/libenvsieve.so bin/nouserns bin/envsieve run --no-shim --seal -- /bin/true"
 # The namespace seal apart from the launcher: envsieve-init alone, making
 # the namespaces and exec'ing the program with no seal (what any namespace
 # seal pays here: the floor), and with the spec this HOME's sealed launch

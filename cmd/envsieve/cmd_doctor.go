@@ -93,12 +93,13 @@ func runDoctor(u *cli.UI, o *doctorOptions) error {
 		add(shimProbe(lib, needShim))
 	}
 	// The shim's companions: envsieve-start starts what the rules grant at
-	// exec; envsieve-init makes an isolated launch's namespaces (without
-	// it, envsieve does, a slower start).
+	// exec; envsieve-init makes an isolated launch's namespaces and reaps
+	// a Landlock launch's tree (without it, envsieve does, a slower start).
 	add(companion(shim.LocateStart, exe, shim.StartName, needStart,
 		"starts the programs the rules grant at exec", "the rules grant nothing at exec"))
 	add(companion(shim.LocateInit, exe, shim.InitName, false,
-		"makes an isolated launch's namespaces", "envsieve makes the namespaces itself, a slower start"))
+		"makes an isolated launch's namespaces and reaps a Landlock launch's tree",
+		"envsieve makes the namespaces and reaps the tree itself, a slower start"))
 
 	// User namespaces, for --isolate and the seal: the kernel's switches,
 	// then a real isolated start.
