@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,8 @@ import (
 // forks the tree's reaper), and started by a resident launcher, where a
 // seccomp filter refuses them at the start (nouserns). In each, the tree
 // is the launcher's, its reaper's and the program's; the program alone is
-// in the domain: it cannot read the masked file nor its reaper's environ,
+// in the domain: it cannot read the masked file nor its reaper's environ
+// (non-dumpable, as the launcher is, outside the domain besides),
 // holds no descriptor but its three and none of the init's variables; a
 // SIGTERM to the launcher's pid reaches it and its status comes back; a
 // program killed by a signal N makes the launcher exit 128+N.
@@ -87,8 +89,22 @@ func TestLandlockInit(t *testing.T) {
 				p = kids[0]
 				tree = append(tree, comm(p))
 			}
+			// The launcher and the reaper are non-dumpable: their /proc
+			// files are root's, and the user's other processes cannot
+			// read their memory or environ.
+			var undumpable []bool
+			for p, n := launcher, 0; n < 2; n++ {
+				var st syscall.Stat_t
+				undumpable = append(undumpable, syscall.Stat(fmt.Sprintf("/proc/%d/environ", p), &st) == nil && st.Uid == 0)
+				if kids := proc.Children(p); len(kids) == 1 {
+					p = kids[0]
+				}
+			}
 			cmd.Process.Signal(syscall.SIGTERM)
 			err := cmd.Wait()
+			if !undumpable[0] || !undumpable[1] {
+				t.Errorf("the launcher and the reaper non-dumpable: %v; want both", undumpable)
+			}
 			if !strings.Contains(stderr.String(), tc.debug) {
 				t.Errorf("the launch did not run as %q:\n%s", tc.debug, stderr.String())
 			}

@@ -1493,6 +1493,11 @@ static int landlock_main(int argc, char **argv) {
 	}
 	if (fcntl(rfd, F_SETFD, FD_CLOEXEC) != 0)
 		return fail("the Landlock ruleset's descriptor", NULL);
+	/* As the resident launcher, and the namespaces' init in its place:
+	 * the user's other processes cannot read this one's memory or
+	 * environ (the tree cannot anyway: it is outside the domain). */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		return fail("turn non-dumpable", NULL);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
 		return fail("become a child subreaper", NULL);
 	pass_int_quit = !isatty(0);
