@@ -3,6 +3,8 @@
 package seal
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -86,11 +88,7 @@ func Ruleset(s Spec) (int, error) {
 // descriptor.
 func ruleset(s Spec, handled uint64) (int, error) {
 	rules, err := planLandlock(s, handled)
-	defer func() {
-		for _, r := range rules {
-			unix.Close(r.fd)
-		}
-	}()
+	defer closeRules(rules)
 	if err != nil {
 		return -1, err
 	}
@@ -108,6 +106,31 @@ func ruleset(s Spec, handled uint64) (int, error) {
 		}
 	}
 	return int(rfd), nil
+}
+
+// closeRules closes the rules' descriptors: each run of consecutive
+// numbers with one close_range, for a seal opens one descriptor for each
+// entry above a sealed path, and mostly gets them in a row. A run is
+// closed whole only when every number in it is a rule's: the rules hold
+// them all open, so no other descriptor can be in it.
+func closeRules(rules []llRule) {
+	fds := make([]int, len(rules))
+	for i, r := range rules {
+		fds[i] = r.fd
+	}
+	slices.Sort(fds)
+	for i := 0; i < len(fds); {
+		j := i + 1
+		for j < len(fds) && fds[j] == fds[j-1]+1 {
+			j++
+		}
+		if j-i == 1 || unix.CloseRange(uint(fds[i]), uint(fds[j-1]), 0) != nil {
+			for _, fd := range fds[i:j] {
+				unix.Close(fd)
+			}
+		}
+		i = j
+	}
 }
 
 // llRule is one rule of a Landlock seal: the rights access beneath the
@@ -247,12 +270,14 @@ func (w *llWalk) addDup(path string, fd int, dir, readOnly bool) error {
 // descriptor its rule was made from.
 func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 	names := slices.Clone(w.children[dir])
+	// The listing's types spare an fstat of each entry; an entry on a
+	// spine (above a sealed path) is still checked on its descriptor.
+	types := map[string]uint8{}
 	lfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	switch {
 	case err == nil:
-		df := os.NewFile(uintptr(lfd), dir)
-		all, err := df.Readdirnames(-1)
-		df.Close()
+		all, err := listTypes(lfd, types)
+		unix.Close(lfd)
 		if err != nil {
 			return fmt.Errorf("seal: list %s: %w", dir, err)
 		}
@@ -272,6 +297,11 @@ func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 		if w.masked[p] {
 			continue
 		}
+		spine := w.readSpine[p] || w.writeSpine[p]
+		typ := types[name]
+		if typ == unix.DT_LNK && !spine {
+			continue // governed where its target lives
+		}
 		fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
 			continue // gone since the listing
@@ -279,15 +309,30 @@ func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 		if err != nil {
 			return fmt.Errorf("seal: open %s: %w", p, err)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("seal: stat %s: %w", p, err)
+		// Where the listing gave no type, or the entry is on a spine, the
+		// type is the descriptor's. Else an entry swapped since the
+		// listing widens nothing: a link opened O_NOFOLLOW is the link
+		// itself, whose rule governs nothing beneath it; a directory
+		// where a file was gets only a file's rights; a file where a
+		// directory was fails the rule, and the launch, closed.
+		if typ == unix.DT_UNKNOWN || spine {
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("seal: stat %s: %w", p, err)
+			}
+			typ = unix.DT_REG
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				typ = unix.DT_DIR
+			case unix.S_IFLNK:
+				typ = unix.DT_LNK
+			}
 		}
-		isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		isDir := typ == unix.DT_DIR
+		if typ == unix.DT_LNK {
 			unix.Close(fd)
-			if w.readSpine[p] || w.writeSpine[p] {
+			if spine {
 				return fmt.Errorf("seal: %s became a symbolic link", p)
 			}
 			continue
@@ -318,22 +363,120 @@ func (w *llWalk) walk(dir string, dfd int, underReadOnly bool) error {
 	return nil
 }
 
+// listTypes returns the names in the directory open at fd, and records in
+// types the type the listing gives each (getdents64's d_type; DT_UNKNOWN
+// where the filesystem gives none).
+func listTypes(fd int, types map[string]uint8) ([]string, error) {
+	var names []string
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			// struct linux_dirent64: ino 8, off 8, reclen 2, type 1, name.
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, errors.New("a malformed directory entry")
+			}
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				names = append(names, s)
+				types[s] = b[18]
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
 // realPaths resolves each existing path to its real absolute path (a
 // sealed link seals its target); a path that does not exist is skipped.
+// The directories above the paths are resolved once each (resolver), not
+// once per path: the spec's paths share a few directories (HOME,
+// ~/.config), and a seal has dozens of them.
 func realPaths(paths []string) (map[string]bool, error) {
 	out := map[string]bool{}
+	r := resolver{dirs: map[string]string{"/": "/"}}
 	for _, p := range paths {
-		r, err := filepath.EvalSymlinks(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		real, ok, err := r.resolve(p)
 		if err != nil {
 			return nil, fmt.Errorf("seal %s: %w", p, err)
 		}
-		if !filepath.IsAbs(r) || strings.ContainsRune(r, 0) {
+		if !ok {
+			continue
+		}
+		if !filepath.IsAbs(real) || strings.ContainsRune(real, 0) {
 			return nil, fmt.Errorf("seal %s: not an absolute path", p)
 		}
-		out[filepath.Clean(r)] = true
+		out[filepath.Clean(real)] = true
 	}
 	return out, nil
+}
+
+// resolver resolves paths as filepath.EvalSymlinks does, with the real
+// path of each directory it met kept in dirs ("" where it does not
+// exist).
+type resolver struct {
+	dirs map[string]string
+}
+
+// resolve returns the real path of p, and false where it does not exist.
+// A path whose last element is a link, or that is not absolute and clean,
+// is resolved by filepath.EvalSymlinks itself.
+func (r *resolver) resolve(p string) (string, bool, error) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+		return evalSymlinks(p)
+	}
+	dir, ok, err := r.dir(filepath.Dir(p))
+	if err != nil || !ok {
+		return "", false, err
+	}
+	real := filepath.Join(dir, filepath.Base(p))
+	var st unix.Stat_t
+	switch err := unix.Lstat(real, &st); {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR):
+		return "", false, nil
+	case err != nil:
+		return "", false, &os.PathError{Op: "lstat", Path: real, Err: err}
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return evalSymlinks(real)
+	}
+	return real, true, nil
+}
+
+// dir returns the real path of the directory d (clean and absolute), from
+// dirs or resolved once.
+func (r *resolver) dir(d string) (string, bool, error) {
+	if real, ok := r.dirs[d]; ok {
+		return real, real != "", nil
+	}
+	real, ok, err := r.resolve(d)
+	if err != nil {
+		return "", false, err
+	}
+	if !ok {
+		real = ""
+	}
+	r.dirs[d] = real
+	return real, ok, nil
+}
+
+// evalSymlinks is filepath.EvalSymlinks, with false for a path that does
+// not exist.
+func evalSymlinks(p string) (string, bool, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return real, true, nil
 }

@@ -4,6 +4,7 @@ package seal
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -305,27 +305,161 @@ func BenchmarkLandlockPlan(b *testing.B) {
 		os.WriteFile(filepath.Join(home, f), nil, 0o600)
 	}
 	spec := Default(home, filepath.Join(home, ".config/envsieve"), filepath.Join(home, ".local/share/envsieve"), nil)
-	var n int
+	rules, err := planLandlock(spec, llHandled)
+	closeRules(rules)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := len(rules)
+	// What a launch pays: the plan, the ruleset and its rules, and the
+	// rules' descriptors closed.
 	for b.Loop() {
-		rules, err := planLandlock(spec, llHandled)
+		rfd, err := ruleset(spec, llHandled)
 		if err != nil {
 			b.Fatal(err)
 		}
-		attr := unix.LandlockRulesetAttr{Handled_access_fs: llHandled}
-		rfd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 8, 0)
-		if errno != 0 {
-			b.Fatal(errno)
-		}
-		for _, r := range rules {
-			pb := unix.LandlockPathBeneathAttr{Allowed_access: r.access, Parent_fd: int32(r.fd)}
-			if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, rfd, unix.LANDLOCK_RULE_PATH_BENEATH,
-				uintptr(unsafe.Pointer(&pb)), 0, 0, 0); errno != 0 {
-				b.Fatal(errno)
-			}
-			unix.Close(r.fd)
-		}
-		unix.Close(int(rfd))
-		n = len(rules)
+		unix.Close(rfd)
 	}
 	b.ReportMetric(float64(n), "rules")
+}
+
+// TestListTypes: the names and types listTypes reads from getdents64 are
+// os.ReadDir's, for files, directories, links and a fifo, in a directory
+// whose listing takes more than one buffer.
+func TestListTypes(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 600 {
+		name := filepath.Join(dir, fmt.Sprintf("entry-with-a-long-name-%04d", i))
+		var err error
+		switch i % 4 {
+		case 0:
+			err = os.WriteFile(name, nil, 0o600)
+		case 1:
+			err = os.Mkdir(name, 0o700)
+		case 2:
+			err = os.Symlink("/nowhere", name)
+		case 3:
+			err = syscall.Mkfifo(name, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	types := map[string]uint8{}
+	names, err := listTypes(fd, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != len(want) || len(types) != len(want) {
+		t.Fatalf("%d names, %d types; want %d", len(names), len(types), len(want))
+	}
+	dt := map[fs.FileMode]uint8{0: unix.DT_REG, fs.ModeDir: unix.DT_DIR, fs.ModeSymlink: unix.DT_LNK, fs.ModeNamedPipe: unix.DT_FIFO}
+	for _, e := range want {
+		if got := types[e.Name()]; got != dt[e.Type()] {
+			t.Errorf("%s: type %d, want %d", e.Name(), got, dt[e.Type()])
+		}
+	}
+}
+
+// TestCloseRules: closeRules closes every rule's descriptor, in a row or
+// not, and no other.
+func TestCloseRules(t *testing.T) {
+	open := func() int {
+		fd, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	var rules []llRule
+	var others []int
+	for i := range 40 {
+		fd := open()
+		if i%9 == 4 {
+			others = append(others, fd) // a gap in the run
+			continue
+		}
+		rules = append(rules, llRule{fd: fd})
+	}
+	closeRules(rules)
+	for _, r := range rules {
+		if _, err := unix.FcntlInt(uintptr(r.fd), unix.F_GETFD, 0); err == nil {
+			t.Errorf("descriptor %d of a rule is still open", r.fd)
+		}
+	}
+	for _, fd := range others {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("descriptor %d, not a rule's, was closed", fd)
+		}
+		unix.Close(fd)
+	}
+}
+
+// TestRealPaths: realPaths resolves each path as filepath.EvalSymlinks
+// does (through linked directories, a linked file, a chain of links) and
+// skips those that do not exist (missing, beneath a file, a dangling
+// link), with each directory above them resolved once.
+func TestRealPaths(t *testing.T) {
+	root := t.TempDir()
+	root, _ = filepath.EvalSymlinks(root)
+	mk := func(p string) string { return filepath.Join(root, p) }
+	for _, d := range []string{"home/.config/gh", "elsewhere/aws", "home/.local"} {
+		if err := os.MkdirAll(mk(d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"home/.config/gh/hosts.yml", "elsewhere/aws/credentials", "home/.netrc-real", "home/afile"} {
+		if err := os.WriteFile(mk(f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"home/.aws":        "../elsewhere/aws",
+		"home/.netrc":      ".netrc-real",
+		"home/.chain":      ".aws",
+		"home/.dangling":   "nowhere",
+		"home/.local/conf": "../.config",
+	} {
+		if err := os.Symlink(target, mk(link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []string{
+		mk("home/.config/gh/hosts.yml"),
+		mk("home/.aws/credentials"),
+		mk("home/.chain/credentials"),
+		mk("home/.netrc"),
+		mk("home/.local/conf/gh"),
+		mk("home/.dangling"),
+		mk("home/.missing/x"),
+		mk("home/afile/x"),
+		mk("home/.aws/missing"),
+	}
+	got, err := realPaths(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, p := range paths {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			want[r] = true
+		}
+	}
+	if len(got) != len(want) || len(want) != 4 {
+		t.Errorf("got %v\nwant %v (4 real paths)", got, want)
+	}
+	for p := range want {
+		if !got[p] {
+			t.Errorf("%s missing from %v", p, got)
+		}
+	}
 }
