@@ -254,10 +254,10 @@ type Plan struct {
 	// d is the decision record (decide); sealErr why the seal cannot be
 	// made here, unshare the envsieve-init an isolated launch execs in
 	// its place ("" for none), landlock the one a launch sealed by
-	// Landlock execs in its place ("" for none), brokerOnly that the decision keeps the
-	// launcher resident only for a broker that may run, shimLib,
-	// shimStatic and shimErr what FindShim said of the program (when
-	// shimFound).
+	// Landlock execs in its place ("" for none), brokerOnly that the
+	// decision keeps the launcher resident only for a broker that may
+	// run, shimLib, shimStatic and shimErr what FindShim said of the
+	// program (when shimFound).
 	d          Decision
 	sealErr    error
 	unshare    string

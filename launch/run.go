@@ -193,12 +193,6 @@ func (l *Plan) execLandlock(init, path string, argv []string, alog *audit.Log) e
 	if err != nil {
 		return err
 	}
-	ruleset, err := proc.ExecScopedEnv(spec)
-	if err != nil {
-		return err
-	}
-	env := append(proc.InitEnv(l.Env), ruleset)
-	l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 	if l.pinned != nil {
 		// As execInPlace: the init and its program inherit it.
 		if err := l.pinned.KeepOpen(); err != nil {
@@ -206,13 +200,21 @@ func (l *Plan) execLandlock(init, path string, argv []string, alog *audit.Log) e
 		}
 		path = l.pinned.Path()
 	}
+	args := append([]string{"envsieve-init", "--landlock", path}, argv...)
+	env := proc.InitEnv(l.Env)
+	if err := proc.CheckNUL(args, env); err != nil {
+		return err
+	}
+	// Built last: from here the ruleset stays open across the exec.
+	ruleset, err := proc.ExecScopedEnv(spec)
+	if err != nil {
+		return err
+	}
+	env = append(env, ruleset)
+	l.host.debugf("seal: landlock; %d paths masked, %d read-only, %d writable", len(spec.Mask), len(spec.ReadOnly), len(spec.Write))
 	l.host.debugf("exec %s in place: it reaps the tree and starts %s in the seal's domain", init, path)
 	alog.Exec(path)
 	if err := l.auditFailed(alog); err != nil {
-		return err
-	}
-	args := append([]string{"envsieve-init", "--landlock", path}, argv...)
-	if err := proc.CheckNUL(args, env); err != nil {
 		return err
 	}
 	// The init's own failure is envsieve's (125), not the program's.

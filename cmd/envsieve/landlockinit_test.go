@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -176,5 +177,59 @@ func TestLandlockInitRefuses(t *testing.T) {
 				t.Errorf("the program started")
 			}
 		})
+	}
+}
+
+// TestLandlockInitExtraFiles starts a program with 20 extra files through
+// proc.ScopeWith and envsieve-init's Landlock init, given in the reverse
+// order of their numbers and repeated, so that the child's start moves
+// some of them (Go's forkAndExecInChild, pass 1) before it puts each in
+// its place, beside the ruleset the init inherits at its own number: each
+// file arrives at its place, the init enters its ruleset (else it exits
+// 125), and the ruleset and the init's variables stay the init's.
+func TestLandlockInitExtraFiles(t *testing.T) {
+	init := filepath.Join(filepath.Dir(shimtest.Lib(t)), "envsieve-init")
+	var files []*os.File
+	var readers []*os.File
+	for range 7 { // 3 to 9: dash takes one digit
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+		files = append([]*os.File{w}, files...) // the highest number first
+	}
+	script := `for i in 3 4 5 6 7 8 9; do echo "to $i" >&$i || exit 9; done; ` +
+		`ls -l /proc/$$/fd | grep -c landlock; env | grep -c ENVSIEVE_INIT_; true`
+	// Then the first again, to the child's descriptor 22.
+	extra := slices.Clone(files)
+	for len(extra) < 20 {
+		extra = append(extra, files[0])
+	}
+	c, err := proc.ScopeWith(&proc.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script},
+		Env: []string{"PATH=/usr/bin:/bin"}, ExtraFiles: extra}, init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	c.Stdout, c.Stderr = &out, &out
+	err = c.Run()
+	for _, w := range files {
+		w.Close()
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got := strings.Fields(out.String()); len(got) != 2 || got[0] != "0" || got[1] != "0" {
+		t.Errorf("the program saw %q ruleset descriptors and init variables; want none", got)
+	}
+	for i, r := range readers {
+		// readers[i] pairs with files[6-i], the child's descriptor 9-i.
+		b := make([]byte, 64)
+		n, _ := r.Read(b)
+		if want := fmt.Sprintf("to %d\n", 9-i); string(b[:n]) != want {
+			t.Errorf("pipe %d read %q; want %q", i, b[:n], want)
+		}
+		r.Close()
 	}
 }

@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -86,6 +87,10 @@ func Restrict(s seal.Spec) error {
 	return nil
 }
 
+// rulesetMin is the lowest number landlockInit gives the ruleset a
+// resident launcher hands envsieve-init's Landlock init.
+const rulesetMin = 256
+
 // initLandlock names, to envsieve-init's Landlock init, the descriptor of
 // the ruleset it puts the program in (shim/libenvsieve/init.c,
 // landlock_main).
@@ -124,12 +129,22 @@ func ScopeSealedWith(c *Cmd, spec seal.Spec, init string) (*Cmd, error) {
 }
 
 // landlockInit returns the Cmd that starts c by envsieve-init's Landlock
-// init at init, in the ruleset at rfd, which it takes. The ruleset is
-// moved past the descriptors the child gets from c.ExtraFiles, so that
-// none of them lands on it; it is inherited at that number
-// (passRuleset).
+// init at init, in the ruleset at rfd, which it takes. It is inherited at
+// its own number (passRuleset), which must be none the child's start
+// writes: its descriptors at 0 to n-1 (stdio and c.ExtraFiles), and the
+// numbers just past the highest of them that Go's forkAndExecInChild
+// moves some of them to first (its pass 1), which depend on pipes
+// os/exec makes at the start. So it goes high, at rulesetMin or past it,
+// past all of those but in a launcher holding hundreds of descriptors;
+// and should one of them land on it all the same, the init finds no
+// ruleset there and fails (125): nothing starts outside the domain.
 func landlockInit(c *Cmd, init string, rfd int) (*Cmd, error) {
-	fd, err := unix.FcntlInt(uintptr(rfd), unix.F_DUPFD_CLOEXEC, 3+len(c.ExtraFiles))
+	n := 3 + len(c.ExtraFiles)
+	fd, err := unix.FcntlInt(uintptr(rfd), unix.F_DUPFD_CLOEXEC, max(rulesetMin, 2*n+1))
+	if errors.Is(err, unix.EINVAL) {
+		// Past the limit of open files: as high as the limit allows.
+		fd, err = unix.FcntlInt(uintptr(rfd), unix.F_DUPFD_CLOEXEC, 2*n+1)
+	}
 	unix.Close(rfd)
 	if err != nil {
 		return nil, fmt.Errorf("scope: move the Landlock ruleset: %w", err)

@@ -1285,11 +1285,16 @@ static int kill_children(void) {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	int n = 0;
 	if (fd >= 0) {
-		/* One read: a longer list is finished by the next round. */
+		/* One read: a longer list is finished by the next round, and
+		 * its last number, perhaps cut short, is left to it too. */
 		ssize_t got = read(fd, buf, sizeof buf - 1);
 		close(fd);
 		if (got >= 0) {
 			buf[got] = 0;
+			if (got == (ssize_t)sizeof buf - 1) {
+				char *last = strrchr(buf, ' ');
+				*(last ? last : buf) = 0;
+			}
 			for (char *p = buf, *end; *p; p = end) {
 				long pid = strtol(p, &end, 10);
 				if (end == p)
