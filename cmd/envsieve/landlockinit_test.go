@@ -27,7 +27,7 @@ import (
 // is the launcher's, its reaper's and the program's; the program alone is
 // in the domain: it cannot read the masked file nor its reaper's environ
 // (non-dumpable, as the launcher is, outside the domain besides),
-// holds no descriptor but its three and none of the init's variables; a
+// holds neither the ruleset's descriptor nor the init's variables; a
 // SIGTERM to the launcher's pid reaches it and its status comes back; a
 // program killed by a signal N makes the launcher exit 128+N.
 func TestLandlockInit(t *testing.T) {
