@@ -38,7 +38,12 @@ func TestLandlockInit(t *testing.T) {
 	canary := "landlock-init-" + strings.Repeat("5c", 8)
 	writeOwned(t, filepath.Join(home, ".aws", "credentials"), "[default]\naws_secret_access_key = "+canary+"\n")
 	plain := filepath.Join(dir, "plain.yaml")
-	if err := os.WriteFile(plain, []byte("version: 1\nredact: {enabled: false, entropy: false}\n"), 0o644); err != nil {
+	// The policy admits the init's own variables from the caller: a
+	// caller's ENVSIEVE_INIT_PARENT naming the launcher's parent would
+	// have the init in the launcher's place take itself for one a
+	// resident launcher started, and fork no reaper; the launcher drops
+	// them (proc.InitEnv).
+	if err := os.WriteFile(plain, []byte("version: 1\nallow: [\"ENVSIEVE_INIT_*\"]\nredact: {enabled: false, entropy: false}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	probe := `cat ~/.aws/credentials 2>/dev/null; tr '\0' '\n' < /proc/$PPID/environ 2>/dev/null | grep -c . | sed 's/^/reaper-env=/'; ` +
@@ -57,7 +62,8 @@ func TestLandlockInit(t *testing.T) {
 				}
 				args = append(args, exe, "run", "--no-shim", "--seal", "--policy", plain, "--", "/bin/sh", "-c", script)
 				cmd := exec.Command(args[0], args[1:]...)
-				cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, cInitEnv(t)...)
+				cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home,
+					fmt.Sprintf("ENVSIEVE_INIT_PARENT=%d", os.Getpid()), "ENVSIEVE_INIT_SEAL=m /nowhere"}, cInitEnv(t)...)
 				cmd.Dir = filepath.Dir(home)
 				if tc.wrapper != "usernsoff" {
 					cmd.SysProcAttr = asUnprivileged()

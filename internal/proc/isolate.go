@@ -16,17 +16,27 @@ const IsolateInitArg = "__envsieve-isolate-init"
 var ErrNamespaces = errors.New("the kernel refused to create user, pid and mount namespaces")
 
 // InitEnv is the environment of an init: the program's, with its
-// LD_PRELOAD set aside (initPreload).
+// LD_PRELOAD set aside (initPreload), and without any of the inits' own
+// variables (initVars) the caller's environment held and a policy let
+// through: only the launcher speaks to an init, by the ones it adds.
 func InitEnv(programEnv []string) []string {
-	env := make([]string, len(programEnv))
-	for i, kv := range programEnv {
+	env := make([]string, 0, len(programEnv))
+	for _, kv := range programEnv {
+		if strings.HasPrefix(kv, initVars) {
+			continue
+		}
 		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
 			kv = initPreload + v
 		}
-		env[i] = kv
+		env = append(env, kv)
 	}
 	return env
 }
+
+// initVars is the prefix of the variables the launcher hands an init
+// (initPreload, InitSeal, and in package proc's Linux files the reaper's
+// launcher and the Landlock ruleset): never the program's.
+const initVars = "ENVSIEVE_INIT_"
 
 // initPreload carries the program's LD_PRELOAD past the isolated init.
 const initPreload = "ENVSIEVE_INIT_LD_PRELOAD="
