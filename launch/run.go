@@ -44,15 +44,23 @@ func (l *Plan) chooseSeal() error {
 // with Landlock when the launch is (an error then means nothing may
 // start), else in a Landlock domain of its own when the shim may start
 // granted programs (the domain keeps the tree from reading or tracing
-// them; without it the shim declines every start), else c itself. init
-// is envsieve-init, the tree's reaper then, for a Cmd that proc starts
-// (it inherits the ruleset at the start), or "" for envsieve itself.
-func (l *Plan) scope(c *proc.Cmd, sh *shimRun, init string) (*proc.Cmd, error) {
+// them; without it the shim declines every start), else c itself.
+// viaInit says the tree's reaper may be envsieve-init, where it is
+// installed: for a Cmd that proc starts (it inherits the ruleset at the
+// start); else it is envsieve itself.
+func (l *Plan) scope(c *proc.Cmd, sh *shimRun, viaInit bool) (*proc.Cmd, error) {
+	reaper := func() string {
+		if !viaInit {
+			return ""
+		}
+		return l.isolateInit()
+	}
 	if l.sealed && l.sealBy == seal.Landlock {
 		spec, err := l.sealSpec()
 		if err != nil {
 			return nil, err
 		}
+		init := reaper()
 		sc, err := proc.ScopeSealedWith(c, spec, init)
 		if err != nil {
 			return nil, err
@@ -62,7 +70,7 @@ func (l *Plan) scope(c *proc.Cmd, sh *shimRun, init string) (*proc.Cmd, error) {
 		return sc, nil
 	}
 	if sh.Grants() {
-		sc, err := proc.ScopeWith(c, init)
+		sc, err := proc.ScopeWith(c, reaper())
 		if err != nil {
 			sh.NoScope(err)
 			return c, nil

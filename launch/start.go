@@ -270,7 +270,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 		}
 		res.AfterStart = proc.MakeNonDumpable
 	default:
-		if c, err = l.scope(c, sh, l.isolateInit()); err != nil {
+		if c, err = l.scope(c, sh, true); err != nil {
 			return err
 		}
 		if err := proc.MakeNonDumpable(); errors.Is(err, errors.ErrUnsupported) {
@@ -315,7 +315,7 @@ func (r *Running) startSingle(stdio Stdio) error {
 			return err
 		}
 		c.Dir = l.opt.Dir
-		if c, err = l.scope(c, sh, l.isolateInit()); err != nil {
+		if c, err = l.scope(c, sh, true); err != nil {
 			return err
 		}
 		res.AfterStart = nil
@@ -403,7 +403,7 @@ func (r *Running) startServer(stdio Stdio) error {
 	// The reaper is envsieve re-executed, which builds the ruleset
 	// itself: envsieve-init's inherits it from a proc.Cmd's start, and
 	// this one is started here, with descriptors of its own.
-	sc, err := l.scope(&proc.Cmd{Path: path, Args: argv, Env: l.Env}, r.sh, "")
+	sc, err := l.scope(&proc.Cmd{Path: path, Args: argv, Env: l.Env}, r.sh, false)
 	if err != nil {
 		outW.Close()
 		errW.Close()
