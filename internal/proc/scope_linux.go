@@ -78,11 +78,20 @@ func Restrict(s seal.Spec) error {
 		return err
 	}
 	defer unix.Close(rfd)
+	if err := enterRuleset(rfd); err != nil {
+		return fmt.Errorf("seal: %w", err)
+	}
+	return nil
+}
+
+// enterRuleset puts the calling thread in the Landlock domain of the
+// ruleset at rfd, setting no_new_privs first, which Landlock requires.
+func enterRuleset(rfd int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("seal: no_new_privs: %w", err)
+		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
-		return fmt.Errorf("seal: landlock_restrict_self: %v", errno)
+		return fmt.Errorf("landlock_restrict_self: %v", errno)
 	}
 	return nil
 }
@@ -226,16 +235,13 @@ func ScopeInit(args []string) int {
 // enterDomain puts the calling thread in a new Landlock domain that handles
 // only the creation of block devices (scopeRuleset).
 func enterDomain() error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
 	fd, err := scopeRuleset()
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(fd), 0, 0); errno != 0 {
-		return fmt.Errorf("%w: restrict: %v", ErrNoScope, errno)
+	if err := enterRuleset(fd); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoScope, err)
 	}
 	return nil
 }
