@@ -239,3 +239,34 @@ func TestLandlockInitExtraFiles(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestLandlockInitExecFails: a program envsieve-init's Landlock init
+// cannot execute (started through proc.ScopeWith, which checks nothing of
+// it) gives 127 when it is not there and 126 when it is not executable,
+// each with the launcher's words.
+func TestLandlockInitExecFails(t *testing.T) {
+	init := filepath.Join(filepath.Dir(shimtest.Lib(t)), "envsieve-init")
+	noExec := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/nonexistent/program", "command not found in the child's PATH", 127},
+		{noExec, "not executable", 126},
+	} {
+		c, err := proc.ScopeWith(&proc.Cmd{Path: tc.path, Args: []string{"p"}, Env: []string{"PATH=/usr/bin:/bin"}}, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		c.Stdout, c.Stderr = &out, &out
+		err = c.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != tc.code || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: %v, want exit %d and %q:\n%s", tc.path, err, tc.code, tc.want, out.String())
+		}
+	}
+}

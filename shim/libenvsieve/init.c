@@ -960,6 +960,55 @@ static void handle_forwarded(void (*handler)(int)) {
 		sigaction(forwarded[i], &sa, NULL);
 }
 
+/* program_env returns the program's environment: this process's, without
+ * the init's own variables (the "NAME=" prefixes in own, a NULL-ended
+ * list), whose values it puts in val, the last of each (NULL where there
+ * is none), and with ENVSIEVE_INIT_LD_PRELOAD put back as LD_PRELOAD. NULL
+ * when it cannot allocate. */
+static char **program_env(const char *const *own, const char **val) {
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 1, sizeof *env);
+	if (env == NULL)
+		return NULL;
+	for (size_t j = 0; own[j]; j++)
+		val[j] = NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *kv = environ[i];
+		int mine = 0;
+		for (size_t j = 0; own[j] && !mine; j++) {
+			size_t len = strlen(own[j]);
+			if (strncmp(kv, own[j], len) == 0) {
+				val[j] = kv + len;
+				mine = 1;
+			}
+		}
+		if (mine)
+			continue;
+		if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0)
+			/* "ENVSIEVE_INIT_LD_PRELOAD=v" becomes "LD_PRELOAD=v", in place. */
+			kv += sizeof "ENVSIEVE_INIT_" - 1;
+		env[k++] = kv;
+	}
+	env[k] = NULL;
+	return env;
+}
+
+/* exec_failed says why the program at path could not be executed (errno
+ * e), as launch.execError words it, after prefix ("isolate: " or ""), and
+ * returns its status: 127 not found, 126 not executable. */
+static int exec_failed(const char *prefix, const char *path, int e) {
+	if (e == ENOENT)
+		fprintf(stderr, "envsieve: %s%s: command not found in the child's PATH\n", prefix, path);
+	else if (e == EACCES || e == ENOEXEC || e == EISDIR)
+		fprintf(stderr, "envsieve: %s%s: not executable: %s\n", prefix, path, strerror(e));
+	else
+		fprintf(stderr, "envsieve: %sexec %s: %s\n", prefix, path, strerror(e));
+	return e == ENOENT ? 127 : 126;
+}
+
 /* init_main is the init, pid 1 of the namespaces: argv[1] is the
  * program's path, argv[2] on its argv. mask is the signal mask the program
  * starts with (the forwarded signals may be blocked on entry). */
@@ -974,26 +1023,12 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 		return fail("mount /proc", NULL);
 
 	/* The program's environment: the init's own variables out. */
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = calloc(n + 1, sizeof *env);
+	static const char *const own[] = {SEAL_VAR, NULL};
+	const char *val[1];
+	char **env = program_env(own, val);
 	if (env == NULL)
 		return fail("allocate the environment", NULL);
-	char *spec = NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *kv = environ[i];
-		if (strncmp(kv, SEAL_VAR, sizeof SEAL_VAR - 1) == 0) {
-			spec = kv + sizeof SEAL_VAR - 1;
-		} else if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0) {
-			/* "ENVSIEVE_INIT_LD_PRELOAD=v" becomes "LD_PRELOAD=v", in place. */
-			env[k++] = kv + sizeof "ENVSIEVE_INIT_" - 1;
-		} else {
-			env[k++] = kv;
-		}
-	}
-	env[k] = NULL;
+	char *spec = (char *)val[0];
 	if (spec && seal(spec) != 0)
 		return 125;
 	if (spec && enter_sealed_cwd() != 0)
@@ -1031,7 +1066,7 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 		got = read(report[0], &e, sizeof e);
 	while (got < 0 && errno == EINTR);
 	close(report[0]);
-	int exec_failed = got == (ssize_t)sizeof e;
+	int exec_error = got == (ssize_t)sizeof e;
 
 	/* As pid 1, reap every orphan until the program itself exits. */
 	for (;;) {
@@ -1044,16 +1079,8 @@ static int init_main(int argc, char **argv, const sigset_t *mask) {
 		}
 		if (w != pid)
 			continue;
-		if (exec_failed) {
-			/* As launch.execError words it. */
-			if (e == ENOENT)
-				fprintf(stderr, "envsieve: isolate: %s: command not found in the child's PATH\n", argv[1]);
-			else if (e == EACCES || e == ENOEXEC || e == EISDIR)
-				fprintf(stderr, "envsieve: isolate: %s: not executable: %s\n", argv[1], strerror(e));
-			else
-				fprintf(stderr, "envsieve: isolate: exec %s: %s\n", argv[1], strerror(e));
-			return e == ENOENT ? 127 : 126;
-		}
+		if (exec_error)
+			return exec_failed("isolate: ", argv[1], e);
 		return exit_status(ws);
 	}
 }
@@ -1459,38 +1486,22 @@ static int landlock_main(int argc, char **argv) {
 	char **pargv = argv + 3;
 
 	/* The program's environment: the init's own variables out. */
-	size_t n = 0;
-	while (environ[n])
-		n++;
-	char **env = calloc(n + 1, sizeof *env);
+	static const char *const own[] = {LANDLOCK_VAR, PARENT_VAR, SEAL_VAR, NULL};
+	const char *val[3];
+	char **env = program_env(own, val);
 	if (env == NULL)
 		return fail("allocate the environment", NULL);
+	/* SEAL_VAR (val[2]) is not this init's: its ruleset is made already. */
 	int rfd = -1;
-	pid_t launcher = 0;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char *kv = environ[i];
-		if (strncmp(kv, LANDLOCK_VAR, sizeof LANDLOCK_VAR - 1) == 0) {
-			rfd = parse_fd(kv + sizeof LANDLOCK_VAR - 1);
-			if (rfd < 0) {
-				fprintf(stderr, "envsieve: scope init: %s is not a descriptor\n", LANDLOCK_VAR);
-				return 125;
-			}
-		} else if (strncmp(kv, PARENT_VAR, sizeof PARENT_VAR - 1) == 0) {
-			launcher = (pid_t)atoi(kv + sizeof PARENT_VAR - 1);
-			if (launcher <= 0) {
-				fprintf(stderr, "envsieve: scope init: %s is not a pid\n", PARENT_VAR);
-				return 125;
-			}
-		} else if (strncmp(kv, SEAL_VAR, sizeof SEAL_VAR - 1) == 0) {
-			/* Not this init's: the ruleset is made already. */
-		} else if (strncmp(kv, PRELOAD_VAR, sizeof PRELOAD_VAR - 1) == 0) {
-			env[k++] = kv + sizeof "ENVSIEVE_INIT_" - 1;
-		} else {
-			env[k++] = kv;
-		}
+	if (val[0] && (rfd = parse_fd(val[0])) < 0) {
+		fprintf(stderr, "envsieve: scope init: %s is not a descriptor\n", LANDLOCK_VAR);
+		return 125;
 	}
-	env[k] = NULL;
+	pid_t launcher = 0;
+	if (val[1] && (launcher = (pid_t)atoi(val[1])) <= 0) {
+		fprintf(stderr, "envsieve: scope init: %s is not a pid\n", PARENT_VAR);
+		return 125;
+	}
 	/* Without its domain the program must not start. */
 	if (rfd < 0) {
 		fprintf(stderr, "envsieve: scope init: no Landlock ruleset (%s)\n", LANDLOCK_VAR);
@@ -1602,15 +1613,7 @@ static int landlock_main(int argc, char **argv) {
 	case 3:
 		return fail("seal: landlock_restrict_self", NULL);
 	}
-	/* As launch.execError words it. */
-	int e = msg[1];
-	if (e == ENOENT)
-		fprintf(stderr, "envsieve: %s: command not found in the child's PATH\n", path);
-	else if (e == EACCES || e == ENOEXEC || e == EISDIR)
-		fprintf(stderr, "envsieve: %s: not executable: %s\n", path, strerror(e));
-	else
-		fprintf(stderr, "envsieve: exec %s: %s\n", path, strerror(e));
-	return e == ENOENT ? 127 : 126;
+	return exec_failed("", path, msg[1]);
 }
 
 
