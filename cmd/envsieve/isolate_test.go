@@ -237,16 +237,7 @@ func TestIsolateInPlace(t *testing.T) {
 		cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=" + home}, cInitEnv(t)...)
 		cmd.Dir = home
 		cmd.SysProcAttr = asUnprivileged()
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
+		lines, stderr := startLines(t, cmd)
 		if !lines.Scan() || lines.Text() != "ready 2" {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -293,7 +284,7 @@ func TestIsolateInPlace(t *testing.T) {
 			}
 		}
 		cmd.Process.Signal(syscall.SIGTERM)
-		err = cmd.Wait()
+		err := cmd.Wait()
 		for _, h := range holders {
 			ended := false
 			for i := 0; i < 200 && !ended; i++ {
@@ -320,6 +311,22 @@ func TestIsolateInPlace(t *testing.T) {
 			t.Errorf("%s: the launcher said it execs the init in place: %v; want %v\n%s", name, inPlace, !tc.resident, stderr.String())
 		}
 	}
+}
+
+// startLines starts cmd with its stdout read line by line and its stderr
+// kept.
+func startLines(t *testing.T, cmd *exec.Cmd) (*bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return bufio.NewScanner(out), &stderr
 }
 
 // comm returns the command name of pid ("" when unknown).

@@ -68,16 +68,8 @@ func TestLandlockInit(t *testing.T) {
 				if tc.wrapper != "usernsoff" {
 					cmd.SysProcAttr = asUnprivileged()
 				}
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				return cmd, bufio.NewScanner(out), &stderr
+				lines, stderr := startLines(t, cmd)
+				return cmd, lines, stderr
 			}
 			cmd, lines, stderr := start(probe + `trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done`)
 			var got []string
