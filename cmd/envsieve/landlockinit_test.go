@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,6 +209,17 @@ func TestLandlockInitExtraFiles(t *testing.T) {
 		Env: []string{"PATH=/usr/bin:/bin"}, ExtraFiles: extra}, init)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The ruleset sits at 256 or past it, above every number the child's
+	// start writes.
+	at := ""
+	for _, kv := range c.Env {
+		if v, ok := strings.CutPrefix(kv, "ENVSIEVE_INIT_LANDLOCK="); ok {
+			at = v
+		}
+	}
+	if n, err := strconv.Atoi(at); err != nil || n < 256 {
+		t.Errorf("the ruleset is handed at descriptor %q; want 256 or past it", at)
 	}
 	var out strings.Builder
 	c.Stdout, c.Stderr = &out, &out
