@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/envsieve/envsieve/internal/shimtest"
 	"github.com/envsieve/envsieve/internal/shimwire"
@@ -117,14 +118,26 @@ func TestStaticNotice(t *testing.T) {
 			if got := run(t, env, nil, prog, tc.target); got != "3\n3\n" && got != "3\n3" {
 				t.Errorf("the program did not run twice: %q", got)
 			}
+			// A notice is served apart from the program's run: wait for
+			// those expected, then a little for any more.
+			count := func() int {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				n := 0
+				for _, no := range rec.notices {
+					if no.Reason == "static-program" && filepath.Clean(no.Path) == tc.target {
+						n++
+					}
+				}
+				return n
+			}
+			for deadline := time.Now().Add(2 * time.Second); count() < tc.notices && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(20 * time.Millisecond)
+			n := count()
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
-			n := 0
-			for _, no := range rec.notices {
-				if no.Reason == "static-program" && filepath.Clean(no.Path) == tc.target {
-					n++
-				}
-			}
 			if n != tc.notices {
 				t.Errorf("%d static-program notices for %s, want %d (all: %+v)", n, tc.target, tc.notices, rec.notices)
 			}
