@@ -8,9 +8,10 @@
  *   exec:  execs PROGRAM (what bash's child does for an ungranted program);
  *   relay: makes the shim's own start request for PROGRAM to SOCKET
  *          (st_start from shim/libenvsieve/start.h: the header with
- *          descriptors 0-2 and the working directory by SCM_RIGHTS, then
- *          the body), waits for 'B', then stands in (st_wait) and exits as
- *          the program did (what the shim's stand-in does);
+ *          the working directory by SCM_RIGHTS, then the body), sends
+ *          descriptors 0-2 when granted and waits for 'B' (st_decide),
+ *          then stands in (st_wait) and exits as the program did (what
+ *          the shim's stand-in does);
  *   spawn: posix_spawns PROGRAM itself, waits for it and exits as it did
  *          (the same processes as relay, without the socket and the
  *          server: what the extra process alone costs);
@@ -63,8 +64,7 @@ static double once(int mode, const char *prog, const struct sockaddr_un *addr, s
 		if (st_start(addr, alen, prog, argv, env) != 0)
 			_exit(121);
 		char buf[512];
-		ssize_t n = st_answer(buf, sizeof buf - 1, ANSWER_TIMEOUT_MS);
-		if (n < 3 || buf[0] != WIRE_VERSION || buf[1] != 'B')
+		if (st_decide(buf, sizeof buf - 1) != ST_BEGUN)
 			_exit(122);
 		st_joined = buf[2] == 'g';
 		sigprocmask(SIG_SETMASK, &old, NULL);

@@ -9,12 +9,13 @@
  * (SIGTERM: it prints how many programs it started, and exits)
  *
  * listens on SOCKET (SOCK_SEQPACKET, as internal/shimwire/server.go does), accepts the
- * real shim's start request (wire version 2: 'S' head with SCM_RIGHTS for
- * stdio and the working directory, then 'C' body packets: path, argc,
- * argv..., env...), starts path with argv and the fixed environment given
- * on the command line by posix_spawn (the received stdio as 0-2, the
- * received directory by fchdir, in the caller's process group), answers
- * 'B' "g", waits on the program's pidfd and answers 'E' "x<code>" or
+ * real shim's start request (wire version 3, internal/shimwire/wire.go: 'S'
+ * head with SCM_RIGHTS for the working directory, then 'C' body packets:
+ * path, argc, argv..., env...), answers 'G', takes the caller's stdio from
+ * its 'F' packet, starts path with argv and the fixed environment given on
+ * the command line by posix_spawn (the received stdio as 0-2, the received
+ * directory by fchdir, in the caller's process group), answers 'B' "g"
+ * with the program's pid, waits on its pidfd and answers 'E' "x<code>" or
  * "s<sig>" as the Go launcher does. Access and notice packets are read
  * and dropped. 'K' packets are passed on with pidfd_send_signal. One
  * thread, one poll loop. -decline answers every complete request 'D'
@@ -38,19 +39,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define VERSION 2
+#define VERSION 3
 #define MAX_MSG 16384
 #define MAX_START (1 << 20)
 #define MAX_CONNS 256
 #define MAX_ARGV 4096
 
-enum { HEAD, BODY, RUNNING };
+enum { HEAD, BODY, FILES, RUNNING };
 
 struct conn {
 	int fd;
 	int state;
-	int fds[4]; /* received: stdio as named by which, then the directory */
+	int fds[3]; /* received with 'F': stdio as named by which */
 	int nfds;
+	int dir; /* received with 'S': the working directory */
 	char which[4];
 	pid_t peer;
 	size_t len, got;
@@ -75,6 +77,8 @@ static void drop(struct conn *c) {
 	for (int i = 0; i < c->nfds; i++)
 		close(c->fds[i]);
 	c->nfds = 0;
+	if (c->dir >= 0)
+		close(c->dir);
 	if (c->pidfd >= 0) {
 		/* The stand-in went away first: nothing waits for the program. */
 		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
@@ -110,13 +114,6 @@ static int start(struct conn *c) {
 		b += strlen(b) + 1;
 	}
 	argv[argc] = NULL;
-	if (decline) {
-		char d[] = {VERSION, 'D', 'n', 'o', 0};
-		answer(c->fd, d, sizeof d);
-		free(c->body);
-		c->body = NULL;
-		return -1; /* the connection is closed */
-	}
 	/* The caller's environment follows; this server ignores it and gives
 	 * the program the fixed one. */
 
@@ -131,7 +128,7 @@ static int start(struct conn *c) {
 	for (int i = 0; i < 3; i++)
 		if (!have[i])
 			posix_spawn_file_actions_addopen(&fa, i, "/dev/null", O_RDWR, 0);
-	posix_spawn_file_actions_addfchdir_np(&fa, c->fds[c->nfds - 1]);
+	posix_spawn_file_actions_addfchdir_np(&fa, c->dir);
 	posix_spawnattr_t at;
 	posix_spawnattr_init(&at);
 	sigset_t none;
@@ -157,6 +154,8 @@ static int start(struct conn *c) {
 	for (int i = 0; i < c->nfds; i++)
 		close(c->fds[i]);
 	c->nfds = 0;
+	close(c->dir);
+	c->dir = -1;
 	free(c->body);
 	c->body = NULL;
 	if (err != 0) {
@@ -170,8 +169,11 @@ static int start(struct conn *c) {
 		waitpid(pid, NULL, 0);
 		return -1;
 	}
-	char begun[] = {VERSION, 'B', joined ? 'g' : 'o', 0};
-	answer(c->fd, begun, sizeof begun);
+	/* As the Go launcher does where the caller can see the program: its
+	 * pid, which the caller polls a pidfd of. */
+	char begun[32];
+	int nb = snprintf(begun, sizeof begun, "%c%c%c%c%d", VERSION, 'B', joined ? 'g' : 'o', 0, (int)pid);
+	answer(c->fd, begun, (size_t)nb + 1);
 	c->state = RUNNING;
 	started++;
 	return 0;
@@ -213,23 +215,35 @@ static int readable(struct conn *c) {
 		}
 		char type = pkt[1];
 		if (c->state == HEAD && type == 'S') {
-			/* pid \0 which \0 length \0 */
-			char *f1 = pkt + 2, *f2 = f1 + strlen(f1) + 1, *f3 = f2 + strlen(f2) + 1;
-			size_t len = f3 < pkt + n ? (size_t)strtoul(f3, NULL, 10) : 0;
-			size_t nw = strlen(f2);
-			if (len < 1 || len > MAX_START || nw > 3 || (int)nw + 1 != ngot) {
+			/* pid \0 length \0, the directory by SCM_RIGHTS */
+			char *f1 = pkt + 2, *f2 = f1 + strlen(f1) + 1;
+			size_t len = f2 < pkt + n ? (size_t)strtoul(f2, NULL, 10) : 0;
+			if (len < 1 || len > MAX_START || ngot != 1) {
 				for (int i = 0; i < ngot; i++)
 					close(got[i]);
 				return -1;
 			}
-			memcpy(c->which, f2, nw + 1);
-			memcpy(c->fds, got, sizeof(int) * (size_t)ngot);
-			c->nfds = ngot;
+			c->dir = got[0];
 			c->len = len;
 			c->got = 0;
 			if ((c->body = malloc(len)) == NULL)
 				return -1;
 			c->state = BODY;
+			continue;
+		}
+		if (c->state == FILES && type == 'F') {
+			/* which \0: the descriptors of 0-2 that came, in order */
+			size_t nw = strlen(pkt + 2);
+			if (nw > 3 || (int)nw != ngot) {
+				for (int i = 0; i < ngot; i++)
+					close(got[i]);
+				return -1;
+			}
+			memcpy(c->which, pkt + 2, nw + 1);
+			memcpy(c->fds, got, sizeof(int) * (size_t)ngot);
+			c->nfds = ngot;
+			if (start(c) != 0)
+				return -1;
 			continue;
 		}
 		for (int i = 0; i < ngot; i++)
@@ -240,8 +254,17 @@ static int readable(struct conn *c) {
 				return -1;
 			memcpy(c->body + c->got, pkt + 2, k);
 			c->got += k;
-			if (c->got == c->len && start(c) != 0)
-				return -1;
+			if (c->got < c->len)
+				continue;
+			if (decline) {
+				char d[] = {VERSION, 'D', 'n', 'o', 0};
+				answer(c->fd, d, sizeof d);
+				return -1; /* the connection is closed */
+			}
+			/* Granted: the caller sends its stdio ('F'), then it starts. */
+			char g[] = {VERSION, 'G', 0};
+			answer(c->fd, g, sizeof g);
+			c->state = FILES;
 			continue;
 		}
 		if (c->state == RUNNING && type == 'K') {
@@ -366,7 +389,7 @@ int main(int argc, char **argv) {
 				socklen_t cl = sizeof cr;
 				pid_t peer = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : -1;
 				struct conn *c = &conns[nconns++];
-				*c = (struct conn){.fd = fd, .state = HEAD, .peer = peer, .pidfd = -1};
+				*c = (struct conn){.fd = fd, .state = HEAD, .peer = peer, .dir = -1, .pidfd = -1};
 				/* The request is sent right after connect: read it now. */
 				if (readable(c) != 0)
 					drop(c);
