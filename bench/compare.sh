@@ -14,6 +14,7 @@ CGO_ENABLED=0 go build -o bin/floor-exec ./bench/floor/exec
 CGO_ENABLED=0 go build -o bin/floor-libs ./bench/floor/libs
 cc -O2 -o bin/nouserns internal/shimtest/testdata/nouserns.c
 cc -O2 -o bin/usernsoff internal/shimtest/testdata/usernsoff.c
+cc -O2 -o bin/llfloor bench/floor/landlock.c
 echo "# $(go version), $(nproc) cores, $runs runs each, interleaved"
 echo "# parent environment: $(env | wc -l) variables"
 bin/timeit -n "$runs" \
@@ -99,3 +100,13 @@ ENVSIEVE_INIT_SEAL=$(cat "$spec/spec") bin/timeit -n "$runs" \
   "/usr/bin/env -u ENVSIEVE_INIT_SEAL bin/envsieve-init --unshare - /bin/true true" \
   "/usr/bin/env bin/envsieve-init --unshare - /bin/true true" \
   "/usr/bin/env -u ENVSIEVE_INIT_SEAL ${bwrap[*]} /bin/true"
+# The Landlock seal apart from the launcher: envsieve-init --landlock handed
+# an empty ruleset by bench/floor/landlock.c (the init's exec, the reaper's
+# and the program's forks, the domain entered, both exits: what any Landlock
+# seal that ends its tree pays here), against the same harness exec'ing the
+# program; then the ruleset built as the launcher builds it, for a HOME of
+# 100 entries and the usual credential files (BenchmarkLandlockPlan).
+bin/timeit -n "$runs" \
+  "bin/llfloor - /bin/true" \
+  "bin/llfloor bin/envsieve-init /bin/true"
+go test ./seal -run '^$' -bench LandlockPlan -benchtime "${runs}x" | grep '^Benchmark'
