@@ -1,10 +1,13 @@
+//go:build linux
+
+// The programs are Linux's (Landlock, pidfds, SCM_RIGHTS).
+
 package bench
 
 import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"testing"
 )
@@ -24,9 +27,6 @@ var cPrograms = map[string][]string{
 // builds. The build is what rots: grantfloor's loop stopped compiling when
 // the shim's st_answer took a descriptor, and nothing said so.
 func TestCPrograms(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the programs are Linux's (Landlock, pidfds, SCM_RIGHTS)")
-	}
 	if _, err := exec.LookPath("cc"); err != nil {
 		t.Fatalf("no C compiler (make deps installs gcc): %v", err)
 	}
