@@ -158,6 +158,8 @@ func TestLandlockInitRefuses(t *testing.T) {
 		{"stdin", "ENVSIEVE_INIT_LANDLOCK=0", "is not a descriptor", nil},
 		{"closed", "ENVSIEVE_INIT_LANDLOCK=9", "the Landlock ruleset's descriptor", nil},
 		{"not a ruleset", "ENVSIEVE_INIT_LANDLOCK=3", "landlock_restrict_self", []*os.File{devNull}},
+		{"a pid with a tail", "ENVSIEVE_INIT_PARENT=12x", "is not a pid", nil},
+		{"pid zero", "ENVSIEVE_INIT_PARENT=0", "is not a pid", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(init, "--landlock", "/bin/sh", "sh", "-c", "touch "+marker)

@@ -1464,17 +1464,18 @@ static int finish(int ws) {
 	return WEXITSTATUS(ws);
 }
 
-/* parse_fd reads a descriptor number from text (all digits, at least 3). */
-static int parse_fd(const char *text) {
+/* parse_number reads a number of at most 9 digits from text, all digits,
+ * and at least min; -1 for anything else. */
+static int parse_number(const char *text, int min) {
 	if (*text == 0 || strlen(text) > 9)
 		return -1;
-	int fd = 0;
+	int n = 0;
 	for (const char *p = text; *p; p++) {
 		if (*p < '0' || *p > '9')
 			return -1;
-		fd = fd * 10 + (*p - '0');
+		n = n * 10 + (*p - '0');
 	}
-	return fd >= 3 ? fd : -1;
+	return n >= min ? n : -1;
 }
 
 static int landlock_main(int argc, char **argv) {
@@ -1493,12 +1494,12 @@ static int landlock_main(int argc, char **argv) {
 		return fail("allocate the environment", NULL);
 	/* SEAL_VAR (val[2]) is not this init's: its ruleset is made already. */
 	int rfd = -1;
-	if (val[0] && (rfd = parse_fd(val[0])) < 0) {
+	if (val[0] && (rfd = parse_number(val[0], 3)) < 0) {
 		fprintf(stderr, "envsieve: scope init: %s is not a descriptor\n", LANDLOCK_VAR);
 		return 125;
 	}
 	pid_t launcher = 0;
-	if (val[1] && (launcher = (pid_t)atoi(val[1])) <= 0) {
+	if (val[1] && (launcher = (pid_t)parse_number(val[1], 1)) < 0) {
 		fprintf(stderr, "envsieve: scope init: %s is not a pid\n", PARENT_VAR);
 		return 125;
 	}
